@@ -1,0 +1,84 @@
+.POSIX:
+.SUFFIXES:
+.SUFFIXES: .c .o
+
+PREFIX = /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man
+
+CC = cc
+CFLAGS = -std=c17 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
+	-D_DEFAULT_SOURCE
+BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
+BSD_LIBS = `pkg-config --libs libbsd-overlay`
+
+LIBOBJ = src/dead.o src/move.o src/name.o src/spool.o src/util.o src/wait.o
+PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq
+BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq
+MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
+	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
+	share/man/man1/mq-dlq.1
+MAN5 = share/man/man5/mq-spool.5
+MAN7 = share/man/man7/mq.7
+
+all: $(BIN)
+
+$(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
+    src/mq-dlq.o: src/mq.h src/compat.h
+
+src/libmq.a: $(LIBOBJ)
+	rm -f $@
+	$(AR) -rc $@ $(LIBOBJ)
+
+bin/mq-send: src/mq-send.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ src/mq-send.o src/libmq.a $(BSD_LIBS)
+bin/mq-recv: src/mq-recv.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ src/mq-recv.o src/libmq.a $(BSD_LIBS)
+bin/mq-ack: src/mq-ack.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ src/mq-ack.o src/libmq.a $(BSD_LIBS)
+bin/mq-sweep: src/mq-sweep.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ src/mq-sweep.o src/libmq.a $(BSD_LIBS)
+bin/mq-dlq: src/mq-dlq.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) -o $@ src/mq-dlq.o src/libmq.a $(BSD_LIBS)
+
+.c.o:
+	$(CC) $(CFLAGS) $(BSD_CFLAGS) -c -o $@ $<
+
+tests/name-test: tests/name-test.c src/libmq.a
+	$(CC) $(CFLAGS) $(BSD_CFLAGS) -Isrc -o $@ tests/name-test.c \
+	    src/libmq.a $(BSD_LIBS)
+
+check: all tests/name-test
+	sh tests/run
+
+lint:
+	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
+
+demo: all
+	sh share/examples/demo.sh
+
+deps:
+	sh share/deps.sh
+
+install: all
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
+	cp -f $(BIN) $(DESTDIR)$(BINDIR)
+	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
+	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
+	cp -f $(MAN7) $(DESTDIR)$(MANDIR)/man7
+
+uninstall:
+	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p \
+	    $(DESTDIR)$(MANDIR)/man1/$$p.1; done
+	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
+
+clean:
+	rm -f src/*.o src/libmq.a $(BIN) tests/name-test
+
+.PHONY: all check lint demo deps install uninstall clean

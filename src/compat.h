@@ -1,0 +1,36 @@
+/*
+ * compat.h: the one place for per-system differences.  Everything else is
+ * written against POSIX plus the OpenBSD extensions that libbsd's overlay
+ * supplies on glibc (strtonum, arc4random_buf, strlcpy, getprogname).
+ */
+#ifndef MQ_COMPAT_H
+#define MQ_COMPAT_H
+
+#include <fcntl.h>
+#include <getopt.h>
+
+#ifndef O_DIRECTORY
+#define O_DIRECTORY	0
+#endif
+#ifndef O_CLOEXEC
+#define O_CLOEXEC	0
+#endif
+
+/*
+ * Options end at the first operand everywhere (POSIX); GNU getopt has to be
+ * told with a leading '+', which BSD getopt would read as an option.
+ * Parsing a second argument vector needs optind = 0 on glibc, 1 elsewhere.
+ */
+#ifdef __GLIBC__
+#define MQ_OPTS(s)	"+" s
+#define MQ_OPTRESET()	(optind = 0)
+#else
+#define MQ_OPTS(s)	s
+#define MQ_OPTRESET()	(optreset = 1, optind = 1)
+#endif
+
+#ifndef __dead
+#define __dead	__attribute__((__noreturn__))
+#endif
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * dead.c: the dead-letter area.  dead/ID,DIED,ATTEMPTS holds the body;
+ * reason/ID holds the reason, byte for byte.  A redrive is one rename back
+ * into new/ (a copy, synced before the original goes, when the target spool
+ * is on another file system); the reason is removed after the body moved.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define REASON_MAX	(1024 * 1024)
+
+static int
+is_dead(const char *s)
+{
+	struct mq_name nm;
+
+	return mq_name_parse(s, MQ_DEAD, &nm) == 0;
+}
+
+/* Every dead letter, in ID (enqueue) order. */
+int
+mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
+{
+	struct mq_names names;
+	struct mq_dead *d;
+	size_t i;
+
+	if (mq_names_read(sp->dead, DT_REG, is_dead, &names) == -1)
+		return -1;
+	mq_names_sort(&names);
+	d = xreallocarray(NULL, names.n + 1, sizeof(*d));
+	for (i = 0; i < names.n; i++) {
+		strlcpy(d[i].name, names.v[i], sizeof(d[i].name));
+		mq_name_parse(names.v[i], MQ_DEAD, &d[i].n);
+	}
+	*count = names.n;
+	*out = d;
+	mq_names_free(&names);
+	return 0;
+}
+
+/* Finds the dead letter with this ID; ENOENT when there is none. */
+int
+mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
+{
+	struct mq_dead *d;
+	size_t n, i;
+	int found = 0;
+
+	if (!mq_id_valid(id)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (mq_dead_list(sp, &d, &n) == -1)
+		return -1;
+	for (i = 0; i < n && !found; i++) {
+		if (strcmp(d[i].n.id, id) == 0) {
+			*out = d[i];
+			found = 1;
+		}
+	}
+	free(d);
+	if (!found) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
+/* The stored reason (empty if it was lost); the caller frees *buf. */
+int
+mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
+{
+	ssize_t n;
+	int fd;
+
+	*buf = xmalloc(REASON_MAX);
+	*len = 0;
+	fd = openat(sp->reason, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : -1;
+	while (*len < REASON_MAX) {
+		n = read(fd, *buf + *len, REASON_MAX - *len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		*len += n;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Copies a dead letter into another spool's tmp/, synced. */
+static int
+copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
+{
+	int in, out, saved;
+
+	if ((in = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) == -1)
+		return -1;
+	out = openat(to->tmp, d->n.id, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, to->fmode);
+	if (out == -1) {
+		saved = errno;
+		close(in);
+		errno = saved;
+		return -1;
+	}
+	if (mq_copy_fd(in, out) == -1 || fsync(out) == -1) {
+		saved = errno;
+		close(in);
+		close(out);
+		unlinkat(to->tmp, d->n.id, 0);
+		errno = saved;
+		return -1;
+	}
+	close(in);
+	if (close(out) == -1) {
+		saved = errno;
+		unlinkat(to->tmp, d->n.id, 0);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+/* Back to new/ of the placer's spool, attempts reset. */
+int
+mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
+    struct mq_placer *pl)
+{
+	struct mq_name nm = d->n;
+	char newname[MQ_NAME_MAX];
+
+	nm.attempts = 0;
+	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
+		return -1;
+	if (mq_place(pl, sp->dead, d->name, newname, mq_now_ms()) == -1) {
+		if (errno != EXDEV)
+			return -1;
+		if (copy_out(sp, d, pl->sp) == -1)
+			return -1;
+		if (mq_place(pl, pl->sp->tmp, nm.id, newname,
+		    mq_now_ms()) == -1 || mq_placer_flush(pl) == -1)
+			return -1;
+		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)
+			return -1;
+	}
+	unlinkat(sp->reason, d->n.id, 0);
+	return 0;
+}
+
+int
+mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
+{
+	if (unlinkat(sp->dead, d->name, 0) == -1)
+		return -1;
+	unlinkat(sp->reason, d->n.id, 0);
+	return 0;
+}

@@ -1,0 +1,316 @@
+/*
+ * mq-dlq: list, show, redrive and purge dead letters.  Listings are one
+ * line per dead letter whatever the reason or body hold: control bytes and
+ * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw.
+ */
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define PREVIEW	32
+
+static void __dead
+usage(void)
+{
+	fprintf(stderr, "usage: mq-dlq [-v] [-d dir] [ls [--json]]\n"
+	    "       mq-dlq [-v] [-d dir] show id\n"
+	    "       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n"
+	    "       mq-dlq [-v] [-d dir] purge [--all | id ...]\n");
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf("usage: mq-dlq [-v] [-d dir] [ls [--json]]\n"
+	    "       mq-dlq [-v] [-d dir] show id\n"
+	    "       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n"
+	    "       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
+	    "ls: id, attempts, died, reason, size, start of body "
+	    "(tab-separated)\n"
+	    "show: the body; redrive: back to new/ (-t: another spool);\n"
+	    "purge: delete.  See mq-dlq(1).\n");
+}
+
+static int vflag;
+
+/* Reads up to PREVIEW bytes of a body and its size, never blocking. */
+static int
+peek(struct mq_spool *sp, const struct mq_dead *d, char *buf, size_t *len,
+    off_t *size)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	fd = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	n = read(fd, buf, PREVIEW);
+	close(fd);
+	if (n == -1)
+		return -1;
+	*len = n;
+	*size = st.st_size;
+	return 0;
+}
+
+static int
+cmd_ls(struct mq_spool *sp, int json)
+{
+	struct mq_dead *d;
+	char iso[32], body[PREVIEW], *reason;
+	size_t n, i, blen, rlen;
+	off_t size;
+	int status = MQ_EX_OK;
+
+	if (mq_dead_list(sp, &d, &n) == -1)
+		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
+	for (i = 0; i < n; i++) {
+		if (peek(sp, &d[i], body, &blen, &size) == -1) {
+			if (errno != ENOENT) {
+				warn("%s/%s", MQ_DIR_DEAD, d[i].name);
+				status = MQ_EX_SYS;
+			}
+			continue;
+		}
+		if (mq_dead_reason(sp, d[i].n.id, &reason, &rlen) == -1) {
+			warn("%s/%s", MQ_DIR_REASON, d[i].n.id);
+			status = MQ_EX_SYS;
+		}
+		mq_time_iso(iso, sizeof(iso), d[i].n.ms);
+		if (json) {
+			printf("{\"id\":\"%s\",\"attempts\":%u,\"died\":"
+			    "\"%s\",\"reason\":", d[i].n.id, d[i].n.attempts,
+			    iso);
+			mq_json_string(stdout, reason, rlen);
+			printf(",\"size\":%jd,\"body\":", (intmax_t)size);
+			mq_json_string(stdout, body, blen);
+			puts("}");
+		} else {
+			printf("%s\t%u\t%s\t", d[i].n.id, d[i].n.attempts,
+			    iso);
+			mq_escape(stdout, reason, rlen);
+			printf("\t%jd\t", (intmax_t)size);
+			mq_escape(stdout, body, blen);
+			putchar('\n');
+		}
+		free(reason);
+	}
+	free(d);
+	return status;
+}
+
+static int
+cmd_show(struct mq_spool *sp, const char *id)
+{
+	struct mq_dead d;
+	struct stat st;
+	int fd;
+
+	if (mq_dead_find(sp, id, &d) == -1) {
+		if (errno != ENOENT)
+			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
+		warnx("%s: no such dead letter", id);
+		return MQ_EX_NONE;
+	}
+	fd = openat(sp->dead, d.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1)
+		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
+	if (!S_ISREG(st.st_mode))
+		errx(MQ_EX_SYS, "%s/%s: not a regular file", MQ_DIR_DEAD,
+		    d.name);
+	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
+		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
+	close(fd);
+	return MQ_EX_OK;
+}
+
+static int
+idcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Redrives or purges the named dead letters, or all of them, in ID order
+ * so that a redrive keeps the original order.
+ */
+static int
+cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
+    char **ids, int nids)
+{
+	struct mq_spool target, *tsp = sp;
+	struct mq_placer pl;
+	struct mq_dead *d, one;
+	size_t n, i;
+	int k, status = MQ_EX_OK;
+
+	if (!all && nids == 0) {
+		warnx("%s: name IDs or --all", redrive ? "redrive" : "purge");
+		return MQ_EX_USAGE;
+	}
+	if (all && nids > 0) {
+		warnx("--all and IDs exclude each other");
+		return MQ_EX_USAGE;
+	}
+	if (to != NULL) {
+		mq_spool_xopen(&target, to, 1);
+		tsp = &target;
+	}
+	mq_placer_init(&pl, tsp, 1);
+	if (all) {
+		if (mq_dead_list(sp, &d, &n) == -1)
+			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
+	} else {
+		qsort(ids, nids, sizeof(*ids), idcmp);
+		d = xreallocarray(NULL, nids, sizeof(*d));
+		for (n = 0, k = 0; k < nids; k++) {
+			if (mq_dead_find(sp, ids[k], &one) == 0)
+				d[n++] = one;
+			else if (errno == ENOENT) {
+				warnx("%s: no such dead letter", ids[k]);
+				status = mq_worse(status, MQ_EX_NONE);
+			} else
+				err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl) :
+		    mq_dead_purge(sp, &d[i])) == -1) {
+			if (errno == ENOENT) {
+				warnx("%s: no such dead letter", d[i].n.id);
+				status = mq_worse(status, MQ_EX_NONE);
+				continue;
+			}
+			warn("%s/%s", MQ_DIR_DEAD, d[i].name);
+			status = mq_worse(status, MQ_EX_SYS);
+			break;
+		}
+		if (vflag)
+			warnx("%s: %s", d[i].n.id, redrive ? "redriven" :
+			    "purged");
+	}
+	if (mq_placer_flush(&pl) == -1) {
+		warn("%s", tsp->path);
+		status = mq_worse(status, MQ_EX_SYS);
+	}
+	mq_placer_close(&pl);
+	free(d);
+	return status;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	const char *dir = NULL, *to = NULL, *cmd = "ls";
+	int ch, json = 0, all = 0, status;
+
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			vflag = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			puts("mq-dlq " MQ_VERSION);
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc > 0) {
+		cmd = argv[0];
+		/* Options of a subcommand follow it. */
+		MQ_OPTRESET();
+		while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:t:"),
+		    longopts, NULL)) != -1) {
+			switch (ch) {
+			case 'v':
+				vflag = 1;
+				break;
+			case 'd':
+				dir = optarg;
+				break;
+			case 't':
+				to = optarg;
+				break;
+			case 'j':
+				json = 1;
+				break;
+			case 'a':
+				all = 1;
+				break;
+			case 'h':
+				help();
+				return MQ_EX_OK;
+			default:
+				usage();
+			}
+		}
+		argc -= optind;
+		argv += optind;
+	}
+	if (strcmp(cmd, "ls") != 0 && json)
+		errx(MQ_EX_USAGE, "--json goes with ls");
+	if (strcmp(cmd, "redrive") != 0 && to != NULL)
+		errx(MQ_EX_USAGE, "-t goes with redrive");
+	if (strcmp(cmd, "redrive") != 0 && strcmp(cmd, "purge") != 0 && all)
+		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
+	if (strcmp(cmd, "ls") == 0) {
+		if (argc > 0)
+			usage();
+		mq_spool_xopen(&sp, dir, 0);
+		status = cmd_ls(&sp, json);
+	} else if (strcmp(cmd, "show") == 0) {
+		if (argc != 1)
+			usage();
+		mq_spool_xopen(&sp, dir, 0);
+		status = cmd_show(&sp, argv[0]);
+	} else if (strcmp(cmd, "redrive") == 0 || strcmp(cmd, "purge") == 0) {
+		if (!all && argc == 0) {
+			warnx("%s: name IDs or --all", cmd);
+			return MQ_EX_USAGE;
+		}
+		mq_spool_xopen(&sp, dir, 0);
+		status = cmd_move(&sp, cmd[0] == 'r', to, all, argv, argc);
+	} else {
+		warnx("%s: unknown command", cmd);
+		usage();
+	}
+	mq_stdout_close();
+	return status;
+}

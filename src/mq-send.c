@@ -1,0 +1,233 @@
+/*
+ * mq-send: add messages to a spool.  Each message is written to tmp/,
+ * synced, and renamed into new/; the directories are synced before its ID
+ * counts as sent.  Nothing partial is ever visible: a failure leaves at
+ * most a tmp/ file, which mq-sweep removes.
+ */
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+struct sender {
+	struct mq_spool	 sp;
+	struct mq_placer pl;
+	int		 sync;
+	uint64_t	 due;	/* 0: visible at once */
+	int		 fd;	/* the message being written, or -1 */
+	char		 id[MQ_ID_LEN + 1];
+};
+
+static void __dead
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n");
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf("usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n"
+	    "Add each file (or standard input) as a message; print its ID.\n"
+	    "  -0       every NUL-terminated record is a message\n"
+	    "  -l       every line is a message\n"
+	    "  -D secs  not visible before secs from now\n"
+	    "  -S       skip fsync (faster, not crash-safe)\n"
+	    "  -d dir   spool (default $MQ_DIR, else "
+	    "$XDG_STATE_HOME/mq)\n"
+	    "See mq-send(1).\n");
+}
+
+static void
+begin(struct sender *s)
+{
+	mq_id_new(s->id);
+	s->fd = openat(s->sp.tmp, s->id, O_WRONLY | O_CREAT | O_EXCL |
+	    O_NOFOLLOW | O_CLOEXEC, s->sp.fmode);
+	if (s->fd == -1)
+		err(MQ_EX_SYS, "%s/tmp/%s", s->sp.path, s->id);
+}
+
+static void
+fail(struct sender *s, const char *what)
+{
+	int saved = errno;
+
+	if (s->fd != -1)
+		close(s->fd);
+	unlinkat(s->sp.tmp, s->id, 0);
+	errno = saved;
+	err(MQ_EX_SYS, "%s", what);
+}
+
+static void
+put(struct sender *s, const char *p, size_t len)
+{
+	ssize_t w;
+
+	while (len > 0) {
+		if ((w = write(s->fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			fail(s, s->sp.path);
+		}
+		p += w;
+		len -= w;
+	}
+}
+
+static void
+end(struct sender *s)
+{
+	char name[MQ_NAME_MAX];
+	int fd = s->fd;
+
+	if (s->sync && fsync(fd) == -1)
+		fail(s, s->sp.path);
+	s->fd = -1;
+	if (close(fd) == -1)
+		fail(s, s->sp.path);
+	snprintf(name, sizeof(name), "%s,0", s->id);
+	if (mq_place(&s->pl, s->sp.tmp, s->id, name,
+	    s->due ? s->due : mq_now_ms()) == -1)
+		fail(s, s->sp.path);
+	puts(s->id);
+}
+
+/* Makes what was sent durable and visible, then tells the caller. */
+static void
+flush(struct sender *s)
+{
+	if (mq_placer_flush(&s->pl) == -1)
+		err(MQ_EX_SYS, "%s", s->sp.path);
+	if (fflush(stdout) == EOF)
+		err(MQ_EX_SYS, "stdout");
+}
+
+static void
+send_whole(struct sender *s, int fd, const char *name)
+{
+	begin(s);
+	if (mq_copy_fd(fd, s->fd) == -1) {
+		/* A read error names the input, a write error the spool. */
+		fail(s, name);
+	}
+	end(s);
+}
+
+static void
+send_records(struct sender *s, int fd, int delim, const char *name)
+{
+	struct mq_reader r;
+	const char *p;
+	size_t len;
+	int rc, endrec;
+
+	mq_reader_init(&r, fd);
+	for (;;) {
+		/* A slow producer gets each message sent as it comes. */
+		if (!mq_reader_pending(&r))
+			flush(s);
+		if ((rc = mq_reader_chunk(&r, delim, &p, &len, &endrec)) == -1)
+			fail(s, name);
+		if (rc == 0)
+			break;
+		if (s->fd == -1)
+			begin(s);
+		put(s, p, len);
+		if (endrec)
+			end(s);
+	}
+	if (s->fd != -1)
+		end(s);
+	mq_reader_free(&r);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct sender s;
+	const char *dir = NULL, *errstr, *name;
+	uint64_t delay = 0;
+	int ch, i, fd, delim = -1, status = MQ_EX_OK;
+
+	memset(&s, 0, sizeof(s));
+	s.sync = 1;
+	s.fd = -1;
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case '0':
+		case 'l':
+			if (delim != -1 && delim != (ch == '0' ? '\0' : '\n'))
+				errx(MQ_EX_USAGE, "-l and -0 exclude each "
+				    "other");
+			delim = ch == '0' ? '\0' : '\n';
+			break;
+		case 'S':
+			s.sync = 0;
+			break;
+		case 'v':
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'D':
+			if (mq_secs_parse(optarg, &delay, &errstr) == -1)
+				errx(MQ_EX_USAGE, "-D %s: %s", optarg, errstr);
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			puts("mq-send " MQ_VERSION);
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+
+	mq_spool_xopen(&s.sp, dir, 1);
+	mq_placer_init(&s.pl, &s.sp, s.sync);
+	if (delay > 0)
+		s.due = mq_now_ms() + delay;
+	setvbuf(stdout, NULL, _IOFBF, 65536);
+
+	for (i = 0; i < (argc ? argc : 1); i++) {
+		name = argc ? argv[i] : "-";
+		if (strcmp(name, "-") == 0) {
+			fd = STDIN_FILENO;
+			name = "stdin";
+		} else if ((fd = open(name, O_RDONLY | O_CLOEXEC)) == -1) {
+			warn("%s", name);
+			status = MQ_EX_SYS;
+			continue;
+		}
+		if (delim == -1)
+			send_whole(&s, fd, name);
+		else
+			send_records(&s, fd, delim, name);
+		if (fd != STDIN_FILENO)
+			close(fd);
+	}
+	flush(&s);
+	mq_placer_close(&s.pl);
+	mq_stdout_close();
+	return status;
+}

@@ -1,0 +1,109 @@
+/*
+ * mq-sweep: housekeeping.  Expired leases go back to new/ (or to dead/ at
+ * max attempts), tmp/ fragments of crashed senders and reasons of purged
+ * dead letters go after 36 hours, empty buckets are removed.  Receivers do
+ * the lease part themselves; sweeping only keeps the spool tidy.
+ */
+#include <err.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "mq.h"
+
+static int vflag;
+
+static void __dead
+usage(void)
+{
+	fprintf(stderr, "usage: mq-sweep [-v] [-d dir] [-m max] "
+	    "[-w secs]\n");
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf("usage: mq-sweep [-v] [-d dir] [-m max] [-w secs]\n"
+	    "Move expired leases back to new/ (dead/ at max attempts),\n"
+	    "remove tmp/ fragments older than 36 hours.\n"
+	    "  -m max   attempts before a message is dead (default 5)\n"
+	    "  -w secs  sweep again every secs until killed\n"
+	    "  -v       say what was moved or removed\n"
+	    "See mq-sweep(1).\n");
+}
+
+static void
+report(const char *what, const char *how)
+{
+	if (vflag)
+		warnx("%s: %s", what, how);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	const char *dir = NULL, *errstr;
+	uint64_t every = 0;
+	int ch, max = MQ_DEFAULT_MAX, status;
+
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			vflag = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'm':
+			max = strtonum(optarg, 1, MQ_ATTEMPTS_MAX, &errstr);
+			if (errstr != NULL)
+				errx(MQ_EX_USAGE, "-m %s: %s", optarg, errstr);
+			break;
+		case 'w':
+			if (mq_secs_parse(optarg, &every, &errstr) == -1)
+				errx(MQ_EX_USAGE, "-w %s: %s", optarg, errstr);
+			if (every == 0)
+				errx(MQ_EX_USAGE, "-w %s: too small", optarg);
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			puts("mq-sweep " MQ_VERSION);
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	if (optind < argc)
+		usage();
+
+	mq_spool_xopen(&sp, dir, 0);
+	for (;;) {
+		status = MQ_EX_OK;
+		if (mq_reclaim(&sp, max, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_CUR);
+			status = MQ_EX_SYS;
+		}
+		if (mq_tmp_clean(&sp, MQ_TMP_STALE_SECS, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_TMP);
+			status = MQ_EX_SYS;
+		}
+		if (every == 0)
+			break;
+		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);
+	}
+	mq_spool_close(&sp);
+	return status;
+}

@@ -1,0 +1,215 @@
+/*
+ * mq.h: the spool core shared by the mq tools.
+ *
+ * A spool is a directory; each message is a regular file whose name holds
+ * its ID and, depending on its state, its attempt count and a time.  Every
+ * state change is one rename(2) (or unlink(2) for ack and purge), made
+ * through directory file descriptors so that no path from user input is
+ * ever followed.  The layout is described in mq-spool(5); the words that
+ * make it up are the macros below and no tool spells them itself.
+ *
+ * Core functions return -1 with errno set (or an mq_exit status) and
+ * leave reporting and exiting to the tool.
+ */
+#ifndef MQ_H
+#define MQ_H
+
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#define MQ_VERSION	"0.1.0"
+
+/* State directories of a spool. */
+#define MQ_DIR_TMP	"tmp"
+#define MQ_DIR_NEW	"new"
+#define MQ_DIR_CUR	"cur"
+#define MQ_DIR_DEAD	"dead"
+#define MQ_DIR_REASON	"reason"
+
+/*
+ * new/ is a three-level tree keyed by the time (ms since the epoch) at
+ * which a message becomes visible, written as 11 lowercase hex digits:
+ * new/TTTTT/TTTTTTTT/TTTTTTTTTTT/ (prefixes of 5, 8 and 11 digits), so no
+ * directory has more than 4096 sub-directories whatever the depth.
+ */
+#define MQ_KEY_DIGITS	11
+#define MQ_TOP_DIGITS	5
+#define MQ_MID_DIGITS	8
+
+/* A sender stops filling a leaf after this many messages or this long. */
+#define MQ_LEAF_MAX	1024
+#define MQ_LEAF_SPAN_MS	1000
+
+/* tmp/ files older than this are fragments of crashed senders (qmail). */
+#define MQ_TMP_STALE_SECS	129600
+
+#define MQ_ID_LEN	40	/* 16 hex time '.' pid '.' 12 hex random */
+#define MQ_NAME_MAX	96
+
+#define MQ_ATTEMPTS_MAX	1000000
+#define MQ_SECS_MAX	1000000000LL	/* about 31 years */
+#define MQ_DEFAULT_LEASE_MS	30000
+#define MQ_DEFAULT_MAX	5
+
+#define MQ_REASON_MAX_ATTEMPTS	"max attempts"
+
+enum mq_exit {
+	MQ_EX_OK = 0,
+	MQ_EX_NONE = 1,
+	MQ_EX_USAGE = 2,
+	MQ_EX_LOST = 3,
+	MQ_EX_SYS = 4
+};
+
+enum mq_state {
+	MQ_NEW,
+	MQ_CUR,
+	MQ_DEAD
+};
+
+struct mq_spool {
+	char	*path;		/* as chosen: -d, $MQ_DIR or the XDG default */
+	char	*real;		/* canonical absolute path, for receipts */
+	int	 fd;
+	int	 tmp, new, cur, dead, reason;
+	mode_t	 dmode;		/* directories are made like the spool root */
+	mode_t	 fmode;
+};
+
+/*
+ * A parsed message name.  ms is the lease deadline in cur/, the time of
+ * death in dead/ and unused in new/.
+ */
+struct mq_name {
+	char	 id[MQ_ID_LEN + 1];
+	uint64_t ms;
+	unsigned attempts;
+};
+
+/*
+ * Where messages are put into new/: the open leaf and how full it is.
+ * dirty is set when a leaf got messages not yet made durable.
+ */
+struct mq_placer {
+	struct mq_spool *sp;
+	int	 top, mid, leaf;
+	uint64_t key;
+	int	 count;
+	int	 dirty;
+	int	 sync;
+};
+
+/* spool.c */
+const char	*mq_spool_dir(const char *);
+int	 mq_spool_open(struct mq_spool *, const char *, int);
+void	 mq_spool_xopen(struct mq_spool *, const char *, int);
+int	 mq_spool_real(struct mq_spool *);
+void	 mq_spool_close(struct mq_spool *);
+
+/* name.c */
+uint64_t mq_now_ms(void);
+void	 mq_id_new(char *);
+int	 mq_id_valid(const char *);
+int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
+int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
+int	 mq_key_format(char *, size_t, uint64_t, int);
+int	 mq_key_parse(const char *, int, uint64_t *);
+uint64_t mq_cur_bucket(uint64_t);
+int	 mq_cur_bucket_parse(const char *, uint64_t *);
+int	 mq_secs_parse(const char *, uint64_t *, const char **);
+void	 mq_time_iso(char *, size_t, uint64_t);
+
+/* move.c */
+void	 mq_placer_init(struct mq_placer *, struct mq_spool *, int);
+int	 mq_place(struct mq_placer *, int, const char *, const char *,
+	    uint64_t);
+int	 mq_placer_flush(struct mq_placer *);
+void	 mq_placer_close(struct mq_placer *);
+
+typedef int (*mq_claim_fn)(void *, const char *, const char *);
+int	 mq_claim(struct mq_spool *, int, uint64_t, unsigned, mq_claim_fn,
+	    void *, uint64_t *);
+struct mq_receipt {
+	int	 bucket;	/* cur/S, open */
+	char	 bname[24];	/* S */
+	const char *name;	/* the claimed name inside it */
+	struct mq_name n;
+};
+int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
+	    const char **);
+void	 mq_receipt_close(struct mq_receipt *);
+void	 mq_cur_prune(struct mq_spool *, const char *);
+int	 mq_ack(int, const char *);
+int	 mq_release(struct mq_placer *, int, const char *,
+	    const struct mq_name *, uint64_t);
+int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
+	    const char *, size_t);
+int	 mq_extend(struct mq_spool *, int, const char *,
+	    const struct mq_name *, uint64_t, char *, size_t);
+int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
+	    const char *));
+int	 mq_tmp_clean(struct mq_spool *, uint64_t,
+	    void (*)(const char *, const char *));
+
+/* dead.c */
+struct mq_dead {
+	char	 name[MQ_NAME_MAX];
+	struct mq_name n;
+};
+int	 mq_dead_list(struct mq_spool *, struct mq_dead **, size_t *);
+int	 mq_dead_find(struct mq_spool *, const char *, struct mq_dead *);
+int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
+int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
+	    struct mq_placer *);
+int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
+
+/* wait.c */
+struct mq_waiter {
+	int	 fd;		/* inotify, or -1 when polling */
+	int	 dirfd;
+	struct timespec	 seen;
+};
+int	 mq_wait_open(struct mq_waiter *, struct mq_spool *);
+int	 mq_wait(struct mq_waiter *, int64_t);
+void	 mq_wait_close(struct mq_waiter *);
+int	 mq_ring(struct mq_spool *);
+
+/* util.c */
+int	 mq_worse(int, int);
+int	 mq_fsync_dir(int);
+int	 mq_copy_fd(int, int);
+int	 mq_mkdirat(int, const char *, mode_t, int *);
+int	 mq_opendirat(int, const char *);
+struct mq_names {
+	char	**v;
+	size_t	 n, cap;
+};
+int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
+void	 mq_names_sort(struct mq_names *);
+void	 mq_names_free(struct mq_names *);
+
+struct mq_reader {
+	int	 fd;
+	char	*buf;
+	size_t	 len, off;
+	int	 eof;
+};
+void	 mq_reader_init(struct mq_reader *, int);
+int	 mq_reader_record(struct mq_reader *, int, char **);
+void	 mq_reader_free(struct mq_reader *);
+int	 mq_reader_pending(struct mq_reader *);
+int	 mq_reader_chunk(struct mq_reader *, int, const char **, size_t *,
+	    int *);
+
+void	 mq_escape(FILE *, const char *, size_t);
+void	 mq_json_string(FILE *, const char *, size_t);
+void	 mq_stdout_close(void);
+void	*xmalloc(size_t);
+void	*xreallocarray(void *, size_t, size_t);
+char	*xstrdup(const char *);
+
+#endif

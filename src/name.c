@@ -1,0 +1,283 @@
+/*
+ * name.c: IDs, message names, bucket names and times.
+ *
+ * An ID is "TTTTTTTTTTTTTTTT.PID.RRRRRRRRRRRR": the enqueue time in ns as 16
+ * hex digits (strictly increasing within a process), the sender's pid and
+ * 48 random bits, so IDs are unique across processes and hosts and sort
+ * bytewise in enqueue order.  A message's name is its ID and, after commas,
+ * what its state needs:
+ *
+ *	new/.../ID,ATTEMPTS		claims so far
+ *	cur/SECS/ID,DEADLINE,ATTEMPT	DEADLINE is epoch seconds with ms
+ *	dead/ID,DIED,ATTEMPTS		DIED is epoch seconds
+ *
+ * Parsing is strict: anything else is a foreign name and is left alone.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mq.h"
+
+#define ID_TIME_DIGITS	16
+#define ID_RAND_DIGITS	12
+#define ID_PID_MAX	10
+
+uint64_t
+mq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+mq_id_new(char *id)
+{
+	static uint64_t last;
+	struct timespec ts;
+	uint64_t ns, rnd = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ns = (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	/* IDs of one process must sort in the order it made them. */
+	if (ns <= last)
+		ns = last + 1;
+	last = ns;
+	arc4random_buf(&rnd, sizeof(rnd));
+	snprintf(id, MQ_ID_LEN + 1, "%016" PRIx64 ".%u.%012" PRIx64, ns,
+	    (unsigned)getpid() % 1000000000u, rnd & (uint64_t)0xffffffffffff);
+}
+
+static int
+all(const char *s, size_t n, int (*cls)(int))
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!cls((unsigned char)s[i]))
+			return 0;
+	return 1;
+}
+
+static int
+lowerhex(int c)
+{
+	return isdigit(c) || (c >= 'a' && c <= 'f');
+}
+
+static int
+digit(int c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Checks the ID at the start of s, ending at end; returns its length. */
+static size_t
+id_span(const char *s, const char *end)
+{
+	const char *dot1, *dot2;
+	size_t pidlen;
+
+	if (end - s < ID_TIME_DIGITS + 3 + ID_RAND_DIGITS ||
+	    end - s > MQ_ID_LEN)
+		return 0;
+	dot1 = s + ID_TIME_DIGITS;
+	if (*dot1 != '.' || !all(s, ID_TIME_DIGITS, lowerhex))
+		return 0;
+	dot2 = end - ID_RAND_DIGITS - 1;
+	if (*dot2 != '.' || !all(dot2 + 1, ID_RAND_DIGITS, lowerhex))
+		return 0;
+	pidlen = dot2 - dot1 - 1;
+	if (pidlen < 1 || pidlen > ID_PID_MAX || !all(dot1 + 1, pidlen, digit))
+		return 0;
+	return end - s;
+}
+
+int
+mq_id_valid(const char *s)
+{
+	return id_span(s, s + strlen(s)) != 0;
+}
+
+/* A decimal number of at most maxlen digits, no sign, no leading zero. */
+static const char *
+number(const char *s, size_t maxlen, uint64_t max, uint64_t *v)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; digit((unsigned char)s[i]); i++) {
+		if (i == maxlen)
+			return NULL;
+		n = n * 10 + (s[i] - '0');
+	}
+	if (i == 0 || (i > 1 && s[0] == '0') || n > max)
+		return NULL;
+	*v = n;
+	return s + i;
+}
+
+int
+mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
+{
+	const char *comma, *p;
+	uint64_t v, ms = 0;
+
+	if ((comma = strchr(s, ',')) == NULL || id_span(s, comma) == 0)
+		return -1;
+	p = comma + 1;
+	if (st != MQ_NEW) {
+		if ((p = number(p, 12, UINT64_MAX / 1000 - 1000, &v)) == NULL)
+			return -1;
+		ms = v * 1000;
+		if (st == MQ_CUR) {
+			if (p[0] != '.' || !all(p + 1, 3, digit))
+				return -1;
+			ms += (p[1] - '0') * 100 + (p[2] - '0') * 10 +
+			    (p[3] - '0');
+			p += 4;
+		}
+		if (*p++ != ',')
+			return -1;
+	}
+	if ((p = number(p, 7, MQ_ATTEMPTS_MAX, &v)) == NULL || *p != '\0')
+		return -1;
+	memcpy(n->id, s, comma - s);
+	n->id[comma - s] = '\0';
+	n->ms = ms;
+	n->attempts = v;
+	return 0;
+}
+
+int
+mq_name_format(char *buf, size_t size, enum mq_state st,
+    const struct mq_name *n)
+{
+	int len;
+
+	switch (st) {
+	case MQ_NEW:
+		len = snprintf(buf, size, "%s,%u", n->id, n->attempts);
+		break;
+	case MQ_CUR:
+		len = snprintf(buf, size, "%s,%" PRIu64 ".%03u,%u", n->id,
+		    n->ms / 1000, (unsigned)(n->ms % 1000), n->attempts);
+		break;
+	default:
+		len = snprintf(buf, size, "%s,%" PRIu64 ",%u", n->id,
+		    n->ms / 1000, n->attempts);
+		break;
+	}
+	if (len < 0 || (size_t)len >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The first `digits` hex digits of a visibility key (ms since the epoch). */
+int
+mq_key_format(char *buf, size_t size, uint64_t key, int digits)
+{
+	char full[32];
+
+	snprintf(full, sizeof(full), "%0*" PRIx64, MQ_KEY_DIGITS, key);
+	if (strlen(full) != MQ_KEY_DIGITS || (size_t)digits >= size) {
+		errno = ERANGE;
+		return -1;
+	}
+	memcpy(buf, full, digits);
+	buf[digits] = '\0';
+	return 0;
+}
+
+int
+mq_key_parse(const char *s, int digits, uint64_t *key)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < digits; i++) {
+		if (!lowerhex((unsigned char)s[i]))
+			return -1;
+		v = v << 4 | (isdigit((unsigned char)s[i]) ? s[i] - '0' :
+		    s[i] - 'a' + 10);
+	}
+	if (s[digits] != '\0')
+		return -1;
+	*key = v << 4 * (MQ_KEY_DIGITS - digits);
+	return 0;
+}
+
+/* cur/ buckets are named by the whole second that ends their leases. */
+uint64_t
+mq_cur_bucket(uint64_t deadline_ms)
+{
+	return (deadline_ms + 999) / 1000;
+}
+
+int
+mq_cur_bucket_parse(const char *s, uint64_t *secs)
+{
+	const char *p;
+
+	if ((p = number(s, 12, UINT64_MAX / 1000 - 1000, secs)) == NULL ||
+	    *p != '\0')
+		return -1;
+	return 0;
+}
+
+/*
+ * Seconds as "N" or "N.F" (up to ms) into ms; strtonum-style error text.
+ */
+int
+mq_secs_parse(const char *s, uint64_t *ms, const char **errstr)
+{
+	char whole[16];
+	const char *dot, *frac;
+	long long secs;
+	size_t wlen, flen, i;
+	uint64_t f = 0;
+
+	dot = strchr(s, '.');
+	wlen = dot ? (size_t)(dot - s) : strlen(s);
+	if (wlen == 0 || wlen >= sizeof(whole) || !all(s, wlen, digit)) {
+		*errstr = "invalid";
+		return -1;
+	}
+	memcpy(whole, s, wlen);
+	whole[wlen] = '\0';
+	secs = strtonum(whole, 0, MQ_SECS_MAX, errstr);
+	if (*errstr != NULL)
+		return -1;
+	if (dot != NULL) {
+		frac = dot + 1;
+		flen = strlen(frac);
+		if (flen == 0 || flen > 3 || !all(frac, flen, digit)) {
+			*errstr = "invalid";
+			return -1;
+		}
+		for (i = 0; i < 3; i++)
+			f = f * 10 + (i < flen ? frac[i] - '0' : 0);
+	}
+	*ms = (uint64_t)secs * 1000 + f;
+	*errstr = NULL;
+	return 0;
+}
+
+void
+mq_time_iso(char *buf, size_t size, uint64_t ms)
+{
+	struct tm tm;
+	time_t t = ms / 1000;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, size, "@%lld", (long long)t);
+}

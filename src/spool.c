@@ -1,0 +1,169 @@
+/*
+ * spool.c: choose the spool (-d, $MQ_DIR, the XDG state directory), make it
+ * if the caller may create it, and open its state directories as fds.
+ * Directories are made with the spool root's permissions so that a spool
+ * shared by a group (setgid, group-writable) stays shared.
+ */
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define PRIVATE_MODE	0700
+
+const char *
+mq_spool_dir(const char *opt)
+{
+	static char buf[PATH_MAX];
+	const char *env, *home;
+	int n;
+
+	if (opt != NULL)
+		return opt;
+	if ((env = getenv("MQ_DIR")) != NULL && *env != '\0')
+		return env;
+	/* The XDG spec says a relative XDG_STATE_HOME is to be ignored. */
+	if ((env = getenv("XDG_STATE_HOME")) != NULL && env[0] == '/')
+		n = snprintf(buf, sizeof(buf), "%s/mq", env);
+	else if ((home = getenv("HOME")) != NULL && *home != '\0')
+		n = snprintf(buf, sizeof(buf), "%s/.local/state/mq", home);
+	else {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (n < 0 || (size_t)n >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return buf;
+}
+
+/* mkdir -p; components made here are private. */
+static int
+mkpath(const char *path)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, PRIVATE_MODE) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, PRIVATE_MODE) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int
+state_open(struct mq_spool *sp, const char *name, int create)
+{
+	int fd;
+
+	if (create && mq_mkdirat(sp->fd, name, sp->dmode, NULL) == -1)
+		return -1;
+	fd = mq_opendirat(sp->fd, name);
+	if (fd == -1 && errno == ENOENT) {
+		/* The root exists but was not made by mq-send. */
+		errno = ENOTDIR;
+	}
+	return fd;
+}
+
+/*
+ * Opens the spool at path; with create, makes what is missing.  On error
+ * returns -1 with errno set; the spool is then closed.
+ */
+int
+mq_spool_open(struct mq_spool *sp, const char *path, int create)
+{
+	struct stat st;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
+	sp->path = xstrdup(path);
+	if (*path == '\0') {
+		errno = ENOENT;
+		goto fail;
+	}
+	if (create && mkpath(path) == -1)
+		goto fail;
+	if ((sp->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		goto fail;
+	if (fstat(sp->fd, &st) == -1)
+		goto fail;
+	sp->dmode = st.st_mode & 07777;
+	sp->fmode = st.st_mode & 0666;
+	if ((sp->tmp = state_open(sp, MQ_DIR_TMP, create)) == -1 ||
+	    (sp->new = state_open(sp, MQ_DIR_NEW, create)) == -1 ||
+	    (sp->cur = state_open(sp, MQ_DIR_CUR, create)) == -1 ||
+	    (sp->dead = state_open(sp, MQ_DIR_DEAD, create)) == -1 ||
+	    (sp->reason = state_open(sp, MQ_DIR_REASON, create)) == -1)
+		goto fail;
+	return 0;
+fail:
+	mq_spool_close(sp);
+	return -1;
+}
+
+/*
+ * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
+ * with the contract's status and a message that names it.
+ */
+void
+mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
+{
+	const char *path;
+
+	if (dir != NULL && *dir == '\0')
+		errx(MQ_EX_USAGE, "-d: empty spool name");
+	if ((path = mq_spool_dir(dir)) == NULL)
+		err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+	if (mq_spool_open(sp, path, create) == 0)
+		return;
+	if (errno == ENOTDIR)
+		errx(MQ_EX_SYS, "%s: not a spool", path);
+	err(MQ_EX_SYS, "%s", path);
+}
+
+/* The canonical path that receipts start with. */
+int
+mq_spool_real(struct mq_spool *sp)
+{
+	if (sp->real == NULL && (sp->real = realpath(sp->path, NULL)) == NULL)
+		return -1;
+	return 0;
+}
+
+void
+mq_spool_close(struct mq_spool *sp)
+{
+	int *fds[] = { &sp->tmp, &sp->new, &sp->cur, &sp->dead, &sp->reason,
+	    &sp->fd };
+	size_t i;
+	int saved = errno;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] != -1)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+	free(sp->path);
+	free(sp->real);
+	sp->path = sp->real = NULL;
+	errno = saved;
+}

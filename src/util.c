@@ -1,0 +1,449 @@
+/*
+ * util.c: small helpers shared by the core and the tools: directory fsync,
+ * streaming copy, directory listing, the '\n'/'\0' record reader, escaping
+ * for listings, and the x-wrappers that die on exhausted memory.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <err.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define READ_CHUNK	65536
+#define RECORD_MAX	8192
+
+/*
+ * How bad each exit status is when one call handles many items.  A bad
+ * receipt (a bug in the caller) must not hide behind a lost lease (a normal
+ * race), so usage ranks above lease lost; a system error ranks highest.
+ */
+static int
+rank(int status)
+{
+	switch (status) {
+	case MQ_EX_OK:
+		return 0;
+	case MQ_EX_NONE:
+		return 1;
+	case MQ_EX_LOST:
+		return 2;
+	case MQ_EX_USAGE:
+		return 3;
+	default:
+		return 4;
+	}
+}
+
+int
+mq_worse(int a, int b)
+{
+	return rank(b) > rank(a) ? b : a;
+}
+
+int
+mq_fsync_dir(int dirfd)
+{
+	/* Some file systems refuse fsync on a directory; they need none. */
+	if (fsync(dirfd) == -1 && errno != EINVAL && errno != EROFS)
+		return -1;
+	return 0;
+}
+
+int
+mq_copy_fd(int from, int to)
+{
+	char buf[READ_CHUNK];
+	ssize_t n, w;
+	size_t off;
+
+	for (;;) {
+		n = read(from, buf, sizeof(buf));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			return 0;
+		for (off = 0; off < (size_t)n; off += w) {
+			w = write(to, buf + off, n - off);
+			if (w == -1) {
+				if (errno == EINTR) {
+					w = 0;
+					continue;
+				}
+				return -1;
+			}
+		}
+	}
+}
+
+/* mkdirat that tolerates an existing directory; *made says if it was new. */
+int
+mq_mkdirat(int dirfd, const char *name, mode_t mode, int *made)
+{
+	if (made != NULL)
+		*made = 0;
+	if (mkdirat(dirfd, name, mode) == 0) {
+		if (made != NULL)
+			*made = 1;
+		return 0;
+	}
+	return errno == EEXIST ? 0 : -1;
+}
+
+int
+mq_opendirat(int dirfd, const char *name)
+{
+	return openat(dirfd, name,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void
+names_add(struct mq_names *nl, const char *name)
+{
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+	}
+	nl->v[nl->n++] = xstrdup(name);
+}
+
+/*
+ * Collects the names in a directory that the filter accepts and that are
+ * of the given type (DT_DIR, DT_REG; DT_UNKNOWN for any), never following
+ * a symbolic link.  The directory fd stays open and usable by the caller.
+ */
+int
+mq_names_read(int dirfd, int type, int (*keep)(const char *),
+    struct mq_names *nl)
+{
+	DIR *d;
+	struct dirent *de;
+	struct stat st;
+	int fd, saved, t;
+
+	nl->v = NULL;
+	nl->n = nl->cap = 0;
+	if ((fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (keep != NULL && !keep(de->d_name))
+			goto next;
+		t = de->d_type;
+		if (type != DT_UNKNOWN && t == DT_UNKNOWN) {
+			if (fstatat(dirfd, de->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) == -1)
+				goto next;
+			t = S_ISDIR(st.st_mode) ? DT_DIR :
+			    S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		if (type == DT_UNKNOWN || t == type)
+			names_add(nl, de->d_name);
+next:
+		errno = 0;
+	}
+	saved = errno;
+	closedir(d);
+	if (saved != 0) {
+		mq_names_free(nl);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+names_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void
+mq_names_sort(struct mq_names *nl)
+{
+	if (nl->n > 1)
+		qsort(nl->v, nl->n, sizeof(*nl->v), names_cmp);
+}
+
+void
+mq_names_free(struct mq_names *nl)
+{
+	size_t i;
+
+	for (i = 0; i < nl->n; i++)
+		free(nl->v[i]);
+	free(nl->v);
+	nl->v = NULL;
+	nl->n = nl->cap = 0;
+}
+
+void
+mq_reader_init(struct mq_reader *r, int fd)
+{
+	r->fd = fd;
+	r->buf = xmalloc(READ_CHUNK);
+	r->len = r->off = 0;
+	r->eof = 0;
+}
+
+void
+mq_reader_free(struct mq_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+/* True when the next read would not block: data is buffered or ready. */
+int
+mq_reader_pending(struct mq_reader *r)
+{
+	struct pollfd pfd;
+
+	if (r->off < r->len || r->eof)
+		return 1;
+	pfd.fd = r->fd;
+	pfd.events = POLLIN;
+	return poll(&pfd, 1, 0) > 0;
+}
+
+static int
+fill(struct mq_reader *r)
+{
+	ssize_t n;
+
+	if (r->off < r->len || r->eof)
+		return 0;
+	do
+		n = read(r->fd, r->buf, READ_CHUNK);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	r->off = 0;
+	r->len = n;
+	if (n == 0)
+		r->eof = 1;
+	return 0;
+}
+
+/*
+ * Streams one delimited record in pieces so that no record is held whole:
+ * sets *p and *len to the next piece and *end when the delimiter closed
+ * the record.  Returns 1 for a piece, 0 at end of input, -1 on error.
+ */
+int
+mq_reader_chunk(struct mq_reader *r, int delim, const char **p, size_t *len,
+    int *end)
+{
+	char *start, *hit;
+
+	if (fill(r) == -1)
+		return -1;
+	if (r->eof)
+		return 0;
+	start = r->buf + r->off;
+	hit = memchr(start, delim, r->len - r->off);
+	*p = start;
+	if (hit != NULL) {
+		*len = hit - start;
+		*end = 1;
+		r->off += *len + 1;
+	} else {
+		*len = r->len - r->off;
+		*end = 0;
+		r->off = r->len;
+	}
+	return 1;
+}
+
+/*
+ * A whole short record (a receipt or an ID).  Returns 1 with *out set,
+ * 0 at end of input, -1 on error (E2BIG for an overlong record).
+ */
+int
+mq_reader_record(struct mq_reader *r, int delim, char **out)
+{
+	static char rec[RECORD_MAX + 1];
+	const char *p;
+	size_t len, have = 0;
+	int end = 0, rc, big = 0;
+
+	while (!end) {
+		if ((rc = mq_reader_chunk(r, delim, &p, &len, &end)) == -1)
+			return -1;
+		if (rc == 0) {
+			if (have == 0 && !big)
+				return 0;
+			break;
+		}
+		if (have + len > RECORD_MAX)
+			big = 1;
+		else {
+			memcpy(rec + have, p, len);
+			have += len;
+		}
+	}
+	if (big) {
+		errno = E2BIG;
+		return -1;
+	}
+	rec[have] = '\0';
+	*out = rec;
+	return 1;
+}
+
+/* Length of a valid UTF-8 sequence at p, or 0 if it is not one. */
+static size_t
+utf8_len(const unsigned char *p, size_t left, unsigned long *cp)
+{
+	size_t n, i;
+	unsigned long c;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		c = p[0] & 0x07;
+	} else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 ||
+	    c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/*
+ * One line per item, safe on a terminal: controls (C0, DEL, C1), the
+ * backslash and bytes that are not UTF-8 are written as escapes.
+ */
+void
+mq_escape(FILE *fp, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i, n;
+
+	for (i = 0; i < len; i += n) {
+		n = utf8_len(p + i, len - i, &cp);
+		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
+		    cp == '\\') {
+			n = 1;
+			switch (p[i]) {
+			case '\n':
+				fputs("\\n", fp);
+				break;
+			case '\t':
+				fputs("\\t", fp);
+				break;
+			case '\r':
+				fputs("\\r", fp);
+				break;
+			case '\\':
+				fputs("\\\\", fp);
+				break;
+			default:
+				fprintf(fp, "\\x%02x", p[i]);
+			}
+		} else
+			fwrite(p + i, 1, n, fp);
+	}
+}
+
+/* A JSON string; a byte that is not UTF-8 becomes U+FFFD. */
+void
+mq_json_string(FILE *fp, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i, n;
+
+	putc('"', fp);
+	for (i = 0; i < len; i += n) {
+		n = utf8_len(p + i, len - i, &cp);
+		if (n == 0) {
+			n = 1;
+			fputs("\\ufffd", fp);
+		} else if (cp == '"' || cp == '\\') {
+			putc('\\', fp);
+			putc((int)cp, fp);
+		} else if (cp == '\n')
+			fputs("\\n", fp);
+		else if (cp == '\t')
+			fputs("\\t", fp);
+		else if (cp == '\r')
+			fputs("\\r", fp);
+		else if (cp < 0x20 || cp == 0x7f)
+			fprintf(fp, "\\u%04lx", cp);
+		else
+			fwrite(p + i, 1, n, fp);
+	}
+	putc('"', fp);
+}
+
+/* A failed write of an ID or receipt must not end in exit 0 (sbase). */
+void
+mq_stdout_close(void)
+{
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(MQ_EX_SYS, "stdout");
+}
+
+void *
+xmalloc(size_t n)
+{
+	void *p;
+
+	if ((p = malloc(n)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
+}
+
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	if ((p = reallocarray(p, n, size)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char *p;
+
+	if ((p = strdup(s)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
+}

@@ -1,0 +1,120 @@
+/*
+ * wait.c: sleeping until new/ may have something, without busy polling.
+ *
+ * Whoever puts messages into new/ rings the doorbell: it touches new/'s
+ * times (futimens), because messages land in sub-directories that a
+ * non-recursive watch would not see.  On Linux a receiver waits for that
+ * with inotify (IN_ATTRIB on new/ itself); elsewhere it polls new/'s mtime
+ * every POLL_MS.  Either way the caller also passes the time at which a
+ * delayed message or a lease becomes due, so those are never missed.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef __linux__
+#include <sys/inotify.h>
+#endif
+
+#include "compat.h"
+#include "mq.h"
+
+#define POLL_MS	200
+
+int
+mq_ring(struct mq_spool *sp)
+{
+	/* Not being allowed to ring only delays waiters to their next poll. */
+	if (futimens(sp->new, NULL) == -1 && errno != EPERM &&
+	    errno != EACCES && errno != EROFS)
+		return -1;
+	return 0;
+}
+
+int
+mq_wait_open(struct mq_waiter *w, struct mq_spool *sp)
+{
+	struct stat st;
+
+	w->fd = -1;
+	w->dirfd = sp->new;
+	if (fstat(sp->new, &st) == -1)
+		return -1;
+	w->seen = st.st_mtim;
+#ifdef __linux__
+	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) != -1) {
+		char path[64];
+
+		/* inotify wants a path; this one names our fd, not user input. */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", sp->new);
+		if (inotify_add_watch(w->fd, path, IN_ATTRIB | IN_MOVED_TO |
+		    IN_CREATE | IN_ONLYDIR) == -1) {
+			close(w->fd);
+			w->fd = -1;
+		}
+	}
+#endif
+	return 0;
+}
+
+static void
+drain(int fd)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/*
+ * Waits for a ring or for timeout_ms (-1: no limit).  Returns 1 after a
+ * ring, 0 after the timeout, -1 on error.
+ */
+int
+mq_wait(struct mq_waiter *w, int64_t timeout_ms)
+{
+	struct pollfd pfd;
+	struct stat st;
+	int64_t step;
+	int r;
+
+	if (w->fd != -1) {
+		pfd.fd = w->fd;
+		pfd.events = POLLIN;
+		r = poll(&pfd, 1, timeout_ms > INT32_MAX ? INT32_MAX :
+		    (int)timeout_ms);
+		if (r == -1)
+			return errno == EINTR ? 0 : -1;
+		if (r > 0)
+			drain(w->fd);
+		return r > 0;
+	}
+	for (;;) {
+		if (fstat(w->dirfd, &st) == -1)
+			return -1;
+		if (st.st_mtim.tv_sec != w->seen.tv_sec ||
+		    st.st_mtim.tv_nsec != w->seen.tv_nsec) {
+			w->seen = st.st_mtim;
+			return 1;
+		}
+		if (timeout_ms == 0)
+			return 0;
+		step = timeout_ms < 0 || timeout_ms > POLL_MS ? POLL_MS :
+		    timeout_ms;
+		poll(NULL, 0, (int)step);
+		if (timeout_ms > 0)
+			timeout_ms -= step;
+	}
+}
+
+void
+mq_wait_close(struct mq_waiter *w)
+{
+	if (w->fd != -1)
+		close(w->fd);
+	w->fd = -1;
+}
