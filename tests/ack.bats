@@ -1,0 +1,204 @@
+load helper
+
+@test "mq-ack: done deletes the message" {
+	echo job | mq-send >/dev/null
+	r=$(mq-recv)
+	run --separate-stderr mq-ack "$r"
+	assert_success
+	[ -z "$output" ] && [ -z "$stderr" ]
+	assert_not_exist "$r"
+	assert_equal "$(count cur)" 0
+	run -1 mq-recv
+}
+
+@test "mq-ack: a stale receipt exits 3 with 'lease lost' and does not touch the redelivered message" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv -t 0.2); sleep 0.4
+	r2=$(mq-recv -t 60)
+	run -3 --separate-stderr mq-ack "$r"
+	assert_output ""
+	[[ $stderr == "mq-ack: cur/"*": lease lost" ]]
+	assert_file_exist "$r2"
+	mq-ack "$r2"
+}
+
+@test "mq-ack: an acked receipt used again is a lost lease (3)" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack "$r"
+	run -3 mq-ack "$r"
+}
+
+@test "mq-ack: an expired receipt nobody reclaimed may still be acked" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv -t 0.1); sleep 0.3
+	run mq-ack "$r"
+	assert_success
+	run -1 mq-recv
+}
+
+@test "mq-ack -r: release makes the message visible again, attempt kept" {
+	echo retry | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -r "$r"
+	r2=$(mq-recv)
+	assert_equal "$(cat "$r2")" retry
+	[[ $r2 == *,2 ]]
+}
+
+@test "mq-ack -r SECS: released message is invisible for SECS (next word or attached)" {
+	echo later | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -r 1 "$r"
+	run -1 mq-recv
+	sleep 1.2
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" later
+	mq-ack -r0.5 "$r"
+	run -1 mq-recv
+	sleep 0.7
+	run mq-recv
+	assert_success
+}
+
+@test "mq-ack -x: dead-letters now with the reason" {
+	id=$(echo bad | mq-send)
+	r=$(mq-recv)
+	mq-ack -x "bad input" "$r"
+	assert_equal "$(count dead)" 1
+	run -1 mq-recv
+	run mq-dlq ls
+	[[ ${lines[0]} == "$id	1	"*"	bad input	4	bad\\n" ]]
+}
+
+@test "mq-ack -e: extends the lease, prints the new receipt, the old one is stale" {
+	echo long | mq-send >/dev/null
+	r=$(mq-recv -t 0.5)
+	run mq-ack -e 60 "$r"
+	assert_success
+	r2=$output
+	[ "$r2" != "$r" ]
+	assert_file_exist "$r2"
+	assert_not_exist "$r"
+	sleep 0.7
+	run -1 mq-recv
+	run -3 mq-ack "$r"
+	mq-ack "$r2"
+}
+
+@test "mq-ack: receipts come from standard input, one a line" {
+	seq 1 5 | mq-send -l >/dev/null
+	mq-recv -n 5 | mq-ack
+	assert_equal "$(count cur)" 0
+	run -1 mq-recv
+}
+
+@test "mq-ack -0: receipts on standard input are NUL-separated" {
+	seq 1 5 | mq-send -l >/dev/null
+	mq-recv -n 5 -0 | mq-ack -0
+	assert_equal "$(count cur)" 0
+}
+
+@test "mq-ack: no receipts at all exits 1" {
+	mq-send -l </dev/null >/dev/null
+	run -1 mq-ack </dev/null
+}
+
+@test "mq-ack: more than one of -r, -x, -e is a usage error that changes nothing" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	run -2 mq-ack -r -x why "$r"
+	run -2 mq-ack -x why -e 5 "$r"
+	run -2 mq-ack -e 5 -r 1 "$r"
+	assert_file_exist "$r"
+}
+
+@test "mq-ack: bad numbers are usage errors" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	run -2 mq-ack -e 0 "$r"
+	run -2 mq-ack -e -1 "$r"
+	run -2 mq-ack -e x "$r"
+	run -2 mq-ack -r9999999999 "$r"
+	assert_file_exist "$r"
+}
+
+@test "mq-ack: a file outside the spool is refused (2) and left untouched" {
+	mq-send </dev/null >/dev/null
+	echo precious >"$BATS_TEST_TMPDIR/other"
+	run -2 --separate-stderr mq-ack "$BATS_TEST_TMPDIR/other"
+	[[ $stderr == *"not a receipt"* ]]
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/other")" precious
+}
+
+@test "mq-ack: '..' escaping the spool is refused and the target untouched" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	real=$(cd "$MQ_DIR" && pwd -P)
+	mkdir -p "$BATS_TEST_TMPDIR/1795975896"
+	name=${r##*/}
+	echo precious >"$BATS_TEST_TMPDIR/1795975896/$name"
+	for p in "$real/cur/../../1795975896/$name" "$real/cur/${r#*/cur/}/.." \
+	    "$real/../spool/cur/${r#*/cur/}"; do
+		run -2 mq-ack "$p"
+	done
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/1795975896/$name")" precious
+	assert_file_exist "$r"
+}
+
+@test "mq-ack: a symlink planted in cur/ is refused and its target untouched" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	echo precious >"$BATS_TEST_TMPDIR/target"
+	bucket=${r%/*}
+	fake="$bucket/0000000000000001.1.000000000001,$(basename "$r" | cut -d, -f2),1"
+	ln -s "$BATS_TEST_TMPDIR/target" "$fake"
+	run -2 --separate-stderr mq-ack "$fake"
+	[[ $stderr == *"not a regular file"* ]]
+	assert_file_exist "$BATS_TEST_TMPDIR/target"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/target")" precious
+	run -2 mq-ack -x why "$fake"
+	assert_equal "$(count dead)" 0
+}
+
+@test "mq-ack: a dead letter's path is refused" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -x why "$r"
+	d=$(find "$MQ_DIR/dead" -type f)
+	run -2 mq-ack "$d"
+	assert_file_exist "$d"
+}
+
+@test "mq-ack: a receipt of another spool is refused" {
+	echo x | mq-send -d "$BATS_TEST_TMPDIR/other" >/dev/null
+	r=$(mq-recv -d "$BATS_TEST_TMPDIR/other")
+	mq-send </dev/null >/dev/null
+	run -2 mq-ack "$r"
+	assert_file_exist "$r"
+	run mq-ack -d "$BATS_TEST_TMPDIR/other" "$r"
+	assert_success
+}
+
+@test "mq-ack: a directory given as receipt is refused" {
+	mq-send </dev/null >/dev/null
+	r=$(mq-recv)
+	run -2 mq-ack "${r%/*}"
+	run -2 mq-ack "$(dirname "${r%/*}")"
+	assert_file_exist "$r"
+}
+
+@test "mq-ack: other receipts are still handled and the worst status wins" {
+	seq 1 3 | mq-send -l >/dev/null
+	mapfile -t rs < <(mq-recv -n 3)
+	mq-ack "${rs[0]}"
+	run -3 mq-ack "${rs[0]}" "${rs[1]}"
+	assert_not_exist "${rs[1]}"
+	run -2 mq-ack "${rs[0]}" /etc/passwd "${rs[2]}"
+	assert_not_exist "${rs[2]}"
+}
+
+@test "mq-ack: a missing spool is an error (4)" {
+	run -4 mq-ack /nonexistent/cur/1/x
+	assert_not_exist "$MQ_DIR"
+}

@@ -1,0 +1,55 @@
+load helper
+
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq"
+
+@test "every tool: -h and --help print usage on stdout, exit 0, create no spool" {
+	for t in $tools; do
+		for o in -h --help; do
+			run --separate-stderr "$t" "$o"
+			assert_success
+			[[ ${lines[0]} == "usage: $t "* ]]
+			[ -z "$stderr" ]
+		done
+	done
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "every tool: -V and --version print the version on stdout and exit 0" {
+	for t in $tools; do
+		for o in -V --version; do
+			run --separate-stderr "$t" "$o"
+			assert_success
+			[[ $output =~ ^$t\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+		done
+	done
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "every tool: a bad option is a usage error (2) with the usage on stderr" {
+	for t in $tools; do
+		run -2 --separate-stderr "$t" --no-such-option
+		assert_output ""
+		[[ $stderr == *"usage: $t "* ]]
+	done
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "every tool but mq-send: a missing spool is an error (4) naming it" {
+	for t in mq-recv mq-ack mq-sweep mq-dlq; do
+		run -4 --separate-stderr "$t" </dev/null
+		[[ $stderr == "$t: $MQ_DIR: "* ]]
+	done
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "every tool: usage in --help agrees with the man page SYNOPSIS" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	for t in $tools; do
+		page="$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
+		syn=$(mandoc -Tascii "$page" | col -b | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+		    sed '1d;$d' | tr -s ' \n' ' ' | sed 's/^ //;s/ $//')
+		use=$("$t" --help | sed -n '/^usage:/,/^[^ ]/p' | grep -E '^(usage:| +mq-)' |
+		    sed 's/^usage: //' | tr -s ' \n' ' ' | sed 's/^ //;s/ $//')
+		assert_equal "$use" "$syn"
+	done
+}

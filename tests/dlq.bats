@@ -1,0 +1,173 @@
+load helper
+
+# Sends the arguments as messages and dead-letters each with reason "r<n>".
+bury() {
+	local i=0 r
+	printf '%s\n' "$@" | mq-send -l >/dev/null
+	for _ in "$@"; do
+		i=$((i + 1))
+		r=$(mq-recv)
+		mq-ack -x "r$i" "$r"
+	done
+}
+
+@test "mq-dlq ls: no dead letters prints nothing and exits 0" {
+	mq-send </dev/null >/dev/null
+	run --separate-stderr mq-dlq ls
+	assert_success
+	assert_output ""
+	run mq-dlq
+	assert_success
+	assert_output ""
+}
+
+@test "mq-dlq ls: ID, attempts, time of death, reason, size, start of body" {
+	id=$(echo "hello world" | mq-send)
+	r=$(mq-recv)
+	mq-ack -x "it broke" "$r"
+	run mq-dlq ls
+	assert_success
+	IFS=$'\t' read -r f1 f2 f3 f4 f5 f6 <<<"$output"
+	assert_equal "$f1" "$id"
+	assert_equal "$f2" 1
+	[[ $f3 =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]
+	now=$(date -u +%s); died=$(date -u -d "$f3" +%s)
+	[ $((now - died)) -le 5 ]
+	assert_equal "$f4" "it broke"
+	assert_equal "$f5" 12
+	assert_equal "$f6" 'hello world\n'
+}
+
+@test "mq-dlq ls: dead letters are listed in enqueue order" {
+	bury a b c
+	run mq-dlq ls
+	assert_equal "$(cut -f 4 <<<"$output" | tr '\n' ' ')" "r1 r2 r3 "
+}
+
+@test "mq-dlq ls: control characters and bad UTF-8 never reach the terminal raw" {
+	printf 'body\033[31m\r\n\tx\x9b\xff\xc3\xa9' | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -x "$(printf 'line1\nline2\033]0;pwned\007 \\ é')" "$r"
+	run mq-dlq ls
+	assert_equal "${#lines[@]}" 1
+	[[ $output != *$'\033'* ]]
+	[[ $output != *$'\r'* ]]
+	[[ $output != *$'\x9b'* ]]
+	f4=$(cut -f 4 <<<"$output")
+	assert_equal "$f4" 'line1\nline2\x1b]0;pwned\x07 \\ é'
+	f6=$(cut -f 6 <<<"$output")
+	assert_equal "$f6" 'body\x1b[31m\r\n\tx\x9b\xffé'
+}
+
+@test "mq-dlq ls --json: one object per line, reason exact" {
+	id=$(printf 'a"b' | mq-send)
+	r=$(mq-recv)
+	mq-ack -x "$(printf 'tab\there "q" \\ nl\nend')" "$r"
+	run mq-dlq ls --json
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"size\":3,\"body\":\"a\\\"b\"}" ]]
+	if command -v python3 >/dev/null; then
+		reason=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["reason"], end="")' <<<"$output")
+		assert_equal "$reason" "$(printf 'tab\there "q" \\ nl\nend')"
+	fi
+}
+
+@test "mq-dlq show: prints the body byte for byte" {
+	head -c 100000 /dev/urandom >"$BATS_TEST_TMPDIR/body"
+	id=$(mq-send "$BATS_TEST_TMPDIR/body")
+	r=$(mq-recv)
+	mq-ack -x why "$r"
+	mq-dlq show "$id" >"$BATS_TEST_TMPDIR/out"
+	cmp "$BATS_TEST_TMPDIR/body" "$BATS_TEST_TMPDIR/out"
+}
+
+@test "mq-dlq show: an unknown ID exits 1" {
+	mq-send </dev/null >/dev/null
+	run -1 --separate-stderr mq-dlq show 0000000000000001.1.000000000001
+	[[ $stderr == *"no such dead letter"* ]]
+	run -1 mq-dlq show ../../etc/passwd
+	run -2 mq-dlq show
+}
+
+@test "mq-dlq redrive: back to new/ in the original order with attempts reset" {
+	bury a b c
+	mq-dlq redrive --all
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count reason)" 0
+	mapfile -t rs < <(mq-recv -n 3)
+	assert_equal "$(cat "${rs[@]}" | tr -d '\n')" abc
+	[[ ${rs[0]} == *,1 ]]
+}
+
+@test "mq-dlq redrive ID: only the named dead letters" {
+	bury a b c
+	ids=($(mq-dlq ls | cut -f 1))
+	mq-dlq redrive "${ids[2]}" "${ids[0]}"
+	assert_equal "$(count dead)" 1
+	assert_equal "$(mq-dlq ls | cut -f 1)" "${ids[1]}"
+	mapfile -t rs < <(mq-recv -n 3)
+	assert_equal "$(cat "${rs[@]}" | tr -d '\n')" ac
+}
+
+@test "mq-dlq redrive -t DIR: to another spool" {
+	bury a b
+	mq-dlq redrive -t "$BATS_TEST_TMPDIR/other" --all
+	assert_equal "$(count dead)" 0
+	run -1 mq-recv
+	mapfile -t rs < <(mq-recv -d "$BATS_TEST_TMPDIR/other" -n 3)
+	assert_equal "$(cat "${rs[@]}" | tr -d '\n')" ab
+}
+
+@test "mq-dlq redrive -t DIR: across file systems by copy" {
+	[ -d /dev/shm ] && [ -w /dev/shm ] || skip "no /dev/shm"
+	[ "$(stat -c %d /dev/shm)" != "$(stat -c %d "$BATS_TEST_TMPDIR")" ] || skip "same file system"
+	bury a
+	other=$(mktemp -d /dev/shm/mq.XXXXXX)
+	mq-dlq redrive -t "$other/q" --all
+	assert_equal "$(count dead)" 0
+	r=$(mq-recv -d "$other/q")
+	assert_equal "$(cat "$r")" a
+	rm -rf "$other"
+}
+
+@test "mq-dlq purge: deletes the named dead letters or --all" {
+	bury a b c
+	ids=($(mq-dlq ls | cut -f 1))
+	mq-dlq purge "${ids[1]}"
+	assert_equal "$(count dead)" 2
+	mq-dlq purge --all
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count reason)" 0
+	run -1 mq-recv
+}
+
+@test "mq-dlq: redrive or purge with no ID and no --all changes nothing and exits 2" {
+	bury a
+	run -2 mq-dlq redrive
+	run -2 mq-dlq purge
+	run -2 mq-dlq redrive -t "$BATS_TEST_TMPDIR/x"
+	assert_equal "$(count dead)" 1
+	assert_not_exist "$BATS_TEST_TMPDIR/x"
+}
+
+@test "mq-dlq: an unknown ID to redrive or purge exits 1, known ones are still handled" {
+	bury a
+	id=$(mq-dlq ls | cut -f 1)
+	run -1 mq-dlq purge 0000000000000001.1.000000000001 "$id"
+	assert_equal "$(count dead)" 0
+}
+
+@test "mq-dlq: bad usage exits 2" {
+	mq-send </dev/null >/dev/null
+	run -2 mq-dlq frobnicate
+	run -2 mq-dlq ls extra
+	run -2 mq-dlq show --json x
+	run -2 mq-dlq ls -t x
+	run -2 mq-dlq purge --all x
+}
+
+@test "mq-dlq: a missing spool is an error (4)" {
+	run -4 mq-dlq ls
+	assert_not_exist "$MQ_DIR"
+}

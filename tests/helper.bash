@@ -1,0 +1,25 @@
+# Loaded by every test file: the built programs first on PATH and a
+# scratch spool per test.
+bats_require_minimum_version 1.5.0
+bats_load_library bats-support
+bats_load_library bats-assert
+bats_load_library bats-file
+
+PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+export MQ_DIR="$BATS_TEST_TMPDIR/spool"
+unset XDG_STATE_HOME
+
+# Number of message files in a state directory of the spool ($1).
+count() {
+	find "$MQ_DIR/$1" -type f | wc -l | tr -d ' '
+}
+
+# The bodies of everything claimable, in claim order, one per line.
+drain() {
+	local r
+	while r=$(mq-recv "$@"); do
+		cat "$r"
+		echo
+		mq-ack "$r"
+	done
+}

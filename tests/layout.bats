@@ -1,0 +1,35 @@
+load helper
+
+@test "layout: new/ is a tree of leaves of at most 1024 messages" {
+	seq 1 3000 | mq-send -l -S >/dev/null
+	[ "$(find "$MQ_DIR/new" -mindepth 4 -maxdepth 4 -type f | wc -l)" -eq 3000 ]
+	for leaf in $(find "$MQ_DIR/new" -mindepth 3 -maxdepth 3 -type d); do
+		[[ ${leaf##*/} =~ ^[0-9a-f]{11}$ ]]
+		[ "$(ls "$leaf" | wc -l)" -le 1024 ]
+	done
+	[ "$(find "$MQ_DIR/new" -mindepth 3 -maxdepth 3 -type d | wc -l)" -ge 3 ]
+}
+
+@test "layout: claiming one message reads one leaf, not all of new/" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	seq 1 5000 | mq-send -l -S >/dev/null
+	strace -o "$BATS_TEST_TMPDIR/trace" -e trace=openat mq-recv >/dev/null
+	run grep -cE '"[0-9a-f]{11}"' "$BATS_TEST_TMPDIR/trace"
+	assert_output 1
+}
+
+@test "layout: used-up leaves and buckets are removed" {
+	seq 1 3000 | mq-send -l -S >/dev/null
+	while mq-recv -n 500 | mq-ack; do :; done
+	assert_equal "$(find "$MQ_DIR/new" "$MQ_DIR/cur" -mindepth 1 | wc -l)" 0
+}
+
+@test "layout: a receiver recreates a leaf a sender finds removed" {
+	# Send, drain (removing the leaf), send again at once: nothing lost.
+	for i in 1 2 3 4 5; do
+		echo "$i" | mq-send >/dev/null
+		r=$(mq-recv) && mq-ack "$r"
+	done
+	seq 1 10 | mq-send -l >/dev/null
+	assert_equal "$(count new)" 10
+}

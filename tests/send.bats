@@ -1,0 +1,156 @@
+load helper
+
+@test "mq-send: standard input is one message and its ID is printed" {
+	run --separate-stderr mq-send <<<"hello"
+	assert_success
+	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
+	[ -z "$stderr" ]
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" "hello"
+}
+
+@test "mq-send: IDs use only [A-Za-z0-9._-] and sort in enqueue order" {
+	seq 1 300 | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	run grep -cvE '^[A-Za-z0-9._-]+$' "$BATS_TEST_TMPDIR/ids"
+	assert_output 0
+	LC_ALL=C sort -c "$BATS_TEST_TMPDIR/ids"
+	assert_equal "$(sort -u "$BATS_TEST_TMPDIR/ids" | wc -l)" 300
+}
+
+@test "mq-send: IDs of separate calls sort in call order" {
+	a=$(echo a | mq-send); b=$(echo b | mq-send); c=$(echo c | mq-send)
+	assert_equal "$(printf '%s\n' "$c" "$a" "$b" | LC_ALL=C sort | tr '\n' ' ')" "$a $b $c "
+}
+
+@test "mq-send: each FILE becomes one message, '-' is standard input" {
+	printf 'one\n' >"$BATS_TEST_TMPDIR/f1"
+	printf 'three' >"$BATS_TEST_TMPDIR/f3"
+	run mq-send "$BATS_TEST_TMPDIR/f1" - "$BATS_TEST_TMPDIR/f3" <<<"two"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(drain)" "$(printf 'one\n\ntwo\n\nthree')"
+}
+
+@test "mq-send -l: every line is a message, empty lines and an unterminated last line too" {
+	run mq-send -l < <(printf 'a\n\nc')
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	r=$(mq-recv -n 3)
+	mapfile -t rs <<<"$r"
+	assert_equal "$(cat "${rs[0]}")" a
+	[ ! -s "${rs[1]}" ]
+	assert_equal "$(cat "${rs[2]}")" c
+}
+
+@test "mq-send -l: no input sends nothing" {
+	run mq-send -l </dev/null
+	assert_success
+	assert_output ""
+	run -1 mq-recv
+}
+
+@test "mq-send -0: every NUL-terminated record is a message" {
+	run mq-send -0 < <(printf 'x y\0line\nbreak\0')
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	r=$(mq-recv -n 2 -0 | tr '\0' '\n' | tail -n 1)
+	assert_equal "$(cat "$r")" "$(printf 'line\nbreak')"
+}
+
+@test "mq-send: -l with -0 is a usage error and creates nothing" {
+	run -2 --separate-stderr mq-send -l -0 </dev/null
+	[[ $stderr == mq-send:* ]]
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-send: binary bytes arrive exactly" {
+	head -c 65536 /dev/urandom >"$BATS_TEST_TMPDIR/bin"
+	printf '\0\377\n\0' >>"$BATS_TEST_TMPDIR/bin"
+	mq-send "$BATS_TEST_TMPDIR/bin" >/dev/null
+	r=$(mq-recv)
+	cmp "$r" "$BATS_TEST_TMPDIR/bin"
+}
+
+@test "mq-send: an empty input is one empty message" {
+	mq-send </dev/null >/dev/null
+	r=$(mq-recv)
+	assert_file_exist "$r"
+	[ ! -s "$r" ]
+}
+
+@test "mq-send: a multi-megabyte message arrives whole" {
+	head -c 12000000 /dev/urandom >"$BATS_TEST_TMPDIR/big"
+	mq-send <"$BATS_TEST_TMPDIR/big" >/dev/null
+	r=$(mq-recv)
+	cmp "$r" "$BATS_TEST_TMPDIR/big"
+}
+
+@test "mq-send: a missing spool is created with its parents, private" {
+	export MQ_DIR="$BATS_TEST_TMPDIR/a/b/spool"
+	echo x | mq-send >/dev/null
+	assert_dir_exist "$MQ_DIR/new"
+	assert_equal "$(stat -c %a "$MQ_DIR")" 700
+}
+
+@test "mq-send: the spool comes from -d, then MQ_DIR, then XDG_STATE_HOME" {
+	echo x | mq-send -d "$BATS_TEST_TMPDIR/d" >/dev/null
+	assert_dir_exist "$BATS_TEST_TMPDIR/d/new"
+	assert_not_exist "$MQ_DIR"
+	unset MQ_DIR
+	XDG_STATE_HOME="$BATS_TEST_TMPDIR/xdg" mq-send </dev/null >/dev/null
+	assert_dir_exist "$BATS_TEST_TMPDIR/xdg/mq/new"
+	HOME="$BATS_TEST_TMPDIR/home" mq-send </dev/null >/dev/null
+	assert_dir_exist "$BATS_TEST_TMPDIR/home/.local/state/mq/new"
+}
+
+@test "mq-send -D: a delayed message is invisible until due" {
+	mq-send -D 2 <<<"later" >/dev/null
+	run -1 mq-recv
+	sleep 2.2
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" later
+}
+
+@test "mq-send -D: a ready message is claimed before a delayed one sent earlier" {
+	mq-send -D 30 <<<"later" >/dev/null
+	mq-send <<<"now" >/dev/null
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" now
+	run -1 mq-recv
+}
+
+@test "mq-send: a file that cannot be read leaves nothing visible and exits 4" {
+	run -4 --separate-stderr mq-send "$BATS_TEST_TMPDIR/missing"
+	[[ $stderr == *"missing"* ]]
+	assert_equal "$(count new)" 0
+	run -1 mq-recv
+}
+
+@test "mq-send: a read error in the middle of a message leaves no partial message" {
+	mkdir "$BATS_TEST_TMPDIR/adir"
+	run -4 --separate-stderr mq-send "$BATS_TEST_TMPDIR/adir"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count tmp)" 0
+}
+
+@test "mq-send -S: skips syncing and still delivers" {
+	seq 1 50 | mq-send -l -S >/dev/null
+	assert_equal "$(count new)" 50
+}
+
+@test "mq-send: bad -D values are usage errors" {
+	for v in -1 x 1.2345 99999999999 ""; do
+		run -2 mq-send -D "$v" </dev/null
+	done
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-send: a spool that is a regular file is an error (4)" {
+	touch "$BATS_TEST_TMPDIR/file"
+	run -4 --separate-stderr mq-send -d "$BATS_TEST_TMPDIR/file" </dev/null
+	[[ $stderr == mq-send:* ]]
+}
+
+@test "mq-send: an empty -d is a usage error" {
+	run -2 mq-send -d "" </dev/null
+}

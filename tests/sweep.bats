@@ -1,0 +1,82 @@
+load helper
+
+@test "mq-sweep: expired leases go back to new/" {
+	seq 1 3 | mq-send -l >/dev/null
+	mq-recv -n 3 -t 0.1 >/dev/null
+	sleep 0.3
+	run --separate-stderr mq-sweep
+	assert_success
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 3
+	run mq-recv
+	[[ $output == *,2 ]]
+}
+
+@test "mq-sweep: a lease still running is left alone" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv -t 60)
+	mq-sweep
+	assert_file_exist "$r"
+}
+
+@test "mq-sweep -m: an expired lease at MAX attempts goes to dead/" {
+	id=$(echo x | mq-send)
+	mq-recv -t 0.1 >/dev/null; sleep 0.2
+	mq-recv -t 0.1 >/dev/null; sleep 0.2
+	mq-sweep -m 2
+	assert_equal "$(count dead)" 1
+	assert_equal "$(count new)" 0
+	run mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts	"* ]]
+}
+
+@test "mq-sweep -v: says what it moved" {
+	id=$(echo x | mq-send)
+	mq-recv -t 0.1 >/dev/null; sleep 0.2
+	run --separate-stderr mq-sweep -v
+	[[ $stderr == "mq-sweep: $id: lease expired"* ]]
+}
+
+@test "mq-sweep: tmp/ fragments older than 36 hours are removed, younger ones kept" {
+	mq-send </dev/null >/dev/null
+	old="$MQ_DIR/tmp/0000000000000001.1.000000000001"
+	young="$MQ_DIR/tmp/0000000000000002.1.000000000002"
+	touch -d '-37 hours' "$old"
+	touch -d '-35 hours' "$young"
+	mq-sweep
+	assert_not_exist "$old"
+	assert_file_exist "$young"
+}
+
+@test "mq-sweep: foreign files are never deleted" {
+	mq-send </dev/null >/dev/null
+	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z; do
+		touch -d '-40 hours' "$MQ_DIR/$f"
+	done
+	mq-sweep
+	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z; do
+		assert_file_exist "$MQ_DIR/$f"
+	done
+}
+
+@test "mq-sweep -w: sweeps again every SECS until killed" {
+	echo x | mq-send >/dev/null
+	mq-sweep -w 0.2 &
+	pid=$!
+	mq-recv -t 0.1 >/dev/null
+	sleep 0.8
+	kill "$pid"
+	wait "$pid" || true
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
+}
+
+@test "mq-sweep: a missing spool is an error (4); bad numbers are usage errors (2)" {
+	run -4 mq-sweep
+	assert_not_exist "$MQ_DIR"
+	mq-send </dev/null >/dev/null
+	run -2 mq-sweep -m 0
+	run -2 mq-sweep -w 0
+	run -2 mq-sweep -w x
+	run -2 mq-sweep extra
+}
