@@ -53,17 +53,19 @@ tests/name-test: tests/name-test.c src/libmq.a
 	$(CC) $(CFLAGS) $(BSD_CFLAGS) -Isrc -o $@ tests/name-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
-check: all tests/name-test
+check: deps
+	$(MAKE) all tests/name-test
 	sh tests/run
 
 lint:
 	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
 
-demo: all
+demo: deps
+	$(MAKE) all
 	sh share/examples/demo.sh
 
 deps:
-	sh share/deps.sh
+	@sh share/deps.sh
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
