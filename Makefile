@@ -9,6 +9,12 @@ MANDIR = $(PREFIX)/share/man
 CC = cc
 CFLAGS = -std=c17 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE
+# make SANITIZE=1: build with AddressSanitizer and UBSan (set for make check
+# too, and the suite runs under them).
+SANITIZE =
+SAN_1 = -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=undefined
+SAN_FLAGS = $(SAN_$(SANITIZE))
 BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = `pkg-config --libs libbsd-overlay`
 
@@ -32,25 +38,26 @@ src/libmq.a: $(LIBOBJ)
 
 bin/mq-send: src/mq-send.o src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ src/mq-send.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-send.o src/libmq.a $(BSD_LIBS)
 bin/mq-recv: src/mq-recv.o src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ src/mq-recv.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-recv.o src/libmq.a $(BSD_LIBS)
 bin/mq-ack: src/mq-ack.o src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ src/mq-ack.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-ack.o src/libmq.a $(BSD_LIBS)
 bin/mq-sweep: src/mq-sweep.o src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ src/mq-sweep.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-sweep.o src/libmq.a $(BSD_LIBS)
 bin/mq-dlq: src/mq-dlq.o src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) -o $@ src/mq-dlq.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-dlq.o src/libmq.a $(BSD_LIBS)
 
 .c.o:
-	$(CC) $(CFLAGS) $(BSD_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
 
 tests/name-test: tests/name-test.c src/libmq.a
-	$(CC) $(CFLAGS) $(BSD_CFLAGS) -Isrc -o $@ tests/name-test.c \
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+	    tests/name-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
 check: deps

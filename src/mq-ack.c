@@ -231,6 +231,7 @@ main(int argc, char *argv[])
 		status = mq_worse(status, MQ_EX_SYS);
 	}
 	mq_placer_close(&a.pl);
+	mq_spool_close(&a.sp);
 	mq_stdout_close();
 	if (seen == 0 && status == MQ_EX_OK)
 		status = MQ_EX_NONE;

@@ -213,6 +213,8 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		status = mq_worse(status, MQ_EX_SYS);
 	}
 	mq_placer_close(&pl);
+	if (tsp != sp)
+		mq_spool_close(tsp);
 	free(d);
 	return status;
 }
@@ -311,6 +313,7 @@ main(int argc, char *argv[])
 		warnx("%s: unknown command", cmd);
 		usage();
 	}
+	mq_spool_close(&sp);
 	mq_stdout_close();
 	return status;
 }

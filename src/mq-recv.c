@@ -146,6 +146,9 @@ main(int argc, char *argv[])
 		if (mq_wait(&w, timeout) == -1)
 			err(MQ_EX_SYS, "%s/%s", sp.path, MQ_DIR_NEW);
 	}
+	if (wflag)
+		mq_wait_close(&w);
+	mq_spool_close(&sp);
 	mq_stdout_close();
 	return got > 0 ? MQ_EX_OK : MQ_EX_NONE;
 }

@@ -228,6 +228,7 @@ main(int argc, char *argv[])
 	}
 	flush(&s);
 	mq_placer_close(&s.pl);
+	mq_spool_close(&s.sp);
 	mq_stdout_close();
 	return status;
 }
