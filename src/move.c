@@ -684,6 +684,42 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 	return r;
 }
 
+/*
+ * Removes empty directories of new/ whose time has passed.  A sender that
+ * loses its leaf this way makes it again (see mq_place).
+ */
+static void
+prune(int dirfd, int digits, uint64_t before)
+{
+	struct mq_names names;
+	uint64_t key;
+	size_t i;
+	int fd;
+
+	if (mq_names_read(dirfd, DT_DIR, digits == MQ_TOP_DIGITS ? is_top :
+	    digits == MQ_MID_DIGITS ? is_mid : is_leaf, &names) == -1)
+		return;
+	for (i = 0; i < names.n; i++) {
+		mq_key_parse(names.v[i], digits, &key);
+		if (key >= before)
+			continue;
+		if (digits != MQ_KEY_DIGITS &&
+		    (fd = mq_opendirat(dirfd, names.v[i])) != -1) {
+			prune(fd, digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
+			    MQ_KEY_DIGITS, before);
+			close(fd);
+		}
+		unlinkat(dirfd, names.v[i], AT_REMOVEDIR);
+	}
+	mq_names_free(&names);
+}
+
+void
+mq_prune(struct mq_spool *sp)
+{
+	prune(sp->new, MQ_TOP_DIGITS, mq_now_ms() - MQ_LEAF_SPAN_MS);
+}
+
 static int
 is_ours(const char *s)
 {

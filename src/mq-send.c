@@ -16,6 +16,9 @@
 #include "compat.h"
 #include "mq.h"
 
+/* IDs wait here until their messages are durable, then are printed. */
+#define PENDING_MAX	MQ_LEAF_MAX
+
 struct sender {
 	struct mq_spool	 sp;
 	struct mq_placer pl;
@@ -23,7 +26,11 @@ struct sender {
 	uint64_t	 due;	/* 0: visible at once */
 	int		 fd;	/* the message being written, or -1 */
 	char		 id[MQ_ID_LEN + 1];
+	char		 pending[PENDING_MAX][MQ_ID_LEN + 1];
+	int		 npending;
 };
+
+static void flush(struct sender *);
 
 static void __dead
 usage(void)
@@ -100,15 +107,25 @@ end(struct sender *s)
 	if (mq_place(&s->pl, s->sp.tmp, s->id, name,
 	    s->due ? s->due : mq_now_ms()) == -1)
 		fail(s, s->sp.path);
-	puts(s->id);
+	memcpy(s->pending[s->npending++], s->id, sizeof(s->id));
+	if (s->npending == PENDING_MAX)
+		flush(s);
 }
 
-/* Makes what was sent durable and visible, then tells the caller. */
+/*
+ * Makes what was sent durable and visible, then tells the caller: an ID
+ * is printed only once its message would survive a crash.
+ */
 static void
 flush(struct sender *s)
 {
+	int i;
+
 	if (mq_placer_flush(&s->pl) == -1)
 		err(MQ_EX_SYS, "%s", s->sp.path);
+	for (i = 0; i < s->npending; i++)
+		puts(s->pending[i]);
+	s->npending = 0;
 	if (fflush(stdout) == EOF)
 		err(MQ_EX_SYS, "stdout");
 }
@@ -160,7 +177,7 @@ main(int argc, char *argv[])
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct sender s;
+	static struct sender s;
 	const char *dir = NULL, *errstr, *name;
 	uint64_t delay = 0;
 	int ch, i, fd, delim = -1, status = MQ_EX_OK;
@@ -207,7 +224,6 @@ main(int argc, char *argv[])
 	mq_placer_init(&s.pl, &s.sp, s.sync);
 	if (delay > 0)
 		s.due = mq_now_ms() + delay;
-	setvbuf(stdout, NULL, _IOFBF, 65536);
 
 	for (i = 0; i < (argc ? argc : 1); i++) {
 		name = argc ? argv[i] : "-";

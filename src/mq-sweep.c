@@ -100,6 +100,7 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_DIR_TMP);
 			status = MQ_EX_SYS;
 		}
+		mq_prune(&sp);
 		if (every == 0)
 			break;
 		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);

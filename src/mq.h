@@ -152,6 +152,7 @@ int	 mq_extend(struct mq_spool *, int, const char *,
 	    const struct mq_name *, uint64_t, char *, size_t);
 int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
 	    const char *));
+void	 mq_prune(struct mq_spool *);
 int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 

@@ -5,13 +5,15 @@
  * times (futimens), because messages land in sub-directories that a
  * non-recursive watch would not see.  On Linux a receiver waits for that
  * with inotify (IN_ATTRIB on new/ itself); elsewhere it polls new/'s mtime
- * every POLL_MS.  Either way the caller also passes the time at which a
+ * every POLL_MS (also on Linux with MQ_WAIT=poll, for file systems whose
+ * changes inotify does not see).  Either way the caller also passes the time at which a
  * delayed message or a lease becomes due, so those are never missed.
  */
 #include <sys/stat.h>
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,29 +37,46 @@ mq_ring(struct mq_spool *sp)
 	return 0;
 }
 
+#ifdef __linux__
+static int
+watch(int dirfd)
+{
+	char path[64];
+	const char *mode = getenv("MQ_WAIT");
+	int fd;
+
+	if (mode != NULL && strcmp(mode, "poll") == 0)
+		return -1;
+	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
+		return -1;
+	/* inotify wants a path; this one names our fd, not user input. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+	if (inotify_add_watch(fd, path, IN_ATTRIB | IN_MOVED_TO | IN_CREATE |
+	    IN_ONLYDIR) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+#else
+static int
+watch(int dirfd)
+{
+	(void)dirfd;
+	return -1;
+}
+#endif
+
 int
 mq_wait_open(struct mq_waiter *w, struct mq_spool *sp)
 {
 	struct stat st;
 
-	w->fd = -1;
 	w->dirfd = sp->new;
 	if (fstat(sp->new, &st) == -1)
 		return -1;
 	w->seen = st.st_mtim;
-#ifdef __linux__
-	if ((w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) != -1) {
-		char path[64];
-
-		/* inotify wants a path; this one names our fd, not user input. */
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", sp->new);
-		if (inotify_add_watch(w->fd, path, IN_ATTRIB | IN_MOVED_TO |
-		    IN_CREATE | IN_ONLYDIR) == -1) {
-			close(w->fd);
-			w->fd = -1;
-		}
-	}
-#endif
+	w->fd = watch(sp->new);
 	return 0;
 }
 

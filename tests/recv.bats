@@ -162,3 +162,22 @@ load helper
 	assert_equal "$(cat "$output")" real
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/secret")" secret
 }
+
+@test "mq-recv -w: the polling fallback (MQ_WAIT=poll) wakes on a new message too" {
+	mq-send -l </dev/null >/dev/null
+	(sleep 0.5; echo polled | mq-send >/dev/null) &
+	MQ_WAIT=poll run mq-recv -w 20
+	assert_success
+	assert_equal "$(cat "$output")" polled
+	wait
+}
+
+@test "mq-recv -w: waiting uses no CPU (event-driven, not a busy loop)" {
+	mq-send -l </dev/null >/dev/null
+	mq-recv -w 2 || true &
+	pid=$!
+	sleep 1.5
+	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	wait
+	[ "$ticks" -le 5 ]
+}

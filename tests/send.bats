@@ -154,3 +154,39 @@ load helper
 @test "mq-send: an empty -d is a usage error" {
 	run -2 mq-send -d "" </dev/null
 }
+
+@test "mq-send: durable order is write, fsync(file), rename, fsync(dirs), then the ID" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-send </dev/null >/dev/null
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=write,fsync,fdatasync,rename,renameat,renameat2 \
+	    mq-send <<<"durable" >/dev/null
+	# One letter per step, in the order they happened.
+	steps=$(sed -n \
+	    -e 's/^write(1, .*/I/p' \
+	    -e 's/^write([0-9]*, "durable.*/W/p' \
+	    -e 's/^f\(data\)\{0,1\}sync.*/F/p' \
+	    -e 's/^rename.*/R/p' "$BATS_TEST_TMPDIR/trace" | tr -d '\n')
+	assert_equal "$steps" "WFRFFFFI"
+}
+
+@test "mq-send -S: no fsync at all" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-send </dev/null >/dev/null
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=fsync,fdatasync,sync,syncfs mq-send -S <<<"fast" >/dev/null
+	run grep -c sync "$BATS_TEST_TMPDIR/trace"
+	assert_output 0
+}
+
+@test "mq-send -l: a slow producer's messages are visible and printed one by one" {
+	mq-send -l </dev/null >/dev/null
+	coproc SEND { mq-send -l; }
+	echo first >&"${SEND[1]}"
+	read -r -t 5 id <&"${SEND[0]}"
+	[ -n "$id" ]
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" first
+	exec {SEND[1]}>&-
+	wait
+}

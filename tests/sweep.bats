@@ -80,3 +80,11 @@ load helper
 	run -2 mq-sweep -w x
 	run -2 mq-sweep extra
 }
+
+@test "mq-sweep: empty directories of new/ whose time has passed are removed" {
+	mq-send -D 3600 <<<"later" >/dev/null
+	mkdir -p "$MQ_DIR/new/00001/00001000/00001000000"
+	mq-sweep
+	assert_not_exist "$MQ_DIR/new/00001"
+	assert_equal "$(count new)" 1
+}
