@@ -121,13 +121,6 @@ handle(struct acker *a, const char *receipt)
 	return MQ_EX_OK;
 }
 
-static int
-digits(const char *s)
-{
-	return s != NULL && *s >= '0' && *s <= '9' &&
-	    strspn(s, "0123456789.") == strlen(s);
-}
-
 static void
 choose(struct acker *a, enum mode m, int *set)
 {
@@ -141,13 +134,12 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		MQ_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct acker a;
 	struct mq_reader rd;
-	const char *dir = NULL, *errstr, *secs;
+	const char *dir = NULL, *secs;
 	char *rec;
 	int ch, i, r, set = 0, seen = 0, status = MQ_EX_OK;
 
@@ -165,14 +157,9 @@ main(int argc, char *argv[])
 			break;
 		case 'r':
 			choose(&a, RELEASE, &set);
-			secs = optarg;
-			/* -r takes its seconds as the next word too. */
-			if (secs == NULL && optind < argc &&
-			    digits(argv[optind]))
-				secs = argv[optind++];
-			if (secs != NULL && mq_secs_parse(secs, &a.ms,
-			    &errstr) == -1)
-				errx(MQ_EX_USAGE, "-r %s: %s", secs, errstr);
+			secs = mq_optional_secs(optarg, argc, argv);
+			if (secs != NULL)
+				a.ms = xsecs('r', secs, 0);
 			break;
 		case 'x':
 			choose(&a, BURY, &set);
@@ -180,16 +167,13 @@ main(int argc, char *argv[])
 			break;
 		case 'e':
 			choose(&a, EXTEND, &set);
-			if (mq_secs_parse(optarg, &a.ms, &errstr) == -1)
-				errx(MQ_EX_USAGE, "-e %s: %s", optarg, errstr);
-			if (a.ms == 0)
-				errx(MQ_EX_USAGE, "-e %s: too small", optarg);
+			a.ms = xsecs('e', optarg, 1);
 			break;
 		case 'h':
 			help();
 			return MQ_EX_OK;
 		case 'V':
-			puts("mq-ack " MQ_VERSION);
+			mq_version();
 			return MQ_EX_OK;
 		default:
 			usage();

@@ -223,8 +223,7 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		MQ_LONGOPTS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "all", no_argument, NULL, 'a' },
 		{ NULL, 0, NULL, 0 }
@@ -246,7 +245,7 @@ main(int argc, char *argv[])
 			help();
 			return MQ_EX_OK;
 		case 'V':
-			puts("mq-dlq " MQ_VERSION);
+			mq_version();
 			return MQ_EX_OK;
 		default:
 			usage();

@@ -51,24 +51,16 @@ print_receipt(void *arg, const char *receipt, const char *id)
 	return ferror(stdout) ? -1 : 0;
 }
 
-static int
-digits(const char *s)
-{
-	return s != NULL && *s >= '0' && *s <= '9' &&
-	    strspn(s, "0123456789.") == strlen(s);
-}
-
 int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		MQ_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
 	struct mq_waiter w;
-	const char *dir = NULL, *errstr, *wsecs = NULL;
+	const char *dir = NULL, *wsecs = NULL;
 	uint64_t lease = MQ_DEFAULT_LEASE_MS, wait_ms = 0, wake, now, until;
 	int64_t timeout;
 	int ch, n = 1, max = MQ_DEFAULT_MAX, wflag = 0, got;
@@ -85,37 +77,25 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'n':
-			n = strtonum(optarg, 1, 1000000, &errstr);
-			if (errstr != NULL)
-				errx(MQ_EX_USAGE, "-n %s: %s", optarg, errstr);
+			n = xnumber('n', optarg, 1, 1000000);
 			break;
 		case 't':
-			if (mq_secs_parse(optarg, &lease, &errstr) == -1)
-				errx(MQ_EX_USAGE, "-t %s: %s", optarg, errstr);
-			if (lease == 0)
-				errx(MQ_EX_USAGE, "-t %s: too small", optarg);
+			lease = xsecs('t', optarg, 1);
 			break;
 		case 'm':
-			max = strtonum(optarg, 1, MQ_ATTEMPTS_MAX, &errstr);
-			if (errstr != NULL)
-				errx(MQ_EX_USAGE, "-m %s: %s", optarg, errstr);
+			max = xnumber('m', optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
 			wflag = 1;
-			wsecs = optarg;
-			/* -w takes its seconds as the next word too. */
-			if (wsecs == NULL && optind < argc &&
-			    digits(argv[optind]))
-				wsecs = argv[optind++];
-			if (wsecs != NULL && mq_secs_parse(wsecs, &wait_ms,
-			    &errstr) == -1)
-				errx(MQ_EX_USAGE, "-w %s: %s", wsecs, errstr);
+			wsecs = mq_optional_secs(optarg, argc, argv);
+			if (wsecs != NULL)
+				wait_ms = xsecs('w', wsecs, 0);
 			break;
 		case 'h':
 			help();
 			return MQ_EX_OK;
 		case 'V':
-			puts("mq-recv " MQ_VERSION);
+			mq_version();
 			return MQ_EX_OK;
 		default:
 			usage();

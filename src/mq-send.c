@@ -173,12 +173,11 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		MQ_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct sender s;
-	const char *dir = NULL, *errstr, *name;
+	const char *dir = NULL, *name;
 	uint64_t delay = 0;
 	int ch, i, fd, delim = -1, status = MQ_EX_OK;
 
@@ -204,14 +203,13 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'D':
-			if (mq_secs_parse(optarg, &delay, &errstr) == -1)
-				errx(MQ_EX_USAGE, "-D %s: %s", optarg, errstr);
+			delay = xsecs('D', optarg, 0);
 			break;
 		case 'h':
 			help();
 			return MQ_EX_OK;
 		case 'V':
-			puts("mq-send " MQ_VERSION);
+			mq_version();
 			return MQ_EX_OK;
 		default:
 			usage();

@@ -47,12 +47,11 @@ int
 main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		MQ_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
-	const char *dir = NULL, *errstr;
+	const char *dir = NULL;
 	uint64_t every = 0;
 	int ch, max = MQ_DEFAULT_MAX, status;
 
@@ -66,21 +65,16 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'm':
-			max = strtonum(optarg, 1, MQ_ATTEMPTS_MAX, &errstr);
-			if (errstr != NULL)
-				errx(MQ_EX_USAGE, "-m %s: %s", optarg, errstr);
+			max = xnumber('m', optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
-			if (mq_secs_parse(optarg, &every, &errstr) == -1)
-				errx(MQ_EX_USAGE, "-w %s: %s", optarg, errstr);
-			if (every == 0)
-				errx(MQ_EX_USAGE, "-w %s: too small", optarg);
+			every = xsecs('w', optarg, 1);
 			break;
 		case 'h':
 			help();
 			return MQ_EX_OK;
 		case 'V':
-			puts("mq-sweep " MQ_VERSION);
+			mq_version();
 			return MQ_EX_OK;
 		default:
 			usage();

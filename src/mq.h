@@ -206,6 +206,15 @@ int	 mq_reader_pending(struct mq_reader *);
 int	 mq_reader_chunk(struct mq_reader *, int, const char **, size_t *,
 	    int *);
 
+/* The long options every tool has. */
+#define MQ_LONGOPTS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }
+
+const char *mq_optional_secs(const char *, int, char *[]);
+uint64_t xsecs(int, const char *, int);
+int	 xnumber(int, const char *, long long, long long);
+void	 mq_version(void);
 void	 mq_escape(FILE *, const char *, size_t);
 void	 mq_json_string(FILE *, const char *, size_t);
 void	 mq_stdout_close(void);

@@ -412,6 +412,62 @@ mq_json_string(FILE *fp, const char *s, size_t len)
 	putc('"', fp);
 }
 
+/*
+ * An optional option-argument in seconds: attached (-w5), else the next
+ * word when it is a number (-w 5), which getopt is then told to skip.
+ */
+const char *
+mq_optional_secs(const char *attached, int argc, char *argv[])
+{
+	const char *next;
+
+	if (attached != NULL)
+		return attached;
+	if (optind >= argc)
+		return NULL;
+	next = argv[optind];
+	if (*next < '0' || *next > '9' ||
+	    strspn(next, "0123456789.") != strlen(next))
+		return NULL;
+	optind++;
+	return next;
+}
+
+/*
+ * Seconds for option -flag, in ms; a bad value is a usage error.  With
+ * positive, zero is refused too.
+ */
+uint64_t
+xsecs(int flag, const char *arg, int positive)
+{
+	const char *errstr;
+	uint64_t ms;
+
+	if (mq_secs_parse(arg, &ms, &errstr) == -1)
+		errx(MQ_EX_USAGE, "-%c %s: %s", flag, arg, errstr);
+	if (positive && ms == 0)
+		errx(MQ_EX_USAGE, "-%c %s: too small", flag, arg);
+	return ms;
+}
+
+int
+xnumber(int flag, const char *arg, long long min, long long max)
+{
+	const char *errstr;
+	long long n;
+
+	n = strtonum(arg, min, max, &errstr);
+	if (errstr != NULL)
+		errx(MQ_EX_USAGE, "-%c %s: %s", flag, arg, errstr);
+	return (int)n;
+}
+
+void
+mq_version(void)
+{
+	printf("%s %s\n", getprogname(), MQ_VERSION);
+}
+
 /* A failed write of an ID or receipt must not end in exit 0 (sbase). */
 void
 mq_stdout_close(void)
