@@ -29,6 +29,17 @@
 #define MQ_OPTRESET()	(optreset = 1, optind = 1)
 #endif
 
+/*
+ * Linux can make a whole batch of files durable with one syncfs(2), which
+ * reports write-back errors since 5.8; elsewhere each file is fsynced.
+ */
+#ifdef __linux__
+#define MQ_HAVE_SYNCFS	1
+#else
+#define MQ_HAVE_SYNCFS	0
+#endif
+int	mq_syncfs(int);
+
 #ifndef __dead
 #define __dead	__attribute__((__noreturn__))
 #endif

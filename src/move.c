@@ -478,17 +478,20 @@ mq_claim(struct mq_spool *sp, int want, uint64_t lease_ms, unsigned max,
  * bucket.  Returns MQ_EX_OK, MQ_EX_USAGE (not a receipt; *why says why),
  * MQ_EX_LOST (the lease is gone) or MQ_EX_SYS (errno set).  The receipt
  * only selects names: the file is reached through the spool's own fds.
+ * rc keeps its bucket open for the next receipt (see mq_receipt_close).
  */
 int
 mq_receipt_open(struct mq_spool *sp, const char *receipt,
     struct mq_receipt *rc, const char **why)
 {
-	const char *rest, *slash;
+	char bname[sizeof(rc->bname)];
+	const char *rest, *slash, *name;
+	struct mq_name nm;
+	struct stat st;
 	uint64_t secs;
 	size_t len;
-	struct stat st;
+	int fresh;
 
-	rc->bucket = -1;
 	*why = "not a receipt of this spool";
 	if (mq_spool_real(sp) == -1)
 		return MQ_EX_SYS;
@@ -500,24 +503,38 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 		return MQ_EX_USAGE;
 	rest += strlen(MQ_DIR_CUR) + 1;
 	if ((slash = strchr(rest, '/')) == NULL ||
-	    (size_t)(slash - rest) >= sizeof(rc->bname))
+	    (size_t)(slash - rest) >= sizeof(bname))
 		return MQ_EX_USAGE;
-	memcpy(rc->bname, rest, slash - rest);
-	rc->bname[slash - rest] = '\0';
-	rc->name = slash + 1;
-	if (mq_cur_bucket_parse(rc->bname, &secs) == -1 ||
-	    mq_name_parse(rc->name, MQ_CUR, &rc->n) == -1 ||
-	    mq_cur_bucket(rc->n.ms) != secs)
+	memcpy(bname, rest, slash - rest);
+	bname[slash - rest] = '\0';
+	name = slash + 1;
+	if (mq_cur_bucket_parse(bname, &secs) == -1 ||
+	    mq_name_parse(name, MQ_CUR, &nm) == -1 ||
+	    mq_cur_bucket(nm.ms) != secs)
 		return MQ_EX_USAGE;
+	rc->name = name;
+	rc->n = nm;
 	*why = "lease lost";
-	if ((rc->bucket = mq_opendirat(sp->cur, rc->bname)) == -1)
-		return errno == ENOENT ? MQ_EX_LOST : MQ_EX_SYS;
-	if (fstatat(rc->bucket, rc->name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		closefd(&rc->bucket);
-		return errno == ENOENT ? MQ_EX_LOST : MQ_EX_SYS;
+	/* A batch of receipts shares a bucket: keep it open between them. */
+	fresh = rc->bucket == -1 || strcmp(rc->bname, bname) != 0;
+	for (;;) {
+		if (fresh) {
+			closefd(&rc->bucket);
+			rc->bname[0] = '\0';
+			if ((rc->bucket = mq_opendirat(sp->cur, bname)) == -1)
+				return errno == ENOENT ? MQ_EX_LOST : MQ_EX_SYS;
+			strlcpy(rc->bname, bname, sizeof(rc->bname));
+		}
+		if (fstatat(rc->bucket, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			break;
+		if (errno != ENOENT)
+			return MQ_EX_SYS;
+		/* The bucket kept open may have been removed and made anew. */
+		if (fresh)
+			return MQ_EX_LOST;
+		fresh = 1;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		closefd(&rc->bucket);
 		*why = "not a regular file";
 		return MQ_EX_USAGE;
 	}

@@ -18,6 +18,7 @@ enum mode { DONE, RELEASE, BURY, EXTEND };
 
 struct acker {
 	struct mq_spool	 sp;
+	struct mq_receipt rc;
 	struct mq_placer pl;
 	enum mode	 mode;
 	uint64_t	 ms;	/* release delay or extension */
@@ -68,12 +69,12 @@ shown(struct acker *a, const char *receipt)
 static int
 handle(struct acker *a, const char *receipt)
 {
-	struct mq_receipt rc;
+	struct mq_receipt *rc = &a->rc;
 	const char *why;
 	char out[4096];
 	int st, r = 0;
 
-	st = mq_receipt_open(&a->sp, receipt, &rc, &why);
+	st = mq_receipt_open(&a->sp, receipt, rc, &why);
 	if (st == MQ_EX_SYS) {
 		warn("%s", shown(a, receipt));
 		return st;
@@ -84,18 +85,18 @@ handle(struct acker *a, const char *receipt)
 	}
 	switch (a->mode) {
 	case DONE:
-		r = mq_ack(rc.bucket, rc.name);
+		r = mq_ack(rc->bucket, rc->name);
 		break;
 	case RELEASE:
-		r = mq_release(&a->pl, rc.bucket, rc.name, &rc.n,
+		r = mq_release(&a->pl, rc->bucket, rc->name, &rc->n,
 		    a->now + a->ms);
 		break;
 	case BURY:
-		r = mq_bury(&a->sp, rc.bucket, rc.name, &rc.n, a->reason,
+		r = mq_bury(&a->sp, rc->bucket, rc->name, &rc->n, a->reason,
 		    strlen(a->reason));
 		break;
 	case EXTEND:
-		r = mq_extend(&a->sp, rc.bucket, rc.name, &rc.n,
+		r = mq_extend(&a->sp, rc->bucket, rc->name, &rc->n,
 		    a->now + a->ms, out, sizeof(out));
 		if (r == 0) {
 			fputs(out, stdout);
@@ -103,7 +104,6 @@ handle(struct acker *a, const char *receipt)
 		}
 		break;
 	}
-	mq_receipt_close(&rc);
 	if (r == -1) {
 		if (errno == ENOENT) {
 			warnx("%s: lease lost", shown(a, receipt));
@@ -113,10 +113,10 @@ handle(struct acker *a, const char *receipt)
 		return MQ_EX_SYS;
 	}
 	/* Leave no empty bucket behind once a batch has moved on from it. */
-	if (a->mode != EXTEND && strcmp(a->pruned, rc.bname) != 0) {
+	if (a->mode != EXTEND && strcmp(a->pruned, rc->bname) != 0) {
 		if (a->pruned[0] != '\0')
 			mq_cur_prune(&a->sp, a->pruned);
-		strlcpy(a->pruned, rc.bname, sizeof(a->pruned));
+		strlcpy(a->pruned, rc->bname, sizeof(a->pruned));
 	}
 	return MQ_EX_OK;
 }
@@ -144,6 +144,7 @@ main(int argc, char *argv[])
 	int ch, i, r, set = 0, seen = 0, status = MQ_EX_OK;
 
 	memset(&a, 0, sizeof(a));
+	a.rc.bucket = -1;
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:r::x:e:hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {
@@ -208,6 +209,7 @@ main(int argc, char *argv[])
 		}
 		mq_reader_free(&rd);
 	}
+	mq_receipt_close(&a.rc);
 	if (a.pruned[0] != '\0')
 		mq_cur_prune(&a.sp, a.pruned);
 	if (mq_placer_flush(&a.pl) == -1) {

@@ -1,8 +1,10 @@
 /*
- * mq-send: add messages to a spool.  Each message is written to tmp/,
- * synced, and renamed into new/; the directories are synced before its ID
- * counts as sent.  Nothing partial is ever visible: a failure leaves at
- * most a tmp/ file, which mq-sweep removes.
+ * mq-send: add messages to a spool.  Messages are written to tmp/ in
+ * batches (up to a leaf's worth, or what came before the input paused);
+ * a batch is made durable, renamed into new/, the directories synced, and
+ * only then are its IDs printed.  Nothing partial is ever visible: a
+ * failure leaves at most tmp/ files, which are removed (or, after a crash,
+ * swept by mq-sweep).
  */
 #include <err.h>
 #include <errno.h>
@@ -16,8 +18,7 @@
 #include "compat.h"
 #include "mq.h"
 
-/* IDs wait here until their messages are durable, then are printed. */
-#define PENDING_MAX	MQ_LEAF_MAX
+#define BATCH_MAX	MQ_LEAF_MAX
 
 struct sender {
 	struct mq_spool	 sp;
@@ -26,8 +27,8 @@ struct sender {
 	uint64_t	 due;	/* 0: visible at once */
 	int		 fd;	/* the message being written, or -1 */
 	char		 id[MQ_ID_LEN + 1];
-	char		 pending[PENDING_MAX][MQ_ID_LEN + 1];
-	int		 npending;
+	char		 batch[BATCH_MAX][MQ_ID_LEN + 1];
+	int		 nbatch;
 };
 
 static void flush(struct sender *);
@@ -64,14 +65,18 @@ begin(struct sender *s)
 		err(MQ_EX_SYS, "%s/tmp/%s", s->sp.path, s->id);
 }
 
-static void
+/* Takes back every message not yet visible, then dies. */
+static void __dead
 fail(struct sender *s, const char *what)
 {
-	int saved = errno;
+	int saved = errno, i;
 
-	if (s->fd != -1)
+	if (s->fd != -1) {
 		close(s->fd);
-	unlinkat(s->sp.tmp, s->id, 0);
+		unlinkat(s->sp.tmp, s->id, 0);
+	}
+	for (i = 0; i < s->nbatch; i++)
+		unlinkat(s->sp.tmp, s->batch[i], 0);
 	errno = saved;
 	err(MQ_EX_SYS, "%s", what);
 }
@@ -95,37 +100,63 @@ put(struct sender *s, const char *p, size_t len)
 static void
 end(struct sender *s)
 {
-	char name[MQ_NAME_MAX];
 	int fd = s->fd;
 
-	if (s->sync && fsync(fd) == -1)
+	/* Without a batch sync, each file is synced on its own. */
+	if (s->sync && !MQ_HAVE_SYNCFS && fsync(fd) == -1)
 		fail(s, s->sp.path);
+	if (close(fd) == -1) {
+		s->fd = -1;
+		unlinkat(s->sp.tmp, s->id, 0);
+		fail(s, s->sp.path);
+	}
 	s->fd = -1;
-	if (close(fd) == -1)
-		fail(s, s->sp.path);
-	snprintf(name, sizeof(name), "%s,0", s->id);
-	if (mq_place(&s->pl, s->sp.tmp, s->id, name,
-	    s->due ? s->due : mq_now_ms()) == -1)
-		fail(s, s->sp.path);
-	memcpy(s->pending[s->npending++], s->id, sizeof(s->id));
-	if (s->npending == PENDING_MAX)
+	memcpy(s->batch[s->nbatch++], s->id, sizeof(s->id));
+	if (s->nbatch == BATCH_MAX)
 		flush(s);
 }
 
 /*
- * Makes what was sent durable and visible, then tells the caller: an ID
- * is printed only once its message would survive a crash.
+ * Makes the batch durable, visible, and known: data first (one syncfs for
+ * a batch, fsync for a lone message), then one rename each into new/, then
+ * the directories; an ID is printed only once its message would survive a
+ * crash.
  */
 static void
 flush(struct sender *s)
 {
-	int i;
+	char name[MQ_NAME_MAX];
+	int i, fd;
 
+	if (s->nbatch == 0)
+		return;
+	if (s->sync && MQ_HAVE_SYNCFS) {
+		if (s->nbatch > 1) {
+			if (mq_syncfs(s->sp.tmp) == -1)
+				fail(s, s->sp.path);
+		} else {
+			fd = openat(s->sp.tmp, s->batch[0], O_RDONLY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			if (fd == -1 || fsync(fd) == -1)
+				fail(s, s->sp.path);
+			close(fd);
+		}
+	}
+	for (i = 0; i < s->nbatch; i++) {
+		snprintf(name, sizeof(name), "%s,0", s->batch[i]);
+		if (mq_place(&s->pl, s->sp.tmp, s->batch[i], name,
+		    s->due ? s->due : mq_now_ms()) == -1) {
+			memmove(s->batch, s->batch + i,
+			    (s->nbatch - i) * sizeof(s->batch[0]));
+			s->nbatch -= i;
+			fail(s, s->sp.path);
+		}
+	}
 	if (mq_placer_flush(&s->pl) == -1)
 		err(MQ_EX_SYS, "%s", s->sp.path);
-	for (i = 0; i < s->npending; i++)
-		puts(s->pending[i]);
-	s->npending = 0;
+	for (i = 0; i < s->nbatch; i++)
+		puts(s->batch[i]);
+	s->nbatch = 0;
 	if (fflush(stdout) == EOF)
 		err(MQ_EX_SYS, "stdout");
 }

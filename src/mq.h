@@ -134,7 +134,7 @@ typedef int (*mq_claim_fn)(void *, const char *, const char *);
 int	 mq_claim(struct mq_spool *, int, uint64_t, unsigned, mq_claim_fn,
 	    void *, uint64_t *);
 struct mq_receipt {
-	int	 bucket;	/* cur/S, open */
+	int	 bucket;	/* cur/S, open, or -1 before the first */
 	char	 bname[24];	/* S */
 	const char *name;	/* the claimed name inside it */
 	struct mq_name n;

@@ -3,6 +3,9 @@
  * streaming copy, directory listing, the '\n'/'\0' record reader, escaping
  * for listings, and the x-wrappers that die on exhausted memory.
  */
+#ifdef __linux__
+#define _GNU_SOURCE	/* syncfs */
+#endif
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -54,6 +57,17 @@ mq_fsync_dir(int dirfd)
 	if (fsync(dirfd) == -1 && errno != EINVAL && errno != EROFS)
 		return -1;
 	return 0;
+}
+
+/* Makes every file of dirfd's file system durable (see compat.h). */
+int
+mq_syncfs(int dirfd)
+{
+#if MQ_HAVE_SYNCFS
+	return syncfs(dirfd);
+#else
+	return fsync(dirfd);
+#endif
 }
 
 int

@@ -170,6 +170,21 @@ load helper
 	assert_equal "$steps" "WFRFFFFI"
 }
 
+@test "mq-send: a batch is written, synced once (syncfs), renamed, dirs synced, then its IDs" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-send -l </dev/null >/dev/null
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=write,fsync,syncfs,rename,renameat,renameat2 \
+	    mq-send -l < <(printf 'a\nb\nc\n') >/dev/null
+	steps=$(sed -n \
+	    -e 's/^write(1, .*/I/p' \
+	    -e 's/^write([0-9]*, "[abc]".*/W/p' \
+	    -e 's/^syncfs.*/S/p' \
+	    -e 's/^fsync.*/F/p' \
+	    -e 's/^rename.*/R/p' "$BATS_TEST_TMPDIR/trace" | tr -d '\n')
+	assert_equal "$steps" "WWWSRRRFFFFI"
+}
+
 @test "mq-send -S: no fsync at all" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	mq-send </dev/null >/dev/null
