@@ -77,6 +77,18 @@ demo: deps
 deps:
 	@sh share/deps.sh
 
+BENCHBIN = bench/floor bench/spawn bench/true-c
+bench/floor: bench/floor.c
+	$(CC) -O2 -o $@ bench/floor.c
+bench/spawn: bench/spawn.c
+	$(CC) -O2 -o $@ bench/spawn.c
+bench/true-c: bench/true-c.c
+	$(CC) -O2 -o $@ bench/true-c.c
+
+bench: all $(BENCHBIN)
+	@sh share/deps.sh bench
+	sh bench/bench.sh
+
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
@@ -91,6 +103,7 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
 
 clean:
-	rm -f src/*.o src/libmq.a $(BIN) tests/name-test
+	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN)
+	rm -rf bench/tmp
 
-.PHONY: all check lint demo deps install uninstall clean
+.PHONY: all bench check lint demo deps install uninstall clean

@@ -1,19 +1,25 @@
 /*
  * spawn: runs a command K times with posix_spawn and prints the median
  * wall time of one run in microseconds and the largest peak RSS of the
- * runs in KiB, so that process start-up is measured without a shell.
+ * runs in KiB, so that a process is measured without a shell around it.
  *
- *	spawn K command [arg ...]
+ *	spawn [-i in] [-o out] [-a argfile] K command [arg ...]
+ *
+ * -i and -o redirect standard input and output; with -a, run i gets line
+ * i of argfile as its last argument.
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <err.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -28,26 +34,71 @@ cmp(const void *a, const void *b)
 int
 main(int argc, char *argv[])
 {
+	posix_spawn_file_actions_t fa;
 	struct timespec t0, t1;
 	struct rusage ru;
+	const char *in = NULL, *out = NULL, *argfile = NULL;
+	char **args, *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *af = NULL;
 	double *us;
 	long maxrss = 0;
-	int k, i, status;
+	int k, i, n, status, ch;
 	pid_t pid;
 
-	if (argc < 3)
-		errx(2, "usage: spawn K command [arg ...]");
-	k = atoi(argv[1]);
+	while ((ch = getopt(argc, argv, "+i:o:a:")) != -1) {
+		switch (ch) {
+		case 'i':
+			in = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'a':
+			argfile = optarg;
+			break;
+		default:
+			errx(2, "usage: spawn [-i in] [-o out] [-a argfile] K "
+			    "command [arg ...]");
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 2)
+		errx(2, "usage: spawn [-i in] [-o out] [-a argfile] K command");
+	k = atoi(argv[0]);
 	if (k < 1 || (us = calloc(k, sizeof(*us))) == NULL)
 		errx(2, "bad K");
+	n = argc - 1;
+	if ((args = calloc(n + 2, sizeof(*args))) == NULL)
+		err(1, NULL);
+	memcpy(args, argv + 1, n * sizeof(*args));
+	if (argfile != NULL && (af = fopen(argfile, "r")) == NULL)
+		err(1, "%s", argfile);
 	for (i = 0; i < k; i++) {
+		if (af != NULL) {
+			if ((len = getline(&line, &cap, af)) <= 0)
+				errx(1, "%s: too few lines", argfile);
+			line[len - 1] = '\0';
+			args[n] = line;
+		}
+		posix_spawn_file_actions_init(&fa);
+		if (in != NULL)
+			posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY,
+			    0);
+		if (out != NULL)
+			posix_spawn_file_actions_addopen(&fa, 1, out,
+			    O_WRONLY | O_CREAT | O_APPEND, 0644);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (posix_spawnp(&pid, argv[2], NULL, NULL, argv + 2,
-		    environ) != 0)
-			err(1, "%s", argv[2]);
+		if (posix_spawnp(&pid, args[0], &fa, NULL, args, environ) != 0)
+			err(1, "%s", args[0]);
 		if (wait4(pid, &status, 0, &ru) == -1)
 			err(1, "wait4");
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		posix_spawn_file_actions_destroy(&fa);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+			errx(1, "%s exited %d", args[0], WEXITSTATUS(status));
 		us[i] = (t1.tv_sec - t0.tv_sec) * 1e6 +
 		    (t1.tv_nsec - t0.tv_nsec) / 1e3;
 		if (ru.ru_maxrss > maxrss)

@@ -1,9 +1,17 @@
 #!/bin/sh
 # Installs the Debian packages that building and testing mq need.  As root
 # it runs apt-get; otherwise it prints the exact command to run.
-# Usage: sh share/deps.sh [--check]   (--check: only say what is missing)
+# Usage: sh share/deps.sh [--check] [bench]
+#   --check: only say what is missing; bench: also what make bench needs.
 
 need="make gcc pkg-config libbsd-dev bats bats-support bats-assert bats-file mandoc strace"
+check=
+for a in "$@"; do
+	case $a in
+	--check) check=1 ;;
+	bench) need="$need python3 python3-dirq" ;;
+	esac
+done
 
 # Elsewhere than Debian, the README lists what to install by hand.
 command -v dpkg-query >/dev/null || exit 0
@@ -16,7 +24,7 @@ done
 [ -z "$missing" ] && exit 0
 
 cmd="apt-get update && apt-get install -y --no-install-recommends$missing"
-if [ "$1" = --check ]; then
+if [ -n "$check" ]; then
 	echo "missing Debian packages:$missing" >&2
 	exit 1
 fi

@@ -39,19 +39,25 @@ mq_now_ms(void)
 void
 mq_id_new(char *id)
 {
-	static uint64_t last;
+	static uint64_t last, rnd;
+	static unsigned pid;
 	struct timespec ts;
-	uint64_t ns, rnd = 0;
+	uint64_t ns;
 
+	/* Time orders IDs; pid and randomness, fixed per process, part hosts. */
+	if (pid == 0) {
+		pid = (unsigned)getpid() % 1000000000u;
+		arc4random_buf(&rnd, sizeof(rnd));
+		rnd &= (uint64_t)0xffffffffffff;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ns = (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	/* IDs of one process must sort in the order it made them. */
 	if (ns <= last)
 		ns = last + 1;
 	last = ns;
-	arc4random_buf(&rnd, sizeof(rnd));
-	snprintf(id, MQ_ID_LEN + 1, "%016" PRIx64 ".%u.%012" PRIx64, ns,
-	    (unsigned)getpid() % 1000000000u, rnd & (uint64_t)0xffffffffffff);
+	snprintf(id, MQ_ID_LEN + 1, "%016" PRIx64 ".%u.%012" PRIx64, ns, pid,
+	    rnd);
 }
 
 static int

@@ -1,0 +1,247 @@
+#!/bin/sh
+# make bench: mq against the system-call floor and python3-dirq, on tmpfs
+# and on the disk under the working directory.  Every ratio compares
+# medians measured in the same run, on the same file system.
+#
+# Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
+# (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
+# BENCH_ONLY (some of: rates startup workers depth delayed memory).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+PATH="$top/bin:$here:$PATH"
+export PATH
+N=${BENCH_N:-20000}
+R=${BENCH_RUNS:-5}
+DEPTH=${BENCH_DEPTH:-1000000}
+PY=/usr/bin/python3
+[ -x "$PY" ] && "$PY" -c 'import dirq' 2>/dev/null || PY=
+mkdir -p "$here/tmp"
+FSLIST=${BENCH_FS:-"/dev/shm $here/tmp"}
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
+
+now() { date +%s%N; }
+# median of the numbers on standard input
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# rate: messages, start ns, end ns
+rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f\n", n / ((e - s) / 1e9) }'; }
+# row: fs, workload, mq value, unit, what it is compared with, its value, target
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
+say() { printf '%s\n' "$*" >&2; }
+
+fsname() { case $1 in /dev/shm*) echo tmpfs ;; *) echo disk ;; esac; }
+
+claim_all() { # spool, n per claim
+	MQ_DIR=$1 sh -c "while mq-recv -n $2 -t 600 | mq-ack; do :; done"
+}
+
+bench_rates() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	seq 1 "$N" >"$w/lines"
+	echo 1 >"$w/one"
+	for r in $(seq 1 "$R"); do
+		say "$name: rates, run $r of $R"
+		d=$(mktemp -d "$w/run.XXXXXX")
+		floor send "$N" nosync "$d" >>"$w/floor-send"
+		floor claim "$N" "$d" >>"$w/floor-claim"; rm -rf "$d"; mkdir "$d"
+		floor send "$N" fsync "$d" >>"$w/floor-fsync"; rm -rf "$d"; mkdir "$d"
+		floor send "$N" syncfs "$d" >>"$w/floor-syncfs"; rm -rf "$d"; mkdir "$d"
+
+		MQ_DIR="$d/a" spawn -i "$w/lines" -o /dev/null 1 mq-send -l -S |
+		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-send"
+		s=$(now); claim_all "$d/a" 1000; e=$(now)
+		rate "$N" "$s" "$e" >>"$w/mq-claim1000"
+		MQ_DIR="$d/b" spawn -i "$w/lines" -o /dev/null 1 mq-send -l |
+		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-durable"
+		s=$(now); claim_all "$d/b" 100; e=$(now)
+		rate "$N" "$s" "$e" >>"$w/mq-claim100"
+		MQ_DIR="$d/c" mq-send -l </dev/null
+		MQ_DIR="$d/c" spawn -i "$w/one" -o /dev/null 50 mq-send |
+		    awk '{ printf "%.0f\n", 1e6 / $1 }' >>"$w/mq-single"
+		if [ -n "$PY" ]; then
+			"$PY" "$here/dirq-bench.py" add "$N" "$d/dq" >>"$w/dirq-add"
+			"$PY" "$here/dirq-bench.py" get "$d/dq" >>"$w/dirq-get"
+		fi
+		rm -rf "$d"
+	done
+	m() { median <"$w/$1"; }
+	best=$(m floor-fsync); sf=$(m floor-syncfs)
+	[ "$sf" -gt "$best" ] && bestname="floor, syncfs discipline" ||
+	    bestname="floor, fsync each file"
+	[ "$sf" -gt "$best" ] && best=$sf
+	row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
+	    "floor, no sync" "$(m floor-send)" ">= 0.6"
+	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
+	    "$bestname (fsync each: $(m floor-fsync), syncfs: $sf)" "$best" ">= 0.8"
+	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
+	    "one mq-send per message, durable" "$(m mq-single)" ">= 5"
+	row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
+	    "floor, rename+unlink" "$(m floor-claim)" ">= 0.5"
+	row "$name" "claim+ack (mq-recv -n 100 | mq-ack)" "$(m mq-claim100)" msg/s \
+	    "floor, rename+unlink" "$(m floor-claim)" "-"
+	if [ -n "$PY" ]; then
+		row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
+		    "python3-dirq lock+get+remove" "$(m dirq-get)" ">= 1"
+		row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
+		    "python3-dirq add" "$(m dirq-add)" "-"
+	fi
+	rm -rf "$w"
+}
+
+bench_startup() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=200
+	MQ_DIR="$w/q" mq-send -l </dev/null
+	for r in $(seq 1 "$R"); do
+		say "$name: start-up, run $r of $R"
+		spawn "$k" true-c | cut -d' ' -f1 >>"$w/true"
+		MQ_DIR="$w/q" spawn "$k" mq-recv | cut -d' ' -f1 >>"$w/recv"
+		seq 1 "$k" | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+		MQ_DIR="$w/q" mq-recv -n "$k" -t 600 >"$w/receipts"
+		MQ_DIR="$w/q" spawn -a "$w/receipts" "$k" mq-ack | cut -d' ' -f1 >>"$w/ack"
+	done
+	t=$(median <"$w/true")
+	row "$name" "start-up: mq-recv, empty spool" "$(median <"$w/recv")" us \
+	    "exec of a trivial C program" "$t" "<= 1.2"
+	row "$name" "start-up: mq-ack of one receipt" "$(median <"$w/ack")" us \
+	    "exec of a trivial C program" "$t" "<= 1.2"
+	rm -rf "$w"
+}
+
+bench_depth() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=50
+	say "$name: depth: filling spools of 1000 and $DEPTH messages"
+	seq 1 1000 | MQ_DIR="$w/small" mq-send -l -S >/dev/null
+	seq 1 "$DEPTH" | MQ_DIR="$w/deep" mq-send -l -S >/dev/null
+	for r in $(seq 1 "$R"); do
+		say "$name: depth, run $r of $R"
+		MQ_DIR="$w/small" spawn -o /dev/null "$k" mq-recv -t 3600 >>"$w/small.t"
+		MQ_DIR="$w/deep" spawn -o /dev/null "$k" mq-recv -t 3600 >>"$w/deep.t"
+	done
+	# Expired leases at depth: claim k with a short lease, let them expire.
+	MQ_DIR="$w/deep" mq-recv -n "$k" -t 0.2 >/dev/null
+	sleep 1
+	MQ_DIR="$w/deep" spawn -o /dev/null "$k" mq-recv -t 3600 >"$w/expired.t"
+	# A count of the ready messages has to read every leaf.
+	s=$(now); c=$(find "$w/deep/new" -type f | wc -l); e=$(now)
+	small=$(cut -d' ' -f1 "$w/small.t" | median)
+	row "$name" "count $c ready (find new -type f | wc -l)" "$(((e - s) / 1000))" us \
+	    "claim one, 1000 ready" "$small" "-"
+	row "$name" "claim one, $DEPTH ready (mq-recv)" "$(cut -d' ' -f1 "$w/deep.t" | median)" us \
+	    "claim one, 1000 ready" "$small" "<= 2"
+	row "$name" "peak RSS of that claim" "$(cut -d' ' -f2 "$w/deep.t" | sort -n | tail -n 1)" KiB \
+	    "16 MiB" 16384 "<= 1"
+	row "$name" "reclaim one expired lease, $DEPTH ready" "$(cut -d' ' -f1 "$w/expired.t" | median)" us \
+	    "claim one, 1000 ready" "$small" "-"
+	rm -rf "$w"
+}
+
+bench_delayed() { # fs: delayed messages ahead of a ready one
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=50
+	say "$name: $DEPTH delayed messages"
+	seq 1 "$DEPTH" | MQ_DIR="$w/q" mq-send -l -S -D 3600 >/dev/null
+	seq 1 1000 | MQ_DIR="$w/s" mq-send -l -S >/dev/null
+	for r in $(seq 1 "$R"); do
+		seq 1 "$k" | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+		MQ_DIR="$w/q" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/d.t"
+		MQ_DIR="$w/s" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/s.t"
+	done
+	row "$name" "claim one behind $DEPTH delayed" "$(median <"$w/d.t")" us \
+	    "claim one, 1000 ready" "$(median <"$w/s.t")" "-"
+	# Eight receivers waiting: CPU while idle, and for one wake.
+	pids=
+	for i in 1 2 3 4 5 6 7 8; do
+		MQ_DIR="$w/q" mq-recv -w 60 >"$w/waiter.$i" &
+		pids="$pids $!"
+	done
+	sleep 1
+	ticks() { for p in $pids; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0; done |
+	    awk '{ s += $1 } END { print s * 10 }'; }
+	t0=$(ticks); sleep 3; t1=$(ticks)
+	echo wake | MQ_DIR="$w/q" mq-send >/dev/null
+	sleep 1; t2=$(ticks)
+	kill $pids 2>/dev/null || true
+	wait 2>/dev/null || true
+	row "$name" "8 waiting mq-recv -w, CPU over 3 s idle" "$((t1 - t0))" ms \
+	    "(none)" 0 "= 0"
+	row "$name" "8 waiters woken by 1 message ($DEPTH delayed)" "$((t2 - t1))" ms \
+	    "(all 8 together)" 0 "-"
+	rm -rf "$w"
+}
+
+bench_workers() { # fs: one worker against two
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	worker() { # spool, log
+		while MQ_DIR=$1 mq-recv -n 100 -t 600 >"$2.r"; do
+			MQ_DIR=$1 mq-ack <"$2.r" 2>>"$w/errors" || true
+			cat "$2.r" >>"$2"
+		done
+	}
+	for r in $(seq 1 "$R"); do
+		say "$name: workers, run $r of $R"
+		for nw in 1 2; do
+			rm -rf "$w/q"
+			seq 1 "$N" | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+			s=$(now)
+			for i in $(seq 1 "$nw"); do worker "$w/q" "$w/log.$nw.$i" & done
+			wait
+			e=$(now)
+			rate "$N" "$s" "$e" >>"$w/rate.$nw"
+		done
+	done
+	lost=$(grep -c 'lease lost' "$w/errors" 2>/dev/null || true)
+	dups=$(cat "$w"/log.2.* | sed 's,.*/,,; s/,.*//' | sort | uniq -d | wc -l)
+	row "$name" "claim+ack, 2 workers (lease lost: ${lost:-0}, duplicates: $dups)" \
+	    "$(median <"$w/rate.2")" msg/s "1 worker" "$(median <"$w/rate.1")" ">= 1.6"
+	rm -rf "$w"
+}
+
+bench_memory() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	say "$name: memory, a 1 GiB message"
+	head -c 1073741824 /dev/zero >"$w/big"
+	MQ_DIR="$w/q" spawn -i "$w/big" -o "$w/id" 1 mq-send >"$w/send.t"
+	rm -f "$w/big"
+	r=$(MQ_DIR="$w/q" mq-recv)
+	MQ_DIR="$w/q" mq-ack -x big "$r"
+	MQ_DIR="$w/q" spawn -o /dev/null 1 mq-dlq show "$(cat "$w/id")" >"$w/show.t"
+	row "$name" "peak RSS, mq-send of 1 GiB" "$(cut -d' ' -f2 "$w/send.t")" KiB \
+	    "4 MiB" 4096 "<= 1"
+	row "$name" "peak RSS, mq-dlq show of 1 GiB" "$(cut -d' ' -f2 "$w/show.t")" KiB \
+	    "4 MiB" 4096 "<= 1"
+	rm -rf "$w"
+}
+
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed memory"}
+want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
+for fs in $FSLIST; do
+	mkdir -p "$fs"
+	for part in rates startup workers depth; do
+		want $part && bench_$part "$fs"
+	done
+done
+first=$(echo $FSLIST | cut -d' ' -f1)
+want delayed && bench_delayed "$first"
+want memory && bench_memory "$first"
+
+printf '\nmq bench: N=%s, %s runs, medians; ratio = mq / compared (for us and KiB: mq / compared too)\n' "$N" "$R"
+awk -F'\t' '
+function check(r, t,   op, v) {
+	if (t == "-" ) return ""
+	split(t, p, " "); op = p[1]; v = p[2] + 0
+	if (op == ">=") return r >= v ? "yes" : "NO"
+	if (op == "<=") return r <= v ? "yes" : "NO"
+	if (op == "=") return r == v ? "yes" : "NO"
+	return ""
+}
+BEGIN { printf "%-6s %-58s %12s %-6s %-58s %10s %7s %-7s %s\n", "fs", "workload", "mq", "unit",
+    "compared with", "value", "ratio", "target", "met" }
+{
+	ratio = ($6 + 0) > 0 ? $3 / $6 : 0
+	if ($7 == "= 0") ratio = $3
+	printf "%-6s %-58s %12s %-6s %-58s %10s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, ratio, $7, check(ratio, $7)
+}' "$results"
