@@ -67,6 +67,10 @@ check: deps
 	$(MAKE) all tests/name-test
 	sh tests/run
 
+TORTURE_SECS = 600
+torture: all
+	sh tests/torture $(TORTURE_SECS)
+
 lint:
 	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
 
@@ -106,4 +110,4 @@ clean:
 	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN)
 	rm -rf bench/tmp
 
-.PHONY: all bench check lint demo deps install uninstall clean
+.PHONY: all bench check torture lint demo deps install uninstall clean

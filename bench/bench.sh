@@ -44,25 +44,26 @@ bench_rates() { # fs
 	for r in $(seq 1 "$R"); do
 		say "$name: rates, run $r of $R"
 		d=$(mktemp -d "$w/run.XXXXXX")
-		floor send "$N" nosync "$d" >>"$w/floor-send"
-		floor claim "$N" "$d" >>"$w/floor-claim"; rm -rf "$d"; mkdir "$d"
-		floor send "$N" fsync "$d" >>"$w/floor-fsync"; rm -rf "$d"; mkdir "$d"
-		floor send "$N" syncfs "$d" >>"$w/floor-syncfs"; rm -rf "$d"; mkdir "$d"
+		# Each step starts with nothing of the one before it in flight.
+		sync; floor send "$N" nosync "$d/f1" >>"$w/floor-send"
+		sync; floor claim "$N" "$d/f1" >>"$w/floor-claim"
+		sync; floor send "$N" fsync "$d/f2" >>"$w/floor-fsync"
+		sync; floor send "$N" syncfs "$d/f3" >>"$w/floor-syncfs"
 
-		MQ_DIR="$d/a" spawn -i "$w/lines" -o /dev/null 1 mq-send -l -S |
+		sync; MQ_DIR="$d/a" spawn -i "$w/lines" -o /dev/null 1 mq-send -l -S |
 		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-send"
-		s=$(now); claim_all "$d/a" 1000; e=$(now)
+		sync; s=$(now); claim_all "$d/a" 1000; e=$(now)
 		rate "$N" "$s" "$e" >>"$w/mq-claim1000"
-		MQ_DIR="$d/b" spawn -i "$w/lines" -o /dev/null 1 mq-send -l |
+		sync; MQ_DIR="$d/b" spawn -i "$w/lines" -o /dev/null 1 mq-send -l |
 		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-durable"
-		s=$(now); claim_all "$d/b" 100; e=$(now)
+		sync; s=$(now); claim_all "$d/b" 100; e=$(now)
 		rate "$N" "$s" "$e" >>"$w/mq-claim100"
 		MQ_DIR="$d/c" mq-send -l </dev/null
-		MQ_DIR="$d/c" spawn -i "$w/one" -o /dev/null 50 mq-send |
+		sync; MQ_DIR="$d/c" spawn -i "$w/one" -o /dev/null 50 mq-send |
 		    awk '{ printf "%.0f\n", 1e6 / $1 }' >>"$w/mq-single"
 		if [ -n "$PY" ]; then
-			"$PY" "$here/dirq-bench.py" add "$N" "$d/dq" >>"$w/dirq-add"
-			"$PY" "$here/dirq-bench.py" get "$d/dq" >>"$w/dirq-get"
+			sync; "$PY" "$here/dirq-bench.py" add "$N" "$d/dq" >>"$w/dirq-add"
+			sync; "$PY" "$here/dirq-bench.py" get "$d/dq" >>"$w/dirq-get"
 		fi
 		rm -rf "$d"
 	done
@@ -175,16 +176,17 @@ bench_delayed() { # fs: delayed messages ahead of a ready one
 
 bench_workers() { # fs: one worker against two
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
-	worker() { # spool, log
-		while MQ_DIR=$1 mq-recv -n 100 -t 600 >"$2.r"; do
-			MQ_DIR=$1 mq-ack <"$2.r" 2>>"$w/errors" || true
-			cat "$2.r" >>"$2"
+	worker() { # spool, log prefix: claim 100, ack them, keep the receipts
+		i=0
+		while MQ_DIR=$1 mq-recv -n 100 -t 600 >"$2.$i"; do
+			MQ_DIR=$1 mq-ack <"$2.$i" 2>>"$w/errors" || true
+			i=$((i + 1))
 		done
 	}
 	for r in $(seq 1 "$R"); do
 		say "$name: workers, run $r of $R"
 		for nw in 1 2; do
-			rm -rf "$w/q"
+			rm -rf "$w/q" "$w"/log.$nw.*
 			seq 1 "$N" | MQ_DIR="$w/q" mq-send -l -S >/dev/null
 			s=$(now)
 			for i in $(seq 1 "$nw"); do worker "$w/q" "$w/log.$nw.$i" & done
@@ -192,11 +194,24 @@ bench_workers() { # fs: one worker against two
 			e=$(now)
 			rate "$N" "$s" "$e" >>"$w/rate.$nw"
 		done
+		# The machine's own ceiling: two workers that share nothing.
+		rm -rf "$w/q1" "$w/q2"
+		seq 1 $((N / 2)) | MQ_DIR="$w/q1" mq-send -l -S >/dev/null
+		seq 1 $((N / 2)) | MQ_DIR="$w/q2" mq-send -l -S >/dev/null
+		s=$(now)
+		worker "$w/q1" "$w/sep.1" & worker "$w/q2" "$w/sep.2" &
+		wait
+		e=$(now)
+		rate "$N" "$s" "$e" >>"$w/rate.sep"
 	done
 	lost=$(grep -c 'lease lost' "$w/errors" 2>/dev/null || true)
 	dups=$(cat "$w"/log.2.* | sed 's,.*/,,; s/,.*//' | sort | uniq -d | wc -l)
+	all=$(cat "$w"/log.2.* | wc -l)
+	[ "$all" -eq "$N" ] || say "$name: 2 workers claimed $all of $N"
 	row "$name" "claim+ack, 2 workers (lease lost: ${lost:-0}, duplicates: $dups)" \
 	    "$(median <"$w/rate.2")" msg/s "1 worker" "$(median <"$w/rate.1")" ">= 1.6"
+	row "$name" "claim+ack, 2 workers on 2 separate spools (control)" \
+	    "$(median <"$w/rate.sep")" msg/s "1 worker" "$(median <"$w/rate.1")" "-"
 	rm -rf "$w"
 }
 

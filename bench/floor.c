@@ -45,6 +45,7 @@ main(int argc, char *argv[])
 		errx(2, "usage: floor send N nosync|fsync|syncfs DIR | "
 		    "floor claim N DIR");
 	n = atoi(argv[2]);
+	mkdir(argv[argc - 1], 0700);
 	if ((dir = open(argv[argc - 1], O_RDONLY | O_DIRECTORY)) == -1)
 		err(1, "%s", argv[argc - 1]);
 	mkdirat(dir, "tmp", 0700);

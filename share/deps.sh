@@ -4,7 +4,8 @@
 # Usage: sh share/deps.sh [--check] [bench]
 #   --check: only say what is missing; bench: also what make bench needs.
 
-need="make gcc pkg-config libbsd-dev bats bats-support bats-assert bats-file mandoc strace"
+need="make gcc pkg-config libbsd-dev bats bats-support bats-assert bats-file mandoc strace
+    python3 faketime"
 check=
 for a in "$@"; do
 	case $a in

@@ -109,8 +109,7 @@ copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
 	if ((in = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC)) == -1)
 		return -1;
-	out = openat(to->tmp, d->n.id, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, to->fmode);
+	out = mq_create(to->tmp, d->n.id, to->fmode);
 	if (out == -1) {
 		saved = errno;
 		close(in);

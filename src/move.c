@@ -589,8 +589,9 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 	if (mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
 		return -1;
 	snprintf(tmpname, sizeof(tmpname), "%s,reason", nm->id);
-	fd = openat(sp->tmp, tmpname, O_WRONLY | O_CREAT | O_TRUNC |
-	    O_NOFOLLOW | O_CLOEXEC, sp->fmode);
+	/* A crashed bury may have left its tmp file. */
+	unlinkat(sp->tmp, tmpname, 0);
+	fd = mq_create(sp->tmp, tmpname, sp->fmode);
 	if (fd == -1)
 		return -1;
 	for (off = 0; off < len; off += w) {

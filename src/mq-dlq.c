@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +286,7 @@ main(int argc, char *argv[])
 		argc -= optind;
 		argv += optind;
 	}
+	signal(SIGXFSZ, SIG_IGN);
 	if (strcmp(cmd, "ls") != 0 && json)
 		errx(MQ_EX_USAGE, "--json goes with ls");
 	if (strcmp(cmd, "redrive") != 0 && to != NULL)

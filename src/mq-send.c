@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,7 @@ static void
 begin(struct sender *s)
 {
 	mq_id_new(s->id);
-	s->fd = openat(s->sp.tmp, s->id, O_WRONLY | O_CREAT | O_EXCL |
-	    O_NOFOLLOW | O_CLOEXEC, s->sp.fmode);
+	s->fd = mq_create(s->sp.tmp, s->id, s->sp.fmode);
 	if (s->fd == -1)
 		err(MQ_EX_SYS, "%s/tmp/%s", s->sp.path, s->id);
 }
@@ -249,6 +249,8 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 
+	/* Past a file size limit, fail with EFBIG rather than die silently. */
+	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&s.sp, dir, 1);
 	mq_placer_init(&s.pl, &s.sp, s.sync);
 	if (delay > 0)

@@ -184,6 +184,7 @@ int	 mq_worse(int, int);
 int	 mq_fsync_dir(int);
 int	 mq_copy_fd(int, int);
 int	 mq_mkdirat(int, const char *, mode_t, int *);
+int	 mq_create(int, const char *, mode_t);
 int	 mq_opendirat(int, const char *);
 struct mq_names {
 	char	**v;

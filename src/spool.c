@@ -17,6 +17,7 @@
 #include "mq.h"
 
 #define PRIVATE_MODE	0700
+#define SHARED_MODE	02770
 
 const char *
 mq_spool_dir(const char *opt)
@@ -45,12 +46,18 @@ mq_spool_dir(const char *opt)
 	return buf;
 }
 
-/* mkdir -p; components made here are private. */
+/*
+ * mkdir -p.  Parents made here are private; so is the spool, unless its
+ * parent is a shared spool root (setgid and group-writable): then the
+ * spool is shared with that group too (mode 2770).
+ */
 static int
 mkpath(const char *path)
 {
 	char buf[PATH_MAX];
-	char *p;
+	struct stat st;
+	char *p, *last;
+	mode_t mode = PRIVATE_MODE;
 
 	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
 		errno = ENAMETOOLONG;
@@ -64,7 +71,17 @@ mkpath(const char *path)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(buf, PRIVATE_MODE) == -1 && errno != EEXIST)
+	if ((last = strrchr(buf, '/')) != NULL) {
+		*last = '\0';
+		if (stat(last == buf ? "/" : buf, &st) == 0 &&
+		    (st.st_mode & (S_ISGID | S_IWGRP)) == (S_ISGID | S_IWGRP))
+			mode = SHARED_MODE;
+		*last = '/';
+	}
+	if (mkdir(buf, mode) == -1)
+		return errno == EEXIST ? 0 : -1;
+	/* The umask must not take the group's access away. */
+	if (mode != PRIVATE_MODE && chmod(buf, mode) == -1)
 		return -1;
 	return 0;
 }
@@ -106,8 +123,9 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 		goto fail;
 	if (fstat(sp->fd, &st) == -1)
 		goto fail;
-	sp->dmode = st.st_mode & 07777;
-	sp->fmode = st.st_mode & 0666;
+	/* What is made inside is shared as the root is, and with nobody else. */
+	sp->dmode = st.st_mode & 02770;
+	sp->fmode = st.st_mode & 0660;
 	if ((sp->tmp = state_open(sp, MQ_DIR_TMP, create)) == -1 ||
 	    (sp->new = state_open(sp, MQ_DIR_NEW, create)) == -1 ||
 	    (sp->cur = state_open(sp, MQ_DIR_CUR, create)) == -1 ||

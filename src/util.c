@@ -99,7 +99,10 @@ mq_copy_fd(int from, int to)
 	}
 }
 
-/* mkdirat that tolerates an existing directory; *made says if it was new. */
+/*
+ * mkdirat that tolerates an existing directory; *made says if it was new.
+ * A shared spool's modes are set whatever the umask of its user.
+ */
 int
 mq_mkdirat(int dirfd, const char *name, mode_t mode, int *made)
 {
@@ -108,9 +111,29 @@ mq_mkdirat(int dirfd, const char *name, mode_t mode, int *made)
 	if (mkdirat(dirfd, name, mode) == 0) {
 		if (made != NULL)
 			*made = 1;
+		if ((mode & 077) != 0 && fchmodat(dirfd, name, mode, 0) == -1)
+			return -1;
 		return 0;
 	}
 	return errno == EEXIST ? 0 : -1;
+}
+
+/* Creates a new file for writing, never following a link. */
+int
+mq_create(int dirfd, const char *name, mode_t mode)
+{
+	int fd, saved;
+
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode);
+	if (fd != -1 && (mode & 077) != 0 && fchmod(fd, mode) == -1) {
+		saved = errno;
+		close(fd);
+		unlinkat(dirfd, name, 0);
+		errno = saved;
+		return -1;
+	}
+	return fd;
 }
 
 int
@@ -470,6 +493,9 @@ xnumber(int flag, const char *arg, long long min, long long max)
 	const char *errstr;
 	long long n;
 
+	/* Digits only: strtonum would take a sign and leading blanks too. */
+	if (*arg == '\0' || strspn(arg, "0123456789") != strlen(arg))
+		errx(MQ_EX_USAGE, "-%c %s: invalid", flag, arg);
 	n = strtonum(arg, min, max, &errstr);
 	if (errstr != NULL)
 		errx(MQ_EX_USAGE, "-%c %s: %s", flag, arg, errstr);
