@@ -58,6 +58,20 @@ bin/mq-dlq: src/mq-dlq.o src/libmq.a
 .c.o:
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
 
+FUZZ_SECS = 600
+FUZZ_CC = clang
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
+tests/fuzz/fuzz-name: tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) src/mq.h src/compat.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+	    tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(BSD_LIBS)
+
+# make fuzz: FUZZ_SECS of libFuzzer on the name parser and receipt
+# validator; what it learns is kept in tests/fuzz/corpus.
+fuzz: tests/fuzz/fuzz-name
+	mkdir -p tests/fuzz/corpus
+	tests/fuzz/fuzz-name -max_total_time=$(FUZZ_SECS) -timeout=10 \
+	    -print_final_stats=1 tests/fuzz/corpus tests/fuzz/seeds
+
 tests/name-test: tests/name-test.c src/libmq.a
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
 	    tests/name-test.c \
@@ -66,6 +80,13 @@ tests/name-test: tests/name-test.c src/libmq.a
 check: deps
 	$(MAKE) all tests/name-test
 	sh tests/run
+
+# The core tests again with every program under valgrind memcheck.
+VALGRIND_TESTS = tests/name.bats tests/send.bats tests/recv.bats \
+	tests/ack.bats tests/dlq.bats
+check-valgrind: deps
+	$(MAKE) all tests/name-test
+	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)
 
 TORTURE_SECS = 600
 torture: all
@@ -107,7 +128,8 @@ uninstall:
 	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
 
 clean:
-	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN)
+	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN) \
+	    tests/fuzz/fuzz-name
 	rm -rf bench/tmp
 
-.PHONY: all bench check torture lint demo deps install uninstall clean
+.PHONY: all bench check check-valgrind fuzz torture lint demo deps install uninstall clean

@@ -54,9 +54,9 @@ load helper
 	sleep 1.2
 	r=$(mq-recv)
 	assert_equal "$(cat "$r")" later
-	mq-ack -r0.5 "$r"
+	mq-ack -r1 "$r"
 	run -1 mq-recv
-	sleep 0.7
+	sleep 1.2
 	run mq-recv
 	assert_success
 }

@@ -6,6 +6,21 @@ bats_load_library bats-assert
 bats_load_library bats-file
 
 PATH="$BATS_TEST_DIRNAME/../bin:$PATH"
+
+# make check-valgrind: every mq program runs under valgrind memcheck, and
+# any error it finds fails the test (exit 99).
+if [ -n "${MQ_VALGRIND:-}" ]; then
+	vg="$BATS_RUN_TMPDIR/valgrind-bin"
+	if [ ! -d "$vg" ]; then
+		mkdir -p "$vg"
+		for t in mq-send mq-recv mq-ack mq-sweep mq-dlq; do
+			printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite %s "$@"\n' \
+			    "$(cd "$BATS_TEST_DIRNAME/../bin" && pwd)/$t" >"$vg/$t"
+			chmod +x "$vg/$t"
+		done
+	fi
+	PATH="$vg:$PATH"
+fi
 export MQ_DIR="$BATS_TEST_TMPDIR/spool"
 unset XDG_STATE_HOME
 

@@ -14,15 +14,34 @@
 #include "mq.h"
 
 static struct mq_spool sp;
+static char dir[] = "/tmp/mq-fuzz.XXXXXX";
 static int ready;
+
+static void
+cleanup(void)
+{
+	static const char *const sub[] = { MQ_DIR_TMP, MQ_DIR_NEW, MQ_DIR_CUR,
+	    MQ_DIR_DEAD, MQ_DIR_REASON, "" };
+	char path[96];
+	size_t i;
+
+	for (i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s/spool/%s", dir, sub[i]);
+		rmdir(path);
+	}
+	rmdir(dir);
+}
 
 static void
 setup(void)
 {
-	char dir[] = "/tmp/mq-fuzz.XXXXXX";
+	char path[64];
 
-	if (mkdtemp(dir) == NULL || chdir(dir) == -1 ||
-	    mq_spool_open(&sp, "spool", 1) == -1 || mq_spool_real(&sp) == -1)
+	if (mkdtemp(dir) == NULL)
+		abort();
+	atexit(cleanup);
+	snprintf(path, sizeof(path), "%s/spool", dir);
+	if (mq_spool_open(&sp, path, 1) == -1 || mq_spool_real(&sp) == -1)
 		abort();
 	ready = 1;
 }
