@@ -27,8 +27,17 @@ now() { date +%s%N; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # rate: messages, start ns, end ns
 rate() { awk -v n="$1" -v s="$2" -v e="$3" 'BEGIN { printf "%.0f\n", n / ((e - s) / 1e9) }'; }
-# row: fs, workload, mq value, unit, what it is compared with, its value, target
-row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$results"; }
+# row: fs, workload, mq value, unit, what it is compared with, its value,
+# target; the ratio is mq value / compared value, unless RATIO is set (the
+# median of ratios taken run by run, which drifts of the machine's speed
+# between runs do not skew).
+row() {
+	_ratio=${RATIO:-$(awk -v a="$3" -v b="$6" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "%s", a }')}
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$_ratio" >>"$results"
+	RATIO=
+}
+# median of the run-by-run ratios of two files of one number per run
+ratios() { paste "$1" "$2" | awk '{ printf "%.4f\n", $1 / $2 }' | median; }
 say() { printf '%s\n' "$*" >&2; }
 
 fsname() { case $1 in /dev/shm*) echo tmpfs ;; *) echo disk ;; esac; }
@@ -44,16 +53,16 @@ bench_rates() { # fs
 	for r in $(seq 1 "$R"); do
 		say "$name: rates, run $r of $R"
 		d=$(mktemp -d "$w/run.XXXXXX")
-		# Each step starts with nothing of the one before it in flight.
+		# Each pair runs back to back, each step with nothing of the
+		# one before it still in flight.
 		sync; floor send "$N" nosync "$d/f1" >>"$w/floor-send"
-		sync; floor claim "$N" "$d/f1" >>"$w/floor-claim"
-		sync; floor send "$N" fsync "$d/f2" >>"$w/floor-fsync"
-		sync; floor send "$N" syncfs "$d/f3" >>"$w/floor-syncfs"
-
 		sync; MQ_DIR="$d/a" spawn -i "$w/lines" -o /dev/null 1 mq-send -l -S |
 		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-send"
+		sync; floor claim "$N" "$d/f1" >>"$w/floor-claim"
 		sync; s=$(now); claim_all "$d/a" 1000; e=$(now)
 		rate "$N" "$s" "$e" >>"$w/mq-claim1000"
+		sync; floor send "$N" fsync "$d/f2" >>"$w/floor-fsync"
+		sync; floor send "$N" syncfs "$d/f3" >>"$w/floor-syncfs"
 		sync; MQ_DIR="$d/b" spawn -i "$w/lines" -o /dev/null 1 mq-send -l |
 		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }' >>"$w/mq-durable"
 		sync; s=$(now); claim_all "$d/b" 100; e=$(now)
@@ -68,23 +77,29 @@ bench_rates() { # fs
 		rm -rf "$d"
 	done
 	m() { median <"$w/$1"; }
-	best=$(m floor-fsync); sf=$(m floor-syncfs)
-	[ "$sf" -gt "$best" ] && bestname="floor, syncfs discipline" ||
-	    bestname="floor, fsync each file"
-	[ "$sf" -gt "$best" ] && best=$sf
+	paste "$w/floor-fsync" "$w/floor-syncfs" |
+	    awk '{ print ($1 > $2 ? $1 : $2) }' >"$w/floor-durable"
+	RATIO=$(ratios "$w/mq-send" "$w/floor-send")
 	row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
 	    "floor, no sync" "$(m floor-send)" ">= 0.6"
+	RATIO=$(ratios "$w/mq-durable" "$w/floor-durable")
 	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
-	    "$bestname (fsync each: $(m floor-fsync), syncfs: $sf)" "$best" ">= 0.8"
+	    "best durable floor (fsync each: $(m floor-fsync), syncfs: $(m floor-syncfs))" \
+	    "$(m floor-durable)" ">= 0.8"
+	RATIO=$(ratios "$w/mq-durable" "$w/mq-single")
 	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
 	    "one mq-send per message, durable" "$(m mq-single)" ">= 5"
+	RATIO=$(ratios "$w/mq-claim1000" "$w/floor-claim")
 	row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
 	    "floor, rename+unlink" "$(m floor-claim)" ">= 0.5"
+	RATIO=$(ratios "$w/mq-claim100" "$w/floor-claim")
 	row "$name" "claim+ack (mq-recv -n 100 | mq-ack)" "$(m mq-claim100)" msg/s \
 	    "floor, rename+unlink" "$(m floor-claim)" "-"
 	if [ -n "$PY" ]; then
+		RATIO=$(ratios "$w/mq-claim1000" "$w/dirq-get")
 		row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
 		    "python3-dirq lock+get+remove" "$(m dirq-get)" ">= 1"
+		RATIO=$(ratios "$w/mq-send" "$w/dirq-add")
 		row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
 		    "python3-dirq add" "$(m dirq-add)" "-"
 	fi
@@ -167,8 +182,10 @@ bench_delayed() { # fs: delayed messages ahead of a ready one
 	sleep 1; t2=$(ticks)
 	kill $pids 2>/dev/null || true
 	wait 2>/dev/null || true
+	RATIO=$((t1 - t0))
 	row "$name" "8 waiting mq-recv -w, CPU over 3 s idle" "$((t1 - t0))" ms \
 	    "(none)" 0 "= 0"
+	RATIO=$((t2 - t1))
 	row "$name" "8 waiters woken by 1 message ($DEPTH delayed)" "$((t2 - t1))" ms \
 	    "(all 8 together)" 0 "-"
 	rm -rf "$w"
@@ -208,8 +225,10 @@ bench_workers() { # fs: one worker against two
 	dups=$(cat "$w"/log.2.* | sed 's,.*/,,; s/,.*//' | sort | uniq -d | wc -l)
 	all=$(cat "$w"/log.2.* | wc -l)
 	[ "$all" -eq "$N" ] || say "$name: 2 workers claimed $all of $N"
+	RATIO=$(ratios "$w/rate.2" "$w/rate.1")
 	row "$name" "claim+ack, 2 workers (lease lost: ${lost:-0}, duplicates: $dups)" \
 	    "$(median <"$w/rate.2")" msg/s "1 worker" "$(median <"$w/rate.1")" ">= 1.6"
+	RATIO=$(ratios "$w/rate.sep" "$w/rate.1")
 	row "$name" "claim+ack, 2 workers on 2 separate spools (control)" \
 	    "$(median <"$w/rate.sep")" msg/s "1 worker" "$(median <"$w/rate.1")" "-"
 	rm -rf "$w"
@@ -243,7 +262,8 @@ first=$(echo $FSLIST | cut -d' ' -f1)
 want delayed && bench_delayed "$first"
 want memory && bench_memory "$first"
 
-printf '\nmq bench: N=%s, %s runs, medians; ratio = mq / compared (for us and KiB: mq / compared too)\n' "$N" "$R"
+printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
+printf '(for rates, the median of the ratios taken run by run)\n'
 awk -F'\t' '
 function check(r, t,   op, v) {
 	if (t == "-" ) return ""
@@ -253,10 +273,8 @@ function check(r, t,   op, v) {
 	if (op == "=") return r == v ? "yes" : "NO"
 	return ""
 }
-BEGIN { printf "%-6s %-58s %12s %-6s %-58s %10s %7s %-7s %s\n", "fs", "workload", "mq", "unit",
+BEGIN { printf "%-6s %-58s %9s %-6s %-62s %9s %7s %-7s %s\n", "fs", "workload", "mq", "unit",
     "compared with", "value", "ratio", "target", "met" }
 {
-	ratio = ($6 + 0) > 0 ? $3 / $6 : 0
-	if ($7 == "= 0") ratio = $3
-	printf "%-6s %-58s %12s %-6s %-58s %10s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, ratio, $7, check(ratio, $7)
+	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, check($8 + 0, $7)
 }' "$results"

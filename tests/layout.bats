@@ -36,3 +36,18 @@ load helper
 	seq 1 10 | mq-send -l >/dev/null
 	assert_equal "$(count new)" 10
 }
+
+@test "layout: a claim is one rename and touches no body; an ack is one unlink" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	echo body | mq-send >/dev/null
+	ASAN_OPTIONS=detect_leaks=0 strace -f -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=rename,renameat,renameat2,unlink,unlinkat,write,openat mq-recv >"$BATS_TEST_TMPDIR/r"
+	assert_equal "$(grep -cE '^[0-9]+ +rename' "$BATS_TEST_TMPDIR/trace")" 1
+	run grep -E '^[0-9]+ +(unlink|openat\(.*(O_WRONLY|O_RDWR))' "$BATS_TEST_TMPDIR/trace"
+	assert_failure
+	ASAN_OPTIONS=detect_leaks=0 strace -f -o "$BATS_TEST_TMPDIR/trace2" \
+	    -e trace=rename,renameat,renameat2,unlink,unlinkat mq-ack <"$BATS_TEST_TMPDIR/r"
+	assert_equal "$(grep -cE '^[0-9]+ +unlinkat\([0-9]+, "[0-9a-f]{16}\.' "$BATS_TEST_TMPDIR/trace2")" 1
+	run grep -cE '^[0-9]+ +rename' "$BATS_TEST_TMPDIR/trace2"
+	assert_output 0
+}
