@@ -180,6 +180,7 @@ bench_delayed() { # fs: delayed messages ahead of a ready one
 	t0=$(ticks); sleep 3; t1=$(ticks)
 	echo wake | MQ_DIR="$w/q" mq-send >/dev/null
 	sleep 1; t2=$(ticks)
+	# shellcheck disable=SC2086 # one word per pid
 	kill $pids 2>/dev/null || true
 	wait 2>/dev/null || true
 	RATIO=$((t1 - t0))
@@ -258,7 +259,7 @@ for fs in $FSLIST; do
 		want $part && bench_$part "$fs"
 	done
 done
-first=$(echo $FSLIST | cut -d' ' -f1)
+first=${FSLIST%% *}
 want delayed && bench_delayed "$first"
 want memory && bench_memory "$first"
 

@@ -38,4 +38,5 @@ fi
 echo "installing:$missing" >&2
 DEBIAN_FRONTEND=noninteractive
 export DEBIAN_FRONTEND
+# shellcheck disable=SC2086 # one word per package
 apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing
