@@ -752,6 +752,13 @@ is_ours(const char *s)
 	return mq_id_valid(id);
 }
 
+/* Dead letters are listed in ID order, so an ID can be looked up. */
+static int
+dead_cmp(const void *id, const void *d)
+{
+	return strcmp(id, ((const struct mq_dead *)d)->n.id);
+}
+
 /*
  * Removes tmp/ fragments of crashed senders and reasons whose dead letter
  * is gone, once they are older than age seconds.
@@ -761,11 +768,11 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
     void (*report)(const char *, const char *))
 {
 	struct mq_names names;
-	struct mq_dead d;
+	struct mq_dead *dead;
 	struct stat st;
+	size_t ndead;
 	time_t cutoff = mq_now_ms() / 1000 - age;
 	size_t i;
-	int r = 0;
 
 	if (mq_names_read(sp->tmp, DT_REG, is_ours, &names) == -1)
 		return -1;
@@ -777,21 +784,23 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
 			report(names.v[i], "stale tmp file removed");
 	}
 	mq_names_free(&names);
-	if (mq_names_read(sp->reason, DT_REG, mq_id_valid, &names) == -1)
+	/* One listing of dead/ serves every reason. */
+	if (mq_dead_list(sp, &dead, &ndead) == -1)
 		return -1;
+	if (mq_names_read(sp->reason, DT_REG, mq_id_valid, &names) == -1) {
+		free(dead);
+		return -1;
+	}
 	for (i = 0; i < names.n; i++) {
 		if (fstatat(sp->reason, names.v[i], &st, AT_SYMLINK_NOFOLLOW)
 		    == -1 || st.st_mtime > cutoff)
 			continue;
-		if (mq_dead_find(sp, names.v[i], &d) == 0)
+		if (bsearch(names.v[i], dead, ndead, sizeof(*dead), dead_cmp))
 			continue;
-		if (errno != ENOENT) {
-			r = -1;
-			break;
-		}
 		if (unlinkat(sp->reason, names.v[i], 0) == 0 && report != NULL)
 			report(names.v[i], "orphan reason removed");
 	}
+	free(dead);
 	mq_names_free(&names);
-	return r;
+	return 0;
 }

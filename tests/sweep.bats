@@ -88,3 +88,19 @@ load helper
 	assert_not_exist "$MQ_DIR/new/00001"
 	assert_equal "$(count new)" 1
 }
+
+@test "mq-sweep: an old reason whose dead letter is gone is removed; a dead letter's reason is kept" {
+	id=$(echo x | mq-send)
+	r=$(mq-recv)
+	mq-ack -x kept "$r"
+	orphan="$MQ_DIR/reason/0000000000000001.1.000000000001"
+	echo lost >"$orphan"
+	touch -d '-37 hours' "$orphan" "$MQ_DIR/reason/$id"
+	run --separate-stderr mq-sweep -v
+	assert_success
+	[[ $stderr == *"0000000000000001.1.000000000001: orphan reason removed"* ]]
+	assert_not_exist "$orphan"
+	assert_file_exist "$MQ_DIR/reason/$id"
+	run mq-dlq ls
+	assert_output --partial kept
+}
