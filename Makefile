@@ -21,7 +21,8 @@ BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
-LIBOBJ = src/dead.o src/move.o src/name.o src/spool.o src/util.o src/wait.o
+LIBOBJ = src/dead.o src/move.o src/name.o src/spool.o src/util.o src/wait.o \
+	src/work.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq
 MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
@@ -83,7 +84,7 @@ check: deps
 
 # The core tests again with every program under valgrind memcheck.
 VALGRIND_TESTS = tests/name.bats tests/send.bats tests/recv.bats \
-	tests/ack.bats tests/dlq.bats
+	tests/ack.bats tests/dlq.bats tests/worker.bats
 check-valgrind: deps
 	$(MAKE) all tests/name-test
 	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)

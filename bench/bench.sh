@@ -5,7 +5,8 @@
 #
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
-# BENCH_ONLY (some of: rates startup workers depth delayed memory).
+# BENCH_ONLY (some of: rates startup workers depth delayed worker memory),
+# BENCH_JOBS (jobs per worker-mode run, 2000).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -235,6 +236,44 @@ bench_workers() { # fs: one worker against two
 	rm -rf "$w"
 }
 
+bench_worker() { # fs: worker mode, short jobs, -P 1 2 4 8
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=${BENCH_JOBS:-2000}
+	for r in $(seq 1 "$R"); do
+		say "$name: worker mode, run $r of $R"
+		# The floor: starting the job's process, one after another.
+		spawn "$k" true | awk '{ printf "%.0f\n", 1e6 / $1 }' >>"$w/floor"
+		for p in 1 2 4 8; do
+			rm -rf "$w/q"
+			seq 1 "$k" | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+			s=$(now); MQ_DIR="$w/q" mq-recv -P "$p" -- true; e=$(now)
+			rate "$k" "$s" "$e" >>"$w/P$p"
+		done
+		rm -rf "$w/q"
+		seq 1 40 | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+		s=$(now); MQ_DIR="$w/q" mq-recv -P 1 -- sleep 0.1; e=$(now)
+		rate 40 "$s" "$e" >>"$w/sleep1"
+		seq 1 40 | MQ_DIR="$w/q" mq-send -l -S >/dev/null
+		s=$(now); MQ_DIR="$w/q" mq-recv -P 8 -- sleep 0.1; e=$(now)
+		rate 40 "$s" "$e" >>"$w/sleep8"
+	done
+	for p in 1 2 4 8; do
+		RATIO=$(ratios "$w/P$p" "$w/floor")
+		row "$name" "worker mode -P $p, $k jobs of true (mq-recv -- true)" \
+		    "$(median <"$w/P$p")" jobs/s "posix_spawn of true, one after another" \
+		    "$(median <"$w/floor")" "-"
+	done
+	for p in 2 4 8; do
+		RATIO=$(ratios "$w/P$p" "$w/P1")
+		row "$name" "worker mode -P $p, $k jobs of true" "$(median <"$w/P$p")" jobs/s \
+		    "worker mode -P 1" "$(median <"$w/P1")" "-"
+	done
+	RATIO=$(ratios "$w/sleep8" "$w/sleep1")
+	row "$name" "worker mode -P 8, 40 jobs of sleep 0.1" "$(median <"$w/sleep8")" jobs/s \
+	    "worker mode -P 1" "$(median <"$w/sleep1")" ">= 6"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -251,7 +290,7 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed memory"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -261,6 +300,7 @@ for fs in $FSLIST; do
 done
 first=${FSLIST%% *}
 want delayed && bench_delayed "$first"
+want worker && bench_worker "$first"
 want memory && bench_memory "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"

@@ -3,10 +3,13 @@
  * wall time of one run in microseconds and the largest peak RSS of the
  * runs in KiB, so that a process is measured without a shell around it.
  *
- *	spawn [-i in] [-o out] [-a argfile] K command [arg ...]
+ *	spawn [-i in] [-o out] [-a argfile] [-r ref] K command [arg ...]
  *
  * -i and -o redirect standard input and output; with -a, run i gets line
- * i of argfile as its last argument.
+ * i of argfile as its last argument.  With -r, each run of the command is
+ * paired with a run of the program ref just before it, and two more
+ * numbers follow: ref's median and the median of the run-by-run ratios
+ * (command / ref), which the machine's drifting speed does not skew.
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
@@ -31,23 +34,50 @@ cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int
-main(int argc, char *argv[])
+/* Runs args once; returns the wall time in microseconds. */
+static double
+run(char **args, const char *in, const char *out, long *maxrss)
 {
 	posix_spawn_file_actions_t fa;
 	struct timespec t0, t1;
 	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	if (in != NULL)
+		posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY, 0);
+	if (out != NULL)
+		posix_spawn_file_actions_addopen(&fa, 1, out,
+		    O_WRONLY | O_CREAT | O_APPEND, 0644);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (posix_spawnp(&pid, args[0], &fa, NULL, args, environ) != 0)
+		err(1, "%s", args[0]);
+	if (wait4(pid, &status, 0, &ru) == -1)
+		err(1, "wait4");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	posix_spawn_file_actions_destroy(&fa);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
+		errx(1, "%s exited %d", args[0], WEXITSTATUS(status));
+	if (maxrss != NULL && ru.ru_maxrss > *maxrss)
+		*maxrss = ru.ru_maxrss;
+	return (t1.tv_sec - t0.tv_sec) * 1e6 +
+	    (t1.tv_nsec - t0.tv_nsec) / 1e3;
+}
+
+int
+main(int argc, char *argv[])
+{
 	const char *in = NULL, *out = NULL, *argfile = NULL;
-	char **args, *line = NULL;
+	char **args, *line = NULL, *ref[2] = { NULL, NULL };
 	size_t cap = 0;
 	ssize_t len;
 	FILE *af = NULL;
-	double *us;
+	double *us, *refus = NULL, *ratio = NULL;
 	long maxrss = 0;
-	int k, i, n, status, ch;
-	pid_t pid;
+	int k, i, n, ch;
 
-	while ((ch = getopt(argc, argv, "+i:o:a:")) != -1) {
+	while ((ch = getopt(argc, argv, "+i:o:a:r:")) != -1) {
 		switch (ch) {
 		case 'i':
 			in = optarg;
@@ -58,9 +88,12 @@ main(int argc, char *argv[])
 		case 'a':
 			argfile = optarg;
 			break;
+		case 'r':
+			ref[0] = optarg;
+			break;
 		default:
-			errx(2, "usage: spawn [-i in] [-o out] [-a argfile] K "
-			    "command [arg ...]");
+			errx(2, "usage: spawn [-i in] [-o out] [-a argfile] "
+			    "[-r ref] K command [arg ...]");
 		}
 	}
 	argc -= optind;
@@ -68,7 +101,9 @@ main(int argc, char *argv[])
 	if (argc < 2)
 		errx(2, "usage: spawn [-i in] [-o out] [-a argfile] K command");
 	k = atoi(argv[0]);
-	if (k < 1 || (us = calloc(k, sizeof(*us))) == NULL)
+	if (k < 1 || (us = calloc(k, sizeof(*us))) == NULL ||
+	    (refus = calloc(k, sizeof(*us))) == NULL ||
+	    (ratio = calloc(k, sizeof(*us))) == NULL)
 		errx(2, "bad K");
 	n = argc - 1;
 	if ((args = calloc(n + 2, sizeof(*args))) == NULL)
@@ -83,28 +118,19 @@ main(int argc, char *argv[])
 			line[len - 1] = '\0';
 			args[n] = line;
 		}
-		posix_spawn_file_actions_init(&fa);
-		if (in != NULL)
-			posix_spawn_file_actions_addopen(&fa, 0, in, O_RDONLY,
-			    0);
-		if (out != NULL)
-			posix_spawn_file_actions_addopen(&fa, 1, out,
-			    O_WRONLY | O_CREAT | O_APPEND, 0644);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		if (posix_spawnp(&pid, args[0], &fa, NULL, args, environ) != 0)
-			err(1, "%s", args[0]);
-		if (wait4(pid, &status, 0, &ru) == -1)
-			err(1, "wait4");
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		posix_spawn_file_actions_destroy(&fa);
-		if (!WIFEXITED(status) || WEXITSTATUS(status) > 1)
-			errx(1, "%s exited %d", args[0], WEXITSTATUS(status));
-		us[i] = (t1.tv_sec - t0.tv_sec) * 1e6 +
-		    (t1.tv_nsec - t0.tv_nsec) / 1e3;
-		if (ru.ru_maxrss > maxrss)
-			maxrss = ru.ru_maxrss;
+		if (ref[0] != NULL)
+			refus[i] = run(ref, in, out, NULL);
+		us[i] = run(args, in, out, &maxrss);
+		if (ref[0] != NULL)
+			ratio[i] = us[i] / refus[i];
 	}
 	qsort(us, k, sizeof(*us), cmp);
-	printf("%.0f %ld\n", us[k / 2], maxrss);
+	if (ref[0] != NULL) {
+		qsort(refus, k, sizeof(*refus), cmp);
+		qsort(ratio, k, sizeof(*ratio), cmp);
+		printf("%.0f %ld %.0f %.4f\n", us[k / 2], maxrss, refus[k / 2],
+		    ratio[k / 2]);
+	} else
+		printf("%.0f %ld\n", us[k / 2], maxrss);
 	return 0;
 }

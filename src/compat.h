@@ -40,6 +40,27 @@
 #endif
 int	mq_syncfs(int);
 
+/*
+ * A job started by a worker dies with it on Linux, so that a killed worker
+ * leaves no job running on a message whose lease will run out; elsewhere
+ * such a job runs to its end (at-least-once covers it).
+ */
+#ifdef __linux__
+#include <sys/prctl.h>
+#include <signal.h>
+static inline int
+mq_die_with_parent(void)
+{
+	return prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+#else
+static inline int
+mq_die_with_parent(void)
+{
+	return 0;
+}
+#endif
+
 #ifndef __dead
 #define __dead	__attribute__((__noreturn__))
 #endif

@@ -33,7 +33,8 @@ mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 	struct mq_dead *d;
 	size_t i;
 
-	if (mq_names_read(sp->dead, DT_REG, is_dead, &names) == -1)
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_names_read(sp->dead, DT_REG, is_dead, &names) == -1)
 		return -1;
 	mq_names_sort(&names);
 	d = xreallocarray(NULL, names.n + 1, sizeof(*d));
@@ -84,6 +85,8 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 
 	*buf = xmalloc(REASON_MAX);
 	*len = 0;
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
 	fd = openat(sp->reason, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (fd == -1)
@@ -143,7 +146,8 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	char newname[MQ_NAME_MAX];
 
 	nm.attempts = 0;
-	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
 	if (mq_place(pl, sp->dead, d->name, newname, mq_now_ms()) == -1) {
 		if (errno != EXDEV)
@@ -163,7 +167,7 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 int
 mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 {
-	if (unlinkat(sp->dead, d->name, 0) == -1)
+	if (mq_spool_need(sp, 0) == -1 || unlinkat(sp->dead, d->name, 0) == -1)
 		return -1;
 	unlinkat(sp->reason, d->n.id, 0);
 	return 0;

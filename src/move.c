@@ -228,6 +228,9 @@ claim_one(struct claimer *c, int from, const char *name,
 			return errno == ENOENT ? 0 : -1;
 		return 0;
 	}
+	/* Known before the first claim, and only once there is one. */
+	if (mq_spool_real(c->sp) == -1)
+		return -1;
 	nm.ms = c->deadline;
 	nm.attempts = old->attempts + 1;
 	if (lease(c->sp, from, name, &nm, &c->bucket, c->bucketname,
@@ -463,8 +466,6 @@ mq_claim(struct mq_spool *sp, int want, uint64_t lease_ms, unsigned max,
 	c.fn = fn;
 	c.arg = arg;
 	c.wake = UINT64_MAX;
-	if (mq_spool_real(sp) == -1)
-		return -1;
 	r = scan_expired(sp, c.now, want, claim_expired, &c, &c.wake);
 	if (r != -1 && c.got < c.want)
 		r = walk(&c, sp->new, MQ_TOP_DIGITS);
@@ -541,6 +542,21 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 	return MQ_EX_OK;
 }
 
+/* Names a receipt by its place in the spool when it has one. */
+const char *
+mq_receipt_shown(const struct mq_spool *sp, const char *receipt)
+{
+	size_t len;
+
+	if (sp->real != NULL) {
+		len = strlen(sp->real);
+		if (strncmp(receipt, sp->real, len) == 0 &&
+		    receipt[len] == '/')
+			return receipt + len + 1;
+	}
+	return receipt;
+}
+
 void
 mq_receipt_close(struct mq_receipt *rc)
 {
@@ -586,7 +602,8 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 	int fd, saved;
 
 	dead.ms = mq_now_ms();
-	if (mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
 		return -1;
 	snprintf(tmpname, sizeof(tmpname), "%s,reason", nm->id);
 	/* A crashed bury may have left its tmp file. */
@@ -774,7 +791,8 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
 	time_t cutoff = mq_now_ms() / 1000 - age;
 	size_t i;
 
-	if (mq_names_read(sp->tmp, DT_REG, is_ours, &names) == -1)
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_names_read(sp->tmp, DT_REG, is_ours, &names) == -1)
 		return -1;
 	for (i = 0; i < names.n; i++) {
 		if (fstatat(sp->tmp, names.v[i], &st, AT_SYMLINK_NOFOLLOW) ==

@@ -51,19 +51,10 @@ help(void)
 	    "Exit 3: lease lost.  See mq-ack(1).\n");
 }
 
-/* Names a receipt by its place in the spool when it has one. */
 static const char *
 shown(struct acker *a, const char *receipt)
 {
-	size_t len;
-
-	if (a->sp.real != NULL) {
-		len = strlen(a->sp.real);
-		if (strncmp(receipt, a->sp.real, len) == 0 &&
-		    receipt[len] == '/')
-			return receipt + len + 1;
-	}
-	return receipt;
+	return mq_receipt_shown(&a->sp, receipt);
 }
 
 static int
@@ -160,7 +151,7 @@ main(int argc, char *argv[])
 			choose(&a, RELEASE, &set);
 			secs = mq_optional_secs(optarg, argc, argv);
 			if (secs != NULL)
-				a.ms = xsecs('r', secs, 0);
+				a.ms = xsecs("-r", secs, 0);
 			break;
 		case 'x':
 			choose(&a, BURY, &set);
@@ -168,7 +159,7 @@ main(int argc, char *argv[])
 			break;
 		case 'e':
 			choose(&a, EXTEND, &set);
-			a.ms = xsecs('e', optarg, 1);
+			a.ms = xsecs("-e", optarg, 1);
 			break;
 		case 'h':
 			help();

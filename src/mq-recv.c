@@ -2,6 +2,8 @@
  * mq-recv: claim visible messages and print their receipts.  A receipt is
  * printed as soon as its claim is made; a claim whose receipt could not be
  * printed is not lost: its lease runs out and it is handed out again.
+ * Given a command, it is a worker instead: it runs the command for each
+ * message and settles the message by its exit status (work.c).
  */
 #include <err.h>
 #include <errno.h>
@@ -16,29 +18,46 @@
 
 static int zflag;
 
+#define USAGE \
+	"usage: mq-recv [-0v] [-d dir] [-n n] [-t secs] [-m max] " \
+	"[-w [secs]]\n" \
+	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
+	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
+	"               [--backoff-max secs] -- command [arg ...]\n"
+
+enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX };
+
 static void __dead
 usage(void)
 {
-	fprintf(stderr, "usage: mq-recv [-0v] [-d dir] [-n n] [-t secs] "
-	    "[-m max] [-w [secs]]\n");
+	fputs(USAGE, stderr);
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-recv [-0v] [-d dir] [-n n] [-t secs] [-m max] "
-	    "[-w [secs]]\n"
-	    "Claim visible messages, oldest first; print one receipt each.\n"
-	    "  -n n     claim up to n messages (default 1)\n"
+	printf(USAGE
+	    "Claim visible messages, oldest first; print one receipt each,\n"
+	    "or run command for each (body on stdin) and ack it on exit 0.\n"
+	    "  -n n     claim up to n messages (default 1; with a command, "
+	    "no limit)\n"
 	    "  -t secs  lease length (default 30)\n"
-	    "  -m max   dead-letter a message that had max attempts "
+	    "  -m max   dead-letter a message after max attempts "
 	    "(default 5)\n"
 	    "  -w secs  wait up to secs (no secs: forever) for a message\n"
 	    "  -0       end receipts with NUL, for xargs -0\n"
 	    "  -d dir   spool (default $MQ_DIR, else "
 	    "$XDG_STATE_HOME/mq)\n"
-	    "Exit 0: claimed; 1: nothing visible.  See mq-recv(1).\n");
+	    "  -P n     run up to n jobs at once (default 1)\n"
+	    "  --tag    prefix each line a job prints with its message ID\n"
+	    "  --timeout secs      kill a job that runs longer\n"
+	    "  --backoff secs      first retry delay (default 1), doubled "
+	    "per attempt\n"
+	    "  --backoff-max secs  longest retry delay (default 300)\n"
+	    "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
+	    "5: a job failed.\n"
+	    "A job exiting 65 is dead-lettered at once.  See mq-recv(1).\n");
 }
 
 static int
@@ -56,40 +75,74 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
+		{ "tag", no_argument, NULL, OPT_TAG },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "backoff", required_argument, NULL, OPT_BACKOFF },
+		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
 	struct mq_waiter w;
+	struct mq_work wo;
 	const char *dir = NULL, *wsecs = NULL;
 	uint64_t lease = MQ_DEFAULT_LEASE_MS, wait_ms = 0, wake, now, until;
 	int64_t timeout;
-	int ch, n = 1, max = MQ_DEFAULT_MAX, wflag = 0, got;
+	int ch, n = 1, nflag = 0, max = MQ_DEFAULT_MAX, wflag = 0, got;
+	int worker_only = 0, status, dashdash;
+	char *lastarg = NULL;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::hV"),
+	memset(&wo, 0, sizeof(wo));
+	wo.slots = 1;
+	wo.backoff_ms = 1000;
+	wo.backoff_max_ms = 300000;
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::P:hV"),
 	    longopts, NULL)) != -1) {
+		lastarg = optarg;
 		switch (ch) {
 		case '0':
 			zflag = 1;
 			break;
 		case 'v':
+			wo.verbose = 1;
 			break;
 		case 'd':
 			dir = optarg;
 			break;
 		case 'n':
-			n = xnumber('n', optarg, 1, 1000000);
+			n = xnumber("-n", optarg, 1, 1000000);
+			nflag = 1;
+			break;
+		case 'P':
+			wo.slots = xnumber("-P", optarg, 1, 1024);
+			worker_only = 'P';
+			break;
+		case OPT_TAG:
+			wo.tag = 1;
+			worker_only = OPT_TAG;
+			break;
+		case OPT_TIMEOUT:
+			wo.timeout_ms = xsecs("--timeout", optarg, 1);
+			worker_only = OPT_TIMEOUT;
+			break;
+		case OPT_BACKOFF:
+			wo.backoff_ms = xsecs("--backoff", optarg, 0);
+			worker_only = OPT_BACKOFF;
+			break;
+		case OPT_BACKOFF_MAX:
+			wo.backoff_max_ms = xsecs("--backoff-max", optarg, 0);
+			worker_only = OPT_BACKOFF_MAX;
 			break;
 		case 't':
-			lease = xsecs('t', optarg, 1);
+			lease = xsecs("-t", optarg, 1);
 			break;
 		case 'm':
-			max = xnumber('m', optarg, 1, MQ_ATTEMPTS_MAX);
+			max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
 			wflag = 1;
 			wsecs = mq_optional_secs(optarg, argc, argv);
 			if (wsecs != NULL)
-				wait_ms = xsecs('w', wsecs, 0);
+				wait_ms = xsecs("-w", wsecs, 0);
 			break;
 		case 'h':
 			help();
@@ -101,8 +154,34 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (optind < argc)
+	/*
+	 * A command needs "--" before it, so that a stray word (a typo in a
+	 * number for -w, say) is a usage error and is never run.
+	 */
+	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
+	    argv[optind - 1] != lastarg;
+	if (optind < argc && !dashdash)
 		usage();
+	if (optind < argc) {
+		if (zflag)
+			errx(MQ_EX_USAGE, "-0 prints receipts; a command "
+			    "gets no receipts to print");
+		wo.argv = argv + optind;
+		wo.limit = nflag ? n : 0;
+		wo.lease_ms = lease;
+		wo.max = max;
+		wo.idle_ms = !wflag ? 0 : wsecs != NULL ? wait_ms : UINT64_MAX;
+		mq_spool_xopen(&sp, dir, 0);
+		status = mq_work(&sp, &wo);
+		mq_spool_close(&sp);
+		mq_stdout_close();
+		return status;
+	}
+	if (worker_only)
+		errx(MQ_EX_USAGE, "%s needs a command to run",
+		    worker_only == 'P' ? "-P" : worker_only == OPT_TAG ?
+		    "--tag" : worker_only == OPT_TIMEOUT ? "--timeout" :
+		    worker_only == OPT_BACKOFF ? "--backoff" : "--backoff-max");
 
 	mq_spool_xopen(&sp, dir, 0);
 	/* Watch before the first look, so that no ring falls in between. */

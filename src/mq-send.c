@@ -234,7 +234,7 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'D':
-			delay = xsecs('D', optarg, 0);
+			delay = xsecs("-D", optarg, 0);
 			break;
 		case 'h':
 			help();

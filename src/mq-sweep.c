@@ -65,10 +65,10 @@ main(int argc, char *argv[])
 			dir = optarg;
 			break;
 		case 'm':
-			max = xnumber('m', optarg, 1, MQ_ATTEMPTS_MAX);
+			max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
-			every = xsecs('w', optarg, 1);
+			every = xsecs("-w", optarg, 1);
 			break;
 		case 'h':
 			help();

@@ -62,8 +62,12 @@ enum mq_exit {
 	MQ_EX_NONE = 1,
 	MQ_EX_USAGE = 2,
 	MQ_EX_LOST = 3,
-	MQ_EX_SYS = 4
+	MQ_EX_SYS = 4,
+	MQ_EX_FAILED = 5	/* worker mode: a job did not succeed */
 };
+
+/* A job that exits with this (EX_DATAERR) is dead-lettered at once. */
+#define MQ_JOB_DEAD	65
 
 enum mq_state {
 	MQ_NEW,
@@ -108,6 +112,7 @@ const char	*mq_spool_dir(const char *);
 int	 mq_spool_open(struct mq_spool *, const char *, int);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
 int	 mq_spool_real(struct mq_spool *);
+int	 mq_spool_need(struct mq_spool *, int);
 void	 mq_spool_close(struct mq_spool *);
 
 /* name.c */
@@ -142,6 +147,7 @@ struct mq_receipt {
 int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
 	    const char **);
 void	 mq_receipt_close(struct mq_receipt *);
+const char *mq_receipt_shown(const struct mq_spool *, const char *);
 void	 mq_cur_prune(struct mq_spool *, const char *);
 int	 mq_ack(int, const char *);
 int	 mq_release(struct mq_placer *, int, const char *,
@@ -176,8 +182,25 @@ struct mq_waiter {
 };
 int	 mq_wait_open(struct mq_waiter *, struct mq_spool *);
 int	 mq_wait(struct mq_waiter *, int64_t);
+int	 mq_wait_fd(struct mq_waiter *, int64_t *);
+int	 mq_wait_rung(struct mq_waiter *, int);
 void	 mq_wait_close(struct mq_waiter *);
 int	 mq_ring(struct mq_spool *);
+
+/* work.c: mq-recv's worker mode */
+struct mq_work {
+	char	**argv;		/* the command run for each message */
+	int	 slots;		/* jobs at once */
+	long long limit;	/* claims in all; 0: no limit */
+	uint64_t lease_ms;
+	unsigned max;
+	uint64_t idle_ms;	/* how long to wait for work; UINT64_MAX: ever */
+	uint64_t timeout_ms;	/* a job's time; 0: no limit */
+	uint64_t backoff_ms, backoff_max_ms;
+	int	 tag;		/* prefix each line of output with the ID */
+	int	 verbose;
+};
+int	 mq_work(struct mq_spool *, const struct mq_work *);
 
 /* util.c */
 int	 mq_worse(int, int);
@@ -213,8 +236,8 @@ int	 mq_reader_chunk(struct mq_reader *, int, const char **, size_t *,
 	{ "version", no_argument, NULL, 'V' }
 
 const char *mq_optional_secs(const char *, int, char *[]);
-uint64_t xsecs(int, const char *, int);
-int	 xnumber(int, const char *, long long, long long);
+uint64_t xsecs(const char *, const char *, int);
+int	 xnumber(const char *, const char *, long long, long long);
 void	 mq_version(void);
 void	 mq_escape(FILE *, const char *, size_t);
 void	 mq_json_string(FILE *, const char *, size_t);

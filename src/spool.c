@@ -126,16 +126,33 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 	/* What is made inside is shared as the root is, and with nobody else. */
 	sp->dmode = st.st_mode & 02770;
 	sp->fmode = st.st_mode & 0660;
-	if ((sp->tmp = state_open(sp, MQ_DIR_TMP, create)) == -1 ||
-	    (sp->new = state_open(sp, MQ_DIR_NEW, create)) == -1 ||
-	    (sp->cur = state_open(sp, MQ_DIR_CUR, create)) == -1 ||
-	    (sp->dead = state_open(sp, MQ_DIR_DEAD, create)) == -1 ||
-	    (sp->reason = state_open(sp, MQ_DIR_REASON, create)) == -1)
+	if ((sp->new = state_open(sp, MQ_DIR_NEW, create)) == -1 ||
+	    (sp->cur = state_open(sp, MQ_DIR_CUR, create)) == -1)
+		goto fail;
+	if (create && mq_spool_need(sp, 1) == -1)
 		goto fail;
 	return 0;
 fail:
 	mq_spool_close(sp);
 	return -1;
+}
+
+/*
+ * Opens tmp/, dead/ and reason/, which only sending, dead letters and
+ * sweeping use: a claim or an ack, paid for once per process, opens no
+ * more than it needs.
+ */
+int
+mq_spool_need(struct mq_spool *sp, int create)
+{
+	if ((sp->tmp == -1 &&
+	    (sp->tmp = state_open(sp, MQ_DIR_TMP, create)) == -1) ||
+	    (sp->dead == -1 &&
+	    (sp->dead = state_open(sp, MQ_DIR_DEAD, create)) == -1) ||
+	    (sp->reason == -1 &&
+	    (sp->reason = state_open(sp, MQ_DIR_REASON, create)) == -1))
+		return -1;
+	return 0;
 }
 
 /*

@@ -475,30 +475,30 @@ mq_optional_secs(const char *attached, int argc, char *argv[])
  * positive, zero is refused too.
  */
 uint64_t
-xsecs(int flag, const char *arg, int positive)
+xsecs(const char *opt, const char *arg, int positive)
 {
 	const char *errstr;
 	uint64_t ms;
 
 	if (mq_secs_parse(arg, &ms, &errstr) == -1)
-		errx(MQ_EX_USAGE, "-%c %s: %s", flag, arg, errstr);
+		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
 	if (positive && ms == 0)
-		errx(MQ_EX_USAGE, "-%c %s: too small", flag, arg);
+		errx(MQ_EX_USAGE, "%s %s: too small", opt, arg);
 	return ms;
 }
 
 int
-xnumber(int flag, const char *arg, long long min, long long max)
+xnumber(const char *opt, const char *arg, long long min, long long max)
 {
 	const char *errstr;
 	long long n;
 
 	/* Digits only: strtonum would take a sign and leading blanks too. */
 	if (*arg == '\0' || strspn(arg, "0123456789") != strlen(arg))
-		errx(MQ_EX_USAGE, "-%c %s: invalid", flag, arg);
+		errx(MQ_EX_USAGE, "%s %s: invalid", opt, arg);
 	n = strtonum(arg, min, max, &errstr);
 	if (errstr != NULL)
-		errx(MQ_EX_USAGE, "-%c %s: %s", flag, arg, errstr);
+		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
 	return (int)n;
 }
 

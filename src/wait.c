@@ -90,6 +90,42 @@ drain(int fd)
 }
 
 /*
+ * For a caller that polls more than the doorbell: the fd to poll (-1 when
+ * polling new/'s mtime), and *timeout_ms (-1: no limit) shortened to the
+ * next look at the mtime.
+ */
+int
+mq_wait_fd(struct mq_waiter *w, int64_t *timeout_ms)
+{
+	if (w->fd == -1 && (*timeout_ms < 0 || *timeout_ms > POLL_MS))
+		*timeout_ms = POLL_MS;
+	return w->fd;
+}
+
+/*
+ * After that poll (readable: the fd polled readable): 1 if the bell rang
+ * since the last look, else 0; -1 on error.
+ */
+int
+mq_wait_rung(struct mq_waiter *w, int readable)
+{
+	struct stat st;
+
+	if (w->fd != -1) {
+		if (readable)
+			drain(w->fd);
+		return readable;
+	}
+	if (fstat(w->dirfd, &st) == -1)
+		return -1;
+	if (st.st_mtim.tv_sec == w->seen.tv_sec &&
+	    st.st_mtim.tv_nsec == w->seen.tv_nsec)
+		return 0;
+	w->seen = st.st_mtim;
+	return 1;
+}
+
+/*
  * Waits for a ring or for timeout_ms (-1: no limit).  Returns 1 after a
  * ring, 0 after the timeout, -1 on error.
  */
@@ -97,34 +133,23 @@ int
 mq_wait(struct mq_waiter *w, int64_t timeout_ms)
 {
 	struct pollfd pfd;
-	struct stat st;
 	int64_t step;
 	int r;
 
-	if (w->fd != -1) {
-		pfd.fd = w->fd;
+	for (;;) {
+		if (w->fd == -1 && (r = mq_wait_rung(w, 0)) != 0)
+			return r;
+		if (w->fd == -1 && timeout_ms == 0)
+			return 0;
+		step = timeout_ms;
+		pfd.fd = mq_wait_fd(w, &step);
 		pfd.events = POLLIN;
-		r = poll(&pfd, 1, timeout_ms > INT32_MAX ? INT32_MAX :
-		    (int)timeout_ms);
+		r = poll(&pfd, pfd.fd != -1, step > INT32_MAX ? INT32_MAX :
+		    (int)step);
 		if (r == -1)
 			return errno == EINTR ? 0 : -1;
-		if (r > 0)
-			drain(w->fd);
-		return r > 0;
-	}
-	for (;;) {
-		if (fstat(w->dirfd, &st) == -1)
-			return -1;
-		if (st.st_mtim.tv_sec != w->seen.tv_sec ||
-		    st.st_mtim.tv_nsec != w->seen.tv_nsec) {
-			w->seen = st.st_mtim;
-			return 1;
-		}
-		if (timeout_ms == 0)
-			return 0;
-		step = timeout_ms < 0 || timeout_ms > POLL_MS ? POLL_MS :
-		    timeout_ms;
-		poll(NULL, 0, (int)step);
+		if (w->fd != -1)
+			return mq_wait_rung(w, r > 0);
 		if (timeout_ms > 0)
 			timeout_ms -= step;
 	}

@@ -47,9 +47,9 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq"
 	for t in $tools; do
 		page="$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
 		syn=$(mandoc -Tascii "$page" | col -b | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
-		    sed '1d;$d' | tr -s ' \n' ' ' | sed 's/^ //;s/ $//')
-		use=$("$t" --help | sed -n '/^usage:/,/^[^ ]/p' | grep -E '^(usage:| +mq-)' |
-		    sed 's/^usage: //' | tr -s ' \n' ' ' | sed 's/^ //;s/ $//')
+		    sed '1d;$d' | tr -s ' \t\n' ' ' | sed 's/^ //;s/ $//')
+		use=$("$t" --help | sed -n '/^usage:/,/^[^ ]/p' | grep -E '^(usage:| +mq-| +\[)' |
+		    sed 's/^usage: //' | tr -s ' \t\n' ' ' | sed 's/^ //;s/ $//')
 		assert_equal "$use" "$syn"
 	done
 }

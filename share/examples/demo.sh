@@ -1,14 +1,15 @@
 #!/bin/sh
-# A guided run of mq on a temporary spool: a producer, four parallel
-# workers, one job that fails once and is retried, one poison job that
-# always fails and ends as a dead letter.  Run it with `make demo`.
+# A guided run of mq on a temporary spool: a producer; workers as a plain
+# pipeline (mq-recv | xargs -P) with a job that fails once and is retried;
+# then mq-recv's worker mode on 30 messages, one of them poison, which ends
+# as a dead letter after 3 attempts.  Run it with `make demo`.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 PATH="$here/../../bin:$PATH"
 
-# One job, run by a worker: $1 is the receipt printed by mq-recv.
-if [ "${1:-}" = work ]; then
+# One job of the pipeline: $2 is the receipt printed by mq-recv.
+if [ "${1:-}" = pipe-job ]; then
 	r=$2
 	attempt=${r##*,}
 	body=$(cat "$r")
@@ -19,71 +20,101 @@ if [ "${1:-}" = work ]; then
 			mq-ack -r 0 "$r"
 			exit 0
 		fi ;;
-	poison*)
-		echo "   worker $$: '$body' attempt $attempt FAILED -> mq-ack -r (retry)"
-		mq-ack -r 0 "$r"
-		exit 0 ;;
 	esac
 	sleep 0.2
 	echo "   worker $$: '$body' attempt $attempt done -> mq-ack"
 	mq-ack "$r"
-	echo "$body" >>"${MQ_DIR%/spool}/done"
+	echo "$body" >>"$work/pipe-done"
 	exit 0
 fi
 
-MQ_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mq-demo.XXXXXX")/spool
-export MQ_DIR
-trap 'rm -rf "${MQ_DIR%/spool}"' EXIT
+# One job of worker mode: the body on stdin, the message in MQ_*.
+if [ "${1:-}" = job ]; then
+	body=$(cat)
+	case $body in
+	*corrupt*)
+		echo "$body: cannot decode (attempt $MQ_ATTEMPT)" >&2
+		exit 1 ;;
+	esac
+	sleep 0.1
+	echo "   $body: done (attempt $MQ_ATTEMPT)"
+	echo "$MQ_ID" >>"$work/done"
+	exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/mq-demo.XXXXXX")
+MQ_DIR=$work/spool
+export MQ_DIR work
+trap 'rm -rf "$work"' EXIT
+count() { find "$MQ_DIR/$1" -type f | wc -l | tr -d ' '; }
 
 cat <<TXT
 mq demo: a queue is a directory, each message a file.
 Spool: $MQ_DIR
 
-1. A producer sends 12 jobs, one per line (mq-send -l prints their IDs):
+1. A producer sends 6 jobs, one per line (mq-send -l prints their IDs):
 TXT
 {
-	for i in 1 2 3 4 5 6 7 8 9 10; do echo "resize photo-$i.jpg"; done
+	for i in 1 2 3 4 5; do echo "resize photo-$i.jpg"; done
 	echo "flaky: upload, fails once"
-	echo "poison: corrupt input, always fails"
 } | mq-send -l | sed 's/^/   /'
-echo "   ready: $(find "$MQ_DIR/new" -type f | wc -l) messages in new/"
+echo "   ready: $(count new) messages in new/"
 
 cat <<'TXT'
 
-2. Workers claim batches and run 4 jobs at a time:
-     mq-recv -n 8 -m 3 -0 | xargs -0 -P 4 -n 1 <job>
-   Each claim is a rename into cur/ with a 30 s lease; a job that fails is
-   released for a retry; after 3 attempts a message goes to dead/.
+2. A pipeline of workers claims batches and runs 4 jobs at a time:
+     mq-recv -n 8 -0 | xargs -0 -P 4 -n 1 <job>
+   Each claim is a rename into cur/ with a 30 s lease; the job acks
+   (mq-ack) or releases the message for a retry (mq-ack -r).
 TXT
 round=0
-while mq-recv -n 8 -m 3 -0 >"${MQ_DIR%/spool}/batch"; do
+while mq-recv -n 8 -0 >"$work/batch"; do
 	round=$((round + 1))
-	echo "   -- batch $round: $(tr -cd '\0' <"${MQ_DIR%/spool}/batch" | wc -c) claimed"
-	xargs -0 -P 4 -n 1 sh "$here/demo.sh" work <"${MQ_DIR%/spool}/batch"
+	echo "   -- batch $round: $(tr -cd '\0' <"$work/batch" | wc -c) claimed"
+	xargs -0 -P 4 -n 1 sh "$here/demo.sh" pipe-job <"$work/batch"
 done
 echo "   -- nothing left to claim: mq-recv exited 1"
 
 cat <<'TXT'
 
-3. The dead letters, as a sysadmin lists them (mq-dlq ls):
+3. Worker mode: mq-recv runs the job itself, keeps each lease alive while
+   its job runs, and acks on exit 0 or retries with backoff otherwise.
+   30 photos, one of them corrupt; 5 jobs at once, 3 attempts at most:
+     mq-recv -P 5 -m 3 --backoff 0.2 -w 1 -- <job>
+TXT
+seq 1 30 | sed 's/^/photo-/; s/$/.jpg/; s/^photo-5\.jpg$/photo-5.jpg (corrupt)/' |
+    mq-send -l >"$work/ids"
+{
+	st=0
+	mq-recv -P 5 -m 3 --backoff 0.2 -w 1 -- sh "$here/demo.sh" job 2>&1 ||
+	    st=$?
+	echo "$st" >"$work/status"
+} | sed 's/^/   /'
+echo "   -- idle for 1 s: the worker exited $(cat "$work/status") (5: a job failed)"
+
+cat <<'TXT'
+
+4. The dead letters, as a sysadmin lists them (mq-dlq ls):
    ID  attempts  died  reason  size  start of body
 TXT
 mq-dlq ls | sed 's/^/   /'
 
-dead=$(mq-dlq ls | wc -l)
+dead=$(mq-dlq ls | wc -l | tr -d ' ')
+attempts=$(mq-dlq ls | cut -f 2 | head -n 1)
 id=$(mq-dlq ls | cut -f 1 | head -n 1)
 cat <<TXT
 
-4. Inspect it (mq-dlq show ID), then redrive it to run it again
+5. Inspect it (mq-dlq show ID), then redrive it to run it again
    (mq-dlq redrive --all) or delete it (mq-dlq purge --all):
 TXT
 echo "   body: $(mq-dlq show "$id")"
 mq-dlq purge --all
-echo "   purged; dead letters left: $(mq-dlq ls | wc -l)"
+echo "   purged; dead letters left: $(mq-dlq ls | wc -l | tr -d ' ')"
 
 cat <<TXT
 
-Summary: 12 jobs sent, $(wc -l <"${MQ_DIR%/spool}/done") done, $dead dead-lettered after 3 attempts;
-the spool is empty: new/ $(find "$MQ_DIR/new" -type f | wc -l), cur/ $(find "$MQ_DIR/cur" -type f | wc -l), dead/ $(find "$MQ_DIR/dead" -type f | wc -l).
+Summary: pipeline: 6 jobs sent, $(wc -l <"$work/pipe-done" | tr -d ' ') done;
+worker mode: 30 jobs sent, $(wc -l <"$work/done" | tr -d ' ') done, $dead dead-lettered after $attempts attempts;
+the spool is empty: new/ $(count new), cur/ $(count cur), dead/ $(count dead).
 Next: man mq (share/man/man7/mq.7), README.md.
 TXT

@@ -1,0 +1,833 @@
+/*
+ * work.c: worker mode of mq-recv.  Each claimed message is handed to a job
+ * (the command, with the body on its standard input); while the job runs
+ * its lease is extended every third of the lease, and when it ends its exit
+ * status decides: 0 acks, MQ_JOB_DEAD dead-letters at once, anything else
+ * releases the message with exponential backoff until its last attempt,
+ * which dead-letters it.
+ *
+ * One process and one poll(2) loop: the doorbell of new/, a self-pipe for
+ * signals, and each job's stderr (and stdout with --tag), read a line at a
+ * time so that lines of parallel jobs never mix.  A claim is made only for
+ * a free slot, so a worker holds at most `slots` leases and a worker that
+ * dies strands no more than that: their leases run out and the messages
+ * are handed out again.
+ *
+ * Invariant: a job's message is acked, released or buried only through the
+ * receipt of its current lease; once a heartbeat finds the lease gone, the
+ * message belongs to someone else and is left alone.
+ */
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define LINE_BUF	4096	/* longer lines are passed on in pieces */
+#define LAST_MAX	256	/* kept of a job's last line on stderr */
+#define KILL_GRACE_MS	5000	/* from SIGTERM to SIGKILL */
+#define NEVER		UINT64_MAX
+
+extern char **environ;
+
+struct stream {
+	int	 fd;		/* read end of the job's pipe, or -1 */
+	int	 to;		/* our fd it is passed on to */
+	int	 midline;	/* part of the current line was passed on */
+	size_t	 len;
+	char	 buf[LINE_BUF];
+};
+
+struct job {
+	pid_t	 pid;		/* 0: a free slot */
+	char	 id[MQ_ID_LEN + 1];
+	char	 receipt[PATH_MAX];
+	unsigned attempt;
+	uint64_t beat;		/* next lease extension */
+	uint64_t deadline;	/* --timeout: SIGTERM then */
+	uint64_t kill_at;	/* SIGKILL then, once SIGTERM was sent */
+	int	 timed_out;
+	int	 stopped;	/* killed by a second stop signal */
+	int	 lost;
+	struct stream out, err;
+	char	 last[LAST_MAX];
+};
+
+struct worker {
+	const struct mq_work *opt;
+	struct mq_spool	*sp;
+	struct mq_receipt rc;
+	struct mq_placer pl;
+	struct job	*jobs;
+	int		 running;
+	long long	 claimed;
+	int		 stop;		/* stop signals received */
+	int		 halt;		/* claim no more: the command failed */
+	int		 failed;	/* a job did not succeed */
+	int		 status;	/* worst system status */
+	uint64_t	 now;
+	sigset_t	 sigs;		/* the signals we handle */
+};
+
+static int sigpipe[2] = { -1, -1 };
+
+static void
+on_signal(int sig)
+{
+	unsigned char c = sig;
+	int saved = errno;
+
+	(void)write(sigpipe[1], &c, 1);
+	errno = saved;
+}
+
+static const int handled[] = { SIGCHLD, SIGTERM, SIGINT };
+
+static void
+signals_setup(sigset_t *set)
+{
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(set);
+	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
+		sigaction(handled[i], &sa, NULL);
+		sigaddset(set, handled[i]);
+	}
+	/* A hang-up of the terminal or a reload must not stop the worker. */
+	signal(SIGHUP, SIG_IGN);
+	/* A closed stdout is reported by write, not by dying. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static int
+cloexec_pipe(int p[2], int nonblock_read)
+{
+	if (pipe(p) == -1)
+		return -1;
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	if (nonblock_read)
+		fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+	return 0;
+}
+
+/* In a child: make from the fd to, kept across exec. */
+static int
+move_fd(int from, int to)
+{
+	if (from == to)
+		return fcntl(to, F_SETFD, 0);
+	return dup2(from, to) == -1 ? -1 : 0;
+}
+
+static void __dead
+child(struct worker *wk, struct job *j, int body, int out, int errw,
+    int report, const sigset_t *mask, pid_t parent)
+{
+	char attempt[16];
+	size_t i;
+	int e;
+
+	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+		signal(handled[i], SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	/* Its own group: a Ctrl-C meant for the worker lets jobs finish. */
+	setpgid(0, 0);
+	if (mq_die_with_parent() == -1 || getppid() != parent)
+		_exit(127);
+	snprintf(attempt, sizeof(attempt), "%u", j->attempt);
+	if (move_fd(body, STDIN_FILENO) == -1 ||
+	    (out != -1 && move_fd(out, STDOUT_FILENO) == -1) ||
+	    move_fd(errw, STDERR_FILENO) == -1 ||
+	    setenv("MQ_ID", j->id, 1) == -1 ||
+	    setenv("MQ_RECEIPT", j->receipt, 1) == -1 ||
+	    setenv("MQ_ATTEMPT", attempt, 1) == -1 ||
+	    setenv("MQ_DIR", wk->sp->real, 1) == -1)
+		goto fail;
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execvp(wk->opt->argv[0], wk->opt->argv);
+fail:
+	e = errno;
+	(void)write(report, &e, sizeof(e));
+	_exit(127);
+}
+
+/*
+ * Starts the command for j with body on its standard input.  Like
+ * posix_spawn, it returns only once the command runs or has failed to
+ * (-1, errno set), which a pipe closed on exec tells.
+ */
+static int
+spawn(struct worker *wk, struct job *j, int body)
+{
+	sigset_t old;
+	int outp[2] = { -1, -1 }, errp[2], rep[2], e, saved;
+	pid_t pid, parent = getpid();
+	ssize_t n;
+
+	if (wk->opt->tag && cloexec_pipe(outp, 1) == -1)
+		return -1;
+	if (cloexec_pipe(errp, 1) == -1 || cloexec_pipe(rep, 0) == -1) {
+		saved = errno;
+		if (outp[0] != -1) {
+			close(outp[0]);
+			close(outp[1]);
+		}
+		errno = saved;
+		return -1;
+	}
+	/* No handler of ours may run in the child before exec. */
+	sigprocmask(SIG_BLOCK, &wk->sigs, &old);
+	pid = fork();
+	if (pid == 0)
+		child(wk, j, body, outp[1], errp[1], rep[1], &old, parent);
+	saved = errno;
+	if (pid > 0)
+		setpgid(pid, pid);	/* so that a kill of the group can't miss */
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (outp[1] != -1)
+		close(outp[1]);
+	close(errp[1]);
+	close(rep[1]);
+	e = 0;
+	if (pid > 0) {
+		while ((n = read(rep[0], &e, sizeof(e))) == -1 &&
+		    errno == EINTR)
+			;
+		if (n == (ssize_t)sizeof(e)) {
+			while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+				;
+			pid = -1;
+		} else
+			e = 0;
+	} else
+		e = saved;
+	close(rep[0]);
+	if (pid <= 0) {
+		if (outp[0] != -1)
+			close(outp[0]);
+		close(errp[0]);
+		errno = e;
+		return -1;
+	}
+	j->pid = pid;
+	j->out.fd = outp[0];
+	j->out.to = STDOUT_FILENO;
+	j->err.fd = errp[0];
+	j->err.to = STDERR_FILENO;
+	return 0;
+}
+
+static void
+write_all(int fd, struct iovec *iov, int n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = writev(fd, iov, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return;		/* output lost; the job goes on */
+		}
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= w;
+		}
+	}
+}
+
+/* Passes on a piece of a line, tagged at its start with --tag. */
+static void
+emit(struct worker *wk, struct job *j, struct stream *s, const char *p,
+    size_t len, int eol)
+{
+	struct iovec iov[4];
+	int n = 0;
+
+	if (!s->midline && s == &j->err && len > 0) {
+		size_t keep = len < LAST_MAX - 1 ? len : LAST_MAX - 1;
+
+		memcpy(j->last, p, keep);
+		j->last[keep] = '\0';
+	}
+	if (!s->midline && wk->opt->tag) {
+		iov[n].iov_base = j->id;
+		iov[n++].iov_len = strlen(j->id);
+		iov[n].iov_base = "\t";
+		iov[n++].iov_len = 1;
+	}
+	iov[n].iov_base = (char *)p;
+	iov[n++].iov_len = len;
+	if (eol) {
+		iov[n].iov_base = "\n";
+		iov[n++].iov_len = 1;
+	}
+	write_all(s->to, iov, n);
+	s->midline = !eol;
+}
+
+/* Reads what the job wrote; at the end, passes on a last partial line. */
+static void
+drain(struct worker *wk, struct job *j, struct stream *s, int final)
+{
+	char *nl;
+	ssize_t n;
+	size_t off;
+
+	if (s->fd == -1)
+		return;
+	for (;;) {
+		n = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		s->len += n;
+		off = 0;
+		while ((nl = memchr(s->buf + off, '\n', s->len - off))) {
+			emit(wk, j, s, s->buf + off, nl - (s->buf + off), 1);
+			off = nl - s->buf + 1;
+		}
+		if (off == 0 && s->len == sizeof(s->buf)) {
+			emit(wk, j, s, s->buf, s->len, 0);
+			off = s->len;
+		}
+		memmove(s->buf, s->buf + off, s->len - off);
+		s->len -= off;
+		if (!final)
+			break;
+	}
+	if (n == 0 || final) {
+		if (s->len > 0 || s->midline)
+			emit(wk, j, s, s->buf, s->len, 1);
+		s->len = 0;
+		close(s->fd);
+		s->fd = -1;
+	}
+}
+
+static struct job *
+free_slot(struct worker *wk)
+{
+	int i;
+
+	for (i = 0; i < wk->opt->slots; i++)
+		if (wk->jobs[i].pid == 0)
+			return &wk->jobs[i];
+	return NULL;
+}
+
+/* Opens the receipt's bucket in wk->rc; 0, or -1 with the lease lost. */
+static int
+receipt(struct worker *wk, struct job *j)
+{
+	const char *why;
+	int st;
+
+	st = mq_receipt_open(wk->sp, j->receipt, &wk->rc, &why);
+	if (st == MQ_EX_OK)
+		return 0;
+	if (st == MQ_EX_SYS)
+		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+	else
+		warnx("%s: %s", mq_receipt_shown(wk->sp, j->receipt), why);
+	if (st == MQ_EX_SYS)
+		wk->status = MQ_EX_SYS;
+	return -1;
+}
+
+/* Visible again at due, attempt kept; what a failed job's message gets. */
+static void
+release(struct worker *wk, struct job *j, uint64_t due)
+{
+	if (receipt(wk, j) == -1)
+		return;
+	if (mq_release(&wk->pl, wk->rc.bucket, wk->rc.name, &wk->rc.n,
+	    due) == -1 || mq_placer_flush(&wk->pl) == -1) {
+		if (errno == ENOENT)
+			warnx("%s: lease lost",
+			    mq_receipt_shown(wk->sp, j->receipt));
+		else {
+			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+			wk->status = MQ_EX_SYS;
+		}
+		return;
+	}
+	mq_cur_prune(wk->sp, wk->rc.bname);
+}
+
+/* Leases are extended every third of their length. */
+static uint64_t
+beat_ms(const struct mq_work *o)
+{
+	return o->lease_ms >= 3 ? o->lease_ms / 3 : 1;
+}
+
+/* Hands a claimed message to a free slot; called by mq_claim. */
+static int
+start(void *arg, const char *rcpt, const char *id)
+{
+	struct worker *wk = arg;
+	struct job *j = free_slot(wk);
+	int body;
+
+	memset(j, 0, sizeof(*j));
+	j->out.fd = j->err.fd = -1;
+	strlcpy(j->id, id, sizeof(j->id));
+	if (strlcpy(j->receipt, rcpt, sizeof(j->receipt)) >=
+	    sizeof(j->receipt)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	wk->claimed++;
+	if (receipt(wk, j) == -1)
+		return 0;
+	j->attempt = wk->rc.n.attempts;
+	body = openat(wk->rc.bucket, wk->rc.name, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (body == -1 || spawn(wk, j, body) == -1) {
+		warn("%s", body == -1 ?
+		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
+		if (body != -1)
+			close(body);
+		j->pid = 0;
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+		/* Not the message's fault: it goes back as it came. */
+		release(wk, j, mq_now_ms());
+		return -1;
+	}
+	close(body);
+	wk->now = mq_now_ms();
+	j->beat = wk->now + beat_ms(wk->opt);
+	j->deadline = wk->opt->timeout_ms ? wk->now + wk->opt->timeout_ms :
+	    NEVER;
+	j->kill_at = NEVER;
+	wk->running++;
+	if (wk->opt->verbose)
+		warnx("%s: attempt %u: started", j->id, j->attempt);
+	return 0;
+}
+
+/* base * 2^(attempt-1), capped, then a random point in its upper half. */
+static uint64_t
+backoff(const struct mq_work *o, unsigned attempt)
+{
+	uint64_t d = o->backoff_ms;
+	unsigned i;
+
+	for (i = 1; i < attempt && d < o->backoff_max_ms; i++)
+		d *= 2;
+	if (d > o->backoff_max_ms)
+		d = o->backoff_max_ms;
+	if (d > UINT32_MAX)
+		d = UINT32_MAX;
+	return d - d / 2 + arc4random_uniform((uint32_t)(d / 2) + 1);
+}
+
+/* Milliseconds as seconds, with no more decimals than it needs. */
+static const char *
+secs(char *buf, size_t size, uint64_t ms)
+{
+	size_t n;
+
+	snprintf(buf, size, "%" PRIu64 ".%03" PRIu64, ms / 1000, ms % 1000);
+	n = strlen(buf);
+	while (buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (buf[n - 1] == '.')
+		buf[--n] = '\0';
+	return buf;
+}
+
+/* Why a job failed, in words for a dead letter's reason and the log. */
+static void
+failure(const struct worker *wk, const struct job *j, int ws, char *buf,
+    size_t size)
+{
+	char t[32];
+	int n;
+
+	if (j->timed_out)
+		n = snprintf(buf, size, "timed out after %s s",
+		    secs(t, sizeof(t), wk->opt->timeout_ms));
+	else if (WIFSIGNALED(ws))
+		n = snprintf(buf, size, "killed by signal %d",
+		    WTERMSIG(ws));
+	else
+		n = snprintf(buf, size, "exit %d", WEXITSTATUS(ws));
+	if (n >= 0 && (size_t)n < size && j->last[0] != '\0')
+		snprintf(buf + n, size - n, ": %s", j->last);
+}
+
+static void
+bury(struct worker *wk, struct job *j, const char *reason)
+{
+	if (receipt(wk, j) == -1)
+		return;
+	if (mq_bury(wk->sp, wk->rc.bucket, wk->rc.name, &wk->rc.n, reason,
+	    strlen(reason)) == -1) {
+		if (errno == ENOENT)
+			warnx("%s: lease lost",
+			    mq_receipt_shown(wk->sp, j->receipt));
+		else {
+			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+			wk->status = MQ_EX_SYS;
+		}
+		return;
+	}
+	mq_cur_prune(wk->sp, wk->rc.bname);
+	warnx("%s: dead-lettered: %s", j->id, reason);
+}
+
+static void
+ack(struct worker *wk, struct job *j)
+{
+	if (receipt(wk, j) == -1) {
+		wk->failed = 1;
+		return;
+	}
+	if (mq_ack(wk->rc.bucket, wk->rc.name) == -1) {
+		wk->failed = 1;
+		if (errno == ENOENT)
+			warnx("%s: lease lost",
+			    mq_receipt_shown(wk->sp, j->receipt));
+		else {
+			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+			wk->status = MQ_EX_SYS;
+		}
+		return;
+	}
+	mq_cur_prune(wk->sp, wk->rc.bname);
+	if (wk->opt->verbose)
+		warnx("%s: done", j->id);
+}
+
+/* The job has ended with wait status ws: settle its message. */
+static void
+finish(struct worker *wk, struct job *j, int ws)
+{
+	char why[LAST_MAX + 64], reason[LAST_MAX + 96], t[32];
+	uint64_t delay;
+
+	drain(wk, j, &j->out, 1);
+	drain(wk, j, &j->err, 1);
+	j->pid = 0;
+	wk->running--;
+	wk->now = mq_now_ms();
+	if (j->lost) {
+		wk->failed = 1;
+		return;
+	}
+	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out &&
+	    !j->stopped) {
+		ack(wk, j);
+		return;
+	}
+	wk->failed = 1;
+	failure(wk, j, ws, why, sizeof(why));
+	if (j->stopped) {
+		warnx("%s: stopped (%s); released", j->id, why);
+		release(wk, j, wk->now);
+	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
+	    !j->timed_out)
+		bury(wk, j, why);
+	else if (j->attempt >= wk->opt->max) {
+		snprintf(reason, sizeof(reason), "%s: %s",
+		    MQ_REASON_MAX_ATTEMPTS, why);
+		bury(wk, j, reason);
+	} else {
+		delay = backoff(wk->opt, j->attempt);
+		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
+		    j->attempt, wk->opt->max, secs(t, sizeof(t), delay));
+		release(wk, j, wk->now + delay);
+	}
+}
+
+static void
+reap(struct worker *wk)
+{
+	pid_t pid;
+	int ws, i;
+
+	while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+		for (i = 0; i < wk->opt->slots; i++) {
+			if (wk->jobs[i].pid == pid) {
+				finish(wk, &wk->jobs[i], ws);
+				break;
+			}
+		}
+	}
+}
+
+/* Keeps the lease of a running job ahead of its deadline. */
+static void
+heartbeat(struct worker *wk, struct job *j)
+{
+	char out[PATH_MAX];
+
+	j->beat = wk->now + beat_ms(wk->opt);
+	if (j->lost)
+		return;
+	if (receipt(wk, j) == -1) {
+		j->lost = 1;
+		return;
+	}
+	if (mq_extend(wk->sp, wk->rc.bucket, wk->rc.name, &wk->rc.n,
+	    wk->now + wk->opt->lease_ms, out, sizeof(out)) == -1) {
+		if (errno == ENOENT) {
+			warnx("%s: lease lost",
+			    mq_receipt_shown(wk->sp, j->receipt));
+			j->lost = 1;
+		} else
+			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+		return;
+	}
+	strlcpy(j->receipt, out, sizeof(j->receipt));
+}
+
+static void
+signal_job(struct job *j, int sig)
+{
+	kill(-j->pid, sig);
+}
+
+/* The timers of every job: heartbeats, --timeout, SIGKILL after grace. */
+static uint64_t
+timers(struct worker *wk)
+{
+	uint64_t next = NEVER;
+	struct job *j;
+	int i;
+
+	for (i = 0; i < wk->opt->slots; i++) {
+		j = &wk->jobs[i];
+		if (j->pid == 0)
+			continue;
+		if (j->beat <= wk->now)
+			heartbeat(wk, j);
+		if (j->deadline <= wk->now) {
+			j->timed_out = 1;
+			j->deadline = NEVER;
+			j->kill_at = wk->now + KILL_GRACE_MS;
+			signal_job(j, SIGTERM);
+		}
+		if (j->kill_at <= wk->now) {
+			j->kill_at = NEVER;
+			signal_job(j, SIGKILL);
+		}
+		if (j->beat < next)
+			next = j->beat;
+		if (j->deadline < next)
+			next = j->deadline;
+		if (j->kill_at < next)
+			next = j->kill_at;
+	}
+	return next;
+}
+
+static void
+on_stop(struct worker *wk)
+{
+	struct job *j;
+	int i;
+
+	if (++wk->stop == 1) {
+		if (wk->running > 0)
+			warnx("stopping: waiting for %d running job%s",
+			    wk->running, wk->running == 1 ? "" : "s");
+		return;
+	}
+	for (i = 0; i < wk->opt->slots; i++) {
+		j = &wk->jobs[i];
+		if (j->pid == 0 || j->stopped)
+			continue;
+		j->stopped = 1;
+		j->kill_at = wk->now + KILL_GRACE_MS;
+		signal_job(j, SIGTERM);
+	}
+}
+
+static void
+signals_read(struct worker *wk, int *child)
+{
+	unsigned char buf[64];
+	ssize_t n, i;
+
+	while ((n = read(sigpipe[0], buf, sizeof(buf))) > 0)
+		for (i = 0; i < n; i++) {
+			if (buf[i] == SIGCHLD)
+				*child = 1;
+			else
+				on_stop(wk);
+		}
+}
+
+static int64_t
+until(uint64_t when, uint64_t now)
+{
+	if (when == NEVER)
+		return -1;
+	if (when <= now)
+		return 0;
+	return when - now > INT32_MAX ? INT32_MAX : (int64_t)(when - now);
+}
+
+int
+mq_work(struct mq_spool *sp, const struct mq_work *opt)
+{
+	struct worker wk;
+	struct mq_waiter w;
+	struct pollfd *pfd;
+	uint64_t wake = NEVER, next, idle_since;
+	int64_t timeout;
+	int i, n, got, child, look = 1, empty = 0, rung, wfd, watching;
+	int claimed_any = 0;
+
+	memset(&wk, 0, sizeof(wk));
+	wk.opt = opt;
+	wk.sp = sp;
+	wk.rc.bucket = -1;
+	mq_placer_init(&wk.pl, sp, 0);
+	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
+	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
+	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
+	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
+		err(MQ_EX_SYS, "%s", sp->path);
+	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
+	signals_setup(&wk.sigs);
+	/* Watch before the first look, so that no ring falls in between. */
+	if (mq_wait_open(&w, sp) == -1)
+		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
+	idle_since = mq_now_ms();
+
+	for (;;) {
+		wk.now = mq_now_ms();
+		if (look && !wk.stop && !wk.halt && wk.running < opt->slots &&
+		    (opt->limit == 0 || wk.claimed < opt->limit)) {
+			n = opt->slots - wk.running;
+			if (opt->limit > 0 && opt->limit - wk.claimed < n)
+				n = (int)(opt->limit - wk.claimed);
+			got = mq_claim(sp, n, opt->lease_ms, opt->max, start,
+			    &wk, &wake);
+			if (got == -1 && !wk.halt) {
+				warn("%s", sp->path);
+				wk.status = MQ_EX_SYS;
+				wk.halt = 1;
+			}
+			if (got > 0)
+				claimed_any = 1;
+			look = 0;
+			empty = got < n;
+			wk.now = mq_now_ms();
+		}
+		if (wk.running == 0) {
+			if (wk.stop || wk.halt)
+				break;
+			if (opt->limit > 0 && wk.claimed >= opt->limit)
+				break;
+			if (empty && wk.now - idle_since >= opt->idle_ms)
+				break;
+		} else
+			idle_since = wk.now;
+
+		next = timers(&wk);
+		if (empty && wake < next)
+			next = wake;
+		if (wk.running == 0 && empty && opt->idle_ms != NEVER &&
+		    idle_since + opt->idle_ms < next)
+			next = idle_since + opt->idle_ms;
+		timeout = until(next, wk.now);
+
+		n = 0;
+		pfd[n].fd = sigpipe[0];
+		pfd[n++].events = POLLIN;
+		wfd = -1;
+		watching = !wk.stop && !wk.halt && wk.running < opt->slots;
+		if (watching) {
+			wfd = mq_wait_fd(&w, &timeout);
+			pfd[n].fd = wfd;
+			pfd[n++].events = POLLIN;
+		}
+		for (i = 0; i < opt->slots; i++) {
+			pfd[n].fd = wk.jobs[i].pid ? wk.jobs[i].out.fd : -1;
+			pfd[n++].events = POLLIN;
+			pfd[n].fd = wk.jobs[i].pid ? wk.jobs[i].err.fd : -1;
+			pfd[n++].events = POLLIN;
+		}
+		for (i = 0; i < n; i++)
+			pfd[i].revents = 0;
+		if (poll(pfd, n, timeout > INT_MAX ? INT_MAX : (int)timeout)
+		    == -1 && errno != EINTR)
+			err(MQ_EX_SYS, "poll");
+		wk.now = mq_now_ms();
+
+		child = 0;
+		if (pfd[0].revents)
+			signals_read(&wk, &child);
+		i = 1;
+		if (watching) {
+			rung = mq_wait_rung(&w, wfd != -1 &&
+			    pfd[i].revents != 0);
+			if (rung == 1)
+				look = 1;
+			i++;
+		}
+		for (int s = 0; s < opt->slots; s++, i += 2) {
+			if (wk.jobs[s].pid == 0)
+				continue;
+			if (pfd[i].revents)
+				drain(&wk, &wk.jobs[s], &wk.jobs[s].out, 0);
+			if (pfd[i + 1].revents)
+				drain(&wk, &wk.jobs[s], &wk.jobs[s].err, 0);
+		}
+		if (child) {
+			int before = wk.running;
+
+			reap(&wk);
+			if (wk.running < before)
+				look = 1;
+		}
+		if (empty && wake != NEVER && wk.now >= wake)
+			look = 1;
+	}
+
+	mq_wait_close(&w);
+	mq_receipt_close(&wk.rc);
+	mq_placer_close(&wk.pl);
+	close(sigpipe[0]);
+	close(sigpipe[1]);
+	free(wk.jobs);
+	free(pfd);
+	if (wk.status != MQ_EX_OK)
+		return wk.status;
+	if (wk.stop)
+		return MQ_EX_OK;
+	if (!claimed_any)
+		return MQ_EX_NONE;
+	return wk.failed ? MQ_EX_FAILED : MQ_EX_OK;
+}

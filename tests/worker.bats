@@ -1,0 +1,343 @@
+load helper
+
+# Worker mode: mq-recv [options] -- command.  Jobs write what they saw
+# into $W (outside the spool).
+
+setup() {
+	W=$BATS_TEST_TMPDIR/w
+	mkdir -p "$W"
+	export W
+}
+
+# The leaf key (visibility time, ms) of the one message in new/.
+due_of_new() {
+	local f
+	f=$(find "$MQ_DIR/new" -type f)
+	f=${f%/*}
+	echo $((16#${f##*/}))
+}
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+@test "worker: runs the command once per message, body on stdin, MQ_* set; exit 0 acks" {
+	printf 'one\ntwo\nthree\n' | mq-send -l >"$W/ids"
+	run --separate-stderr mq-recv -- sh -c '
+		{ printf "%s|%s|%s|%s|" "$(cat)" "$MQ_ID" "$MQ_ATTEMPT" "$MQ_DIR"
+		  [ -f "$MQ_RECEIPT" ] && echo receipt-ok; } >>"$W/seen"'
+	assert_success
+	[ -z "$stderr" ]
+	spool=$(cd "$MQ_DIR" && pwd -P)
+	expected=$(paste -d'|' <(printf 'one\ntwo\nthree\n') "$W/ids" | sed "s#\$#|1|$spool|receipt-ok#")
+	assert_equal "$(cat "$W/seen")" "$expected"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count dead)" 0
+}
+
+@test "worker: an empty queue runs nothing and exits 1" {
+	mq-send -l </dev/null
+	run -1 --separate-stderr mq-recv -- touch "$W/ran"
+	assert_not_exist "$W/ran"
+	[ -z "$stderr" ]
+}
+
+@test "worker: options of worker mode without a command, and -0 with one, are usage errors" {
+	mq-send -l </dev/null
+	for o in "-P 2" --tag "--timeout 1" "--backoff 1" "--backoff-max 1"; do
+		# shellcheck disable=SC2086 # the option and its argument
+		run -2 --separate-stderr mq-recv $o
+		[[ $stderr == *"needs a command"* ]]
+	done
+	run -2 --separate-stderr mq-recv -0 -- true
+	for bad in 0 -1 x 1025; do
+		run -2 mq-recv -P "$bad" -- true
+	done
+	run -2 mq-recv --timeout 0 -- true
+	run -2 mq-recv --backoff x -- true
+}
+
+@test "worker: a command without -- before it is a usage error and is not run" {
+	echo x | mq-send >/dev/null
+	run -2 --separate-stderr mq-recv touch "$W/ran"
+	[[ $stderr == "usage: mq-recv "* ]]
+	run -2 mq-recv -w 5x touch "$W/ran"
+	assert_not_exist "$W/ran"
+	assert_equal "$(count new)" 1
+}
+
+@test "worker: exit 65 dead-letters at once with the status and the last line of stderr" {
+	echo bad | mq-send >/dev/null
+	run -5 --separate-stderr mq-recv -- sh -c 'echo first >&2; echo "cannot parse input" >&2; exit 65'
+	[[ $stderr == *"dead-lettered: exit 65: cannot parse input"* ]]
+	assert_equal "$(count dead)" 1
+	run mq-dlq ls --json
+	[[ $output == *'"attempts":1'* ]]
+	[[ $output == *'"reason":"exit 65: cannot parse input"'* ]]
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
+@test "worker: another exit status releases the message for a retry later, attempt kept" {
+	echo flaky | mq-send >/dev/null
+	run -5 --separate-stderr mq-recv --backoff 60 -- sh -c 'echo "disk full" >&2; exit 3'
+	[[ $stderr == *": exit 3: disk full; attempt 1 of 5, again in "*" s"* ]]
+	assert_equal "$(count new)" 1
+	assert_equal "$(count cur)" 0
+	find "$MQ_DIR/new" -type f -name '*,1' | grep -q .
+	# Not visible before its backoff has passed.
+	run -1 mq-recv
+}
+
+@test "worker: a job killed by a signal is released like a failure" {
+	echo x | mq-send >/dev/null
+	run -5 --separate-stderr mq-recv --backoff 60 -- sh -c 'kill -9 $$'
+	[[ $stderr == *": killed by signal 9; attempt 1 of 5"* ]]
+	assert_equal "$(count new)" 1
+}
+
+@test "worker: --timeout kills a job that runs too long (its whole process group) and counts a failure" {
+	echo slow | mq-send >/dev/null
+	run -5 --separate-stderr mq-recv --timeout 0.3 --backoff 60 -- sh -c '(sleep 1; touch "$W/child-finished") & wait'
+	[[ $stderr == *": timed out after 0.3 s; attempt 1 of 5"* ]]
+	assert_equal "$(count new)" 1
+	# What the job started was killed with it.
+	sleep 1.2
+	assert_not_exist "$W/child-finished"
+}
+
+@test "worker: a failure at the last attempt dead-letters it as max attempts, with the cause" {
+	echo x | mq-send >/dev/null
+	for i in 1 2; do
+		r=$(mq-recv)
+		mq-ack -r "$r"
+	done
+	run -5 --separate-stderr mq-recv -m 3 -- sh -c 'echo "still broken" >&2; exit 1'
+	[[ $stderr == *"dead-lettered: max attempts: exit 1: still broken"* ]]
+	run mq-dlq ls
+	[[ $output == *$'\t3\t'*$'\tmax attempts: exit 1: still broken\t'* ]]
+	assert_equal "$(count new)" 0
+}
+
+@test "worker: backoff after attempt 1 is the base, with jitter in its upper half" {
+	echo x | mq-send >/dev/null
+	# Base 10 s: due between 5 and 10 s after the failure.
+	t0=$(now_ms)
+	run -5 mq-recv --backoff 10 -- false
+	t1=$(now_ms)
+	find "$MQ_DIR/new" -type f -name '*,1' | grep -q .
+	due=$(due_of_new)
+	[ "$due" -ge $((t0 + 5000)) ]
+	[ "$due" -le $((t1 + 10000)) ]
+}
+
+@test "worker: backoff doubles with each attempt up to --backoff-max" {
+	echo x | mq-send >/dev/null
+	for i in 1 2; do
+		r=$(mq-recv)
+		mq-ack -r "$r"
+	done
+	# Attempt 3, base 10 s: 40 s, capped to 15 s, so 7.5 to 15 s.
+	t0=$(now_ms)
+	run -5 mq-recv --backoff 10 --backoff-max 15 -- false
+	t1=$(now_ms)
+	find "$MQ_DIR/new" -type f -name '*,3' | grep -q .
+	due=$(due_of_new)
+	[ "$due" -ge $((t0 + 7500)) ]
+	[ "$due" -le $((t1 + 15000)) ]
+	# Attempt 2, base 3 s, no cap reached: 6 s, so 3 to 6 s.
+	mq-send -l </dev/null
+	rm -rf "$MQ_DIR"
+	echo y | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -r "$r"
+	t0=$(now_ms)
+	run -5 mq-recv --backoff 3 -- false
+	t1=$(now_ms)
+	due=$(due_of_new)
+	[ "$due" -ge $((t0 + 3000)) ]
+	[ "$due" -le $((t1 + 6000)) ]
+}
+
+@test "worker -P 4: four jobs run at once, never more, and no claim waits without a slot" {
+	seq 1 12 | mq-send -l >/dev/null
+	run mq-recv -P 4 -- sh -c '
+		mkdir "$W/run.$MQ_ID"
+		ls -d "$W"/run.* | wc -l >>"$W/running"
+		find "$MQ_DIR/cur" -type f | wc -l >>"$W/claimed"
+		sleep 0.5
+		rmdir "$W/run.$MQ_ID"'
+	assert_success
+	assert_equal "$(sort -n "$W/running" | tail -n 1)" 4
+	# A lease is only taken for a free slot.
+	[ "$(sort -n "$W/claimed" | tail -n 1)" -le 4 ]
+	assert_equal "$(wc -l <"$W/running")" 12
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
+@test "worker: a job longer than its lease keeps it (heartbeat) and is never run twice at once" {
+	echo long | mq-send >/dev/null
+	mq-recv -t 1 -- sh -c 'echo start >>"$W/log"; sleep 3; echo end >>"$W/log"' 2>"$W/err" &
+	pid=$!
+	while [ ! -s "$W/log" ]; do sleep 0.05; done
+	# Another worker keeps trying to take the message meanwhile.
+	for i in $(seq 1 12); do
+		mq-recv -t 5 -- sh -c 'echo stolen >>"$W/log"' || true
+		sleep 0.2
+	done
+	st=0
+	wait "$pid" || st=$?
+	cat "$W/err"
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/log")" "start
+end"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
+@test "worker: a heartbeat that finds the lease lost says so and does not ack" {
+	echo x | mq-send >/dev/null
+	# The message is taken from under the running job, as by a worker
+	# that claimed it after this one stalled past its lease.
+	run -5 --separate-stderr mq-recv -t 0.3 -- sh -c '
+		find "$MQ_DIR/cur" -name "$MQ_ID,*" -exec mv {} "$W/taken" \;
+		sleep 0.5'
+	[[ $stderr == *"cur/"*": lease lost"* ]]
+	assert_file_exist "$W/taken"
+	assert_equal "$(count cur)" 0
+}
+
+@test "worker: -n N claims N messages in all, then exits" {
+	seq 1 10 | mq-send -l >/dev/null
+	run mq-recv -n 3 -P 2 -- sh -c 'echo "$(cat)" >>"$W/done"'
+	assert_success
+	assert_equal "$(sort -n "$W/done" | tr '\n' ' ')" "1 2 3 "
+	assert_equal "$(count new)" 7
+}
+
+@test "worker -w SECS: picks up messages sent while it waits, exits after SECS idle" {
+	mq-send -l </dev/null
+	mq-recv -w 1.5 -- sh -c 'echo "$(cat)" >>"$W/done"' &
+	pid=$!
+	sleep 0.3
+	echo late | mq-send >/dev/null
+	wait "$pid"
+	assert_equal "$(cat "$W/done")" late
+}
+
+@test "worker --tag: each line of the job's stdout and stderr starts with the message ID" {
+	printf 'a\nb\n' | mq-send -l >"$W/ids"
+	mq-recv --tag -- sh -c 'echo "out $(cat)"; echo err >&2; printf partial' >"$W/out" 2>"$W/err"
+	a=$(sed -n 1p "$W/ids") b=$(sed -n 2p "$W/ids")
+	assert_equal "$(cat "$W/out")" "$a	out a
+$a	partial
+$b	out b
+$b	partial"
+	assert_equal "$(cat "$W/err")" "$a	err
+$b	err"
+}
+
+@test "worker: without --tag the job's output passes through untouched" {
+	printf 'a\n' | mq-send -l >/dev/null
+	mq-recv -- sh -c 'printf "raw\001\tbytes"; printf "e1\ne2" >&2' >"$W/out" 2>"$W/err"
+	assert_equal "$(od -c <"$W/out")" "$(printf 'raw\001\tbytes' | od -c)"
+	assert_equal "$(cat "$W/err")" "e1
+e2"
+}
+
+@test "worker: SIGTERM stops claiming, lets running jobs finish and ack, loses nothing" {
+	seq 1 10 | mq-send -l >/dev/null
+	mq-recv -P 2 -w -- sh -c 'touch "$W/started.$MQ_ID"; sleep 1; echo "$(cat)" >>"$W/done"' &
+	pid=$!
+	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ]; do sleep 0.05; done
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(wc -l <"$W/done")" 2
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 8
+	run drain
+	assert_equal "$( (cat "$W/done"; printf '%s\n' "${lines[@]}") | grep . | sort -n | tr '\n' ' ')" "$(seq 1 10 | tr '\n' ' ')"
+}
+
+@test "worker: a second stop signal kills the running jobs and releases their messages" {
+	seq 1 4 | mq-send -l >/dev/null
+	mq-recv -P 2 -w -- sh -c 'touch "$W/started.$MQ_ID"; sleep 30; touch "$W/finished"' &
+	pid=$!
+	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ]; do sleep 0.05; done
+	kill -TERM "$pid"
+	sleep 0.2
+	kill -INT "$pid"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_not_exist "$W/finished"
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 4
+	# Released now, visible at once.
+	run mq-recv -n 4
+	assert_equal "${#lines[@]}" 4
+}
+
+@test "worker: SIGHUP is harmless" {
+	echo x | mq-send >/dev/null
+	mq-recv -- sh -c 'touch "$W/started"; sleep 0.5; echo ok >"$W/done"' &
+	pid=$!
+	while [ ! -e "$W/started" ]; do sleep 0.05; done
+	kill -HUP "$pid"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/done")" ok
+}
+
+@test "worker: a command that cannot be run is a system error (4); the message goes back" {
+	echo x | mq-send >/dev/null
+	run -4 --separate-stderr mq-recv -- /nonexistent/cmd
+	[[ $stderr == "mq-recv: /nonexistent/cmd: No such file or directory"* ]]
+	assert_equal "$(count cur)" 0
+	run mq-recv
+	assert_success
+}
+
+@test "worker: a worker killed with SIGKILL takes its job with it; the message comes back" {
+	[ "$(uname)" = Linux ] || skip "only Linux kills a job with its worker"
+	echo x | mq-send >/dev/null
+	mq-recv -t 0.5 -- sh -c 'touch "$W/started"; sleep 1; touch "$W/finished"' &
+	pid=$!
+	while [ ! -e "$W/started" ]; do sleep 0.05; done
+	kill -KILL "$pid"
+	wait "$pid" || true
+	sleep 1.5
+	assert_not_exist "$W/finished"
+	run mq-recv
+	assert_success
+	[[ $output == *",2" ]]
+}
+
+@test "worker: the poison message, 30 messages, MAX 3, -P 5: 29 done, poison dead after 3 attempts, spool empty" {
+	seq 1 30 | mq-send -l >/dev/null
+	run -5 --separate-stderr mq-recv -P 5 -m 3 --backoff 0.05 --backoff-max 0.1 -w 1 -- sh -c '
+		b=$(cat)
+		[ "$b" = 5 ] && { echo "poison $MQ_ATTEMPT" >&2; exit 1; }
+		echo "$b" >>"$W/done"'
+	assert_equal "$(sort -n "$W/done" | tr '\n' ' ')" "$(seq 1 30 | grep -vx 5 | tr '\n' ' ')"
+	run mq-dlq ls
+	assert_equal "${#lines[@]}" 1
+	[[ $output == *$'\t3\t'*$'\tmax attempts: exit 1: poison 3\t'* ]]
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
+@test "worker -P 1: the good messages complete in order of production" {
+	seq 1 30 | mq-send -l >/dev/null
+	run -5 mq-recv -m 3 --backoff 0.05 --backoff-max 0.1 -w 1 -- sh -c '
+		b=$(cat)
+		[ "$b" = 5 ] && exit 1
+		echo "$b" >>"$W/done"'
+	assert_equal "$(tr '\n' ' ' <"$W/done")" "$(seq 1 30 | grep -vx 5 | tr '\n' ' ')"
+	assert_equal "$(count dead)" 1
+}
