@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,9 +76,14 @@ enum mq_state {
 	MQ_DEAD
 };
 
+/*
+ * No allocation here: a claim or an ack that mallocs nothing pays no heap
+ * set-up, and start-up is most of what one of those costs.
+ */
 struct mq_spool {
-	char	*path;		/* as chosen: -d, $MQ_DIR or the XDG default */
+	const char *path;	/* as chosen: -d, $MQ_DIR or the XDG default */
 	char	*real;		/* canonical absolute path, for receipts */
+	char	 realbuf[PATH_MAX];
 	int	 fd;
 	int	 tmp, new, cur, dead, reason;
 	mode_t	 dmode;		/* directories are made like the spool root */

@@ -112,7 +112,7 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 
 	memset(sp, 0, sizeof(*sp));
 	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
-	sp->path = xstrdup(path);
+	sp->path = path;
 	if (*path == '\0') {
 		errno = ENOENT;
 		goto fail;
@@ -179,7 +179,8 @@ mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
 int
 mq_spool_real(struct mq_spool *sp)
 {
-	if (sp->real == NULL && (sp->real = realpath(sp->path, NULL)) == NULL)
+	if (sp->real == NULL &&
+	    (sp->real = realpath(sp->path, sp->realbuf)) == NULL)
 		return -1;
 	return 0;
 }
@@ -197,8 +198,6 @@ mq_spool_close(struct mq_spool *sp)
 			close(*fds[i]);
 		*fds[i] = -1;
 	}
-	free(sp->path);
-	free(sp->real);
 	sp->path = sp->real = NULL;
 	errno = saved;
 }
