@@ -21,20 +21,20 @@ BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
-LIBOBJ = src/dead.o src/move.o src/name.o src/spool.o src/util.o src/wait.o \
-	src/work.o
-PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq
-BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq
+LIBOBJ = src/dead.o src/move.o src/name.o src/spool.o src/stat.o src/util.o \
+	src/wait.o src/work.o
+PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat
+BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat
 MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
-	share/man/man1/mq-dlq.1
+	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
 all: $(BIN)
 
 $(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
-    src/mq-dlq.o: src/mq.h src/compat.h
+    src/mq-dlq.o src/mq-stat.o: src/mq.h src/compat.h
 
 src/libmq.a: $(LIBOBJ)
 	rm -f $@
@@ -55,6 +55,9 @@ bin/mq-sweep: src/mq-sweep.o src/libmq.a
 bin/mq-dlq: src/mq-dlq.o src/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-dlq.o src/libmq.a $(BSD_LIBS)
+bin/mq-stat: src/mq-stat.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-stat.o src/libmq.a $(BSD_LIBS)
 
 .c.o:
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
@@ -84,7 +87,7 @@ check: deps
 
 # The core tests again with every program under valgrind memcheck.
 VALGRIND_TESTS = tests/name.bats tests/send.bats tests/recv.bats \
-	tests/ack.bats tests/dlq.bats tests/worker.bats
+	tests/ack.bats tests/dlq.bats tests/worker.bats tests/stat.bats
 check-valgrind: deps
 	$(MAKE) all tests/name-test
 	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)

@@ -193,6 +193,15 @@ int	 mq_wait_rung(struct mq_waiter *, int);
 void	 mq_wait_close(struct mq_waiter *);
 int	 mq_ring(struct mq_spool *);
 
+/* stat.c */
+struct mq_stats {
+	uint64_t ready, delayed, in_flight, expired, dead;
+	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
+	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
+	uint64_t bytes;			/* of every message file */
+};
+int	 mq_stat(struct mq_spool *, uint64_t, struct mq_stats *);
+
 /* work.c: mq-recv's worker mode */
 struct mq_work {
 	char	**argv;		/* the command run for each message */
@@ -219,6 +228,7 @@ struct mq_names {
 	char	**v;
 	size_t	 n, cap;
 };
+int	 mq_dir_each(int, int, int (*)(void *, int, const char *), void *);
 int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
 void	 mq_names_sort(struct mq_names *);
 void	 mq_names_free(struct mq_names *);

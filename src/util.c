@@ -154,21 +154,20 @@ names_add(struct mq_names *nl, const char *name)
 }
 
 /*
- * Collects the names in a directory that the filter accepts and that are
- * of the given type (DT_DIR, DT_REG; DT_UNKNOWN for any), never following
- * a symbolic link.  The directory fd stays open and usable by the caller.
+ * Calls fn for each name in a directory of the given type (DT_DIR, DT_REG;
+ * DT_UNKNOWN for any), skipping dot-files and never following a symbolic
+ * link, until fn returns non-zero (which is returned; -1 with errno set).
+ * The directory fd stays open and usable by the caller.
  */
 int
-mq_names_read(int dirfd, int type, int (*keep)(const char *),
-    struct mq_names *nl)
+mq_dir_each(int dirfd, int type, int (*fn)(void *, int, const char *),
+    void *arg)
 {
 	DIR *d;
 	struct dirent *de;
 	struct stat st;
-	int fd, saved, t;
+	int fd, saved, t, r = 0;
 
-	nl->v = NULL;
-	nl->n = nl->cap = 0;
 	if ((fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return -1;
 	if ((d = fdopendir(fd)) == NULL) {
@@ -178,11 +177,9 @@ mq_names_read(int dirfd, int type, int (*keep)(const char *),
 		return -1;
 	}
 	errno = 0;
-	while ((de = readdir(d)) != NULL) {
+	while (r == 0 && (de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if (keep != NULL && !keep(de->d_name))
-			goto next;
 		t = de->d_type;
 		if (type != DT_UNKNOWN && t == DT_UNKNOWN) {
 			if (fstatat(dirfd, de->d_name, &st,
@@ -192,15 +189,51 @@ mq_names_read(int dirfd, int type, int (*keep)(const char *),
 			    S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
 		}
 		if (type == DT_UNKNOWN || t == type)
-			names_add(nl, de->d_name);
+			r = fn(arg, dirfd, de->d_name);
 next:
-		errno = 0;
+		if (r == 0)
+			errno = 0;
 	}
 	saved = errno;
 	closedir(d);
-	if (saved != 0) {
-		mq_names_free(nl);
+	if (r == 0 && saved != 0) {
 		errno = saved;
+		return -1;
+	}
+	errno = saved;
+	return r;
+}
+
+struct collect {
+	struct mq_names	*nl;
+	int		(*keep)(const char *);
+};
+
+static int
+collect_one(void *arg, int dirfd, const char *name)
+{
+	struct collect *c = arg;
+
+	(void)dirfd;
+	if (c->keep == NULL || c->keep(name))
+		names_add(c->nl, name);
+	return 0;
+}
+
+/*
+ * Collects the names in a directory that the filter accepts and that are
+ * of the given type, as mq_dir_each does.
+ */
+int
+mq_names_read(int dirfd, int type, int (*keep)(const char *),
+    struct mq_names *nl)
+{
+	struct collect c = { nl, keep };
+
+	nl->v = NULL;
+	nl->n = nl->cap = 0;
+	if (mq_dir_each(dirfd, type, collect_one, &c) == -1) {
+		mq_names_free(nl);
 		return -1;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 load helper
 
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
 
 @test "every tool: -h and --help print usage on stdout, exit 0, create no spool" {
 	for t in $tools; do
@@ -35,7 +35,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq"
 }
 
 @test "every tool but mq-send: a missing spool is an error (4) naming it" {
-	for t in mq-recv mq-ack mq-sweep mq-dlq; do
+	for t in mq-recv mq-ack mq-sweep mq-dlq mq-stat; do
 		run -4 --separate-stderr "$t" </dev/null
 		[[ $stderr == "$t: $MQ_DIR: "* ]]
 	done

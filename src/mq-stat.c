@@ -1,0 +1,274 @@
+/*
+ * mq-stat: how many messages each spool holds in each state, how old the
+ * oldest ready message and the oldest dead letter are, and how many bytes
+ * they take: as a table, as JSON lines, or in the Prometheus text format
+ * for node_exporter's textfile collector.  It only reads (stat.c).
+ */
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "mq.h"
+
+enum format { TABLE, JSON, PROMETHEUS };
+
+#define USAGE "usage: mq-stat [-v] [--json | --prometheus] [-d dir ...]\n"
+
+enum { OPT_JSON = 256, OPT_PROMETHEUS };
+
+struct result {
+	const char	*path;
+	struct mq_stats	 st;
+};
+
+static void __dead
+usage(void)
+{
+	fputs(USAGE, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf(USAGE
+	    "Count the messages of each spool by state; ages and bytes.\n"
+	    "  -d dir        a spool (more than one -d for more spools;\n"
+	    "                default $MQ_DIR, else $XDG_STATE_HOME/mq)\n"
+	    "  --json        one JSON object per spool and line\n"
+	    "  --prometheus  the Prometheus text format, for node_exporter\n"
+	    "See mq-stat(1).\n");
+}
+
+/* Seconds, to the ms, from a time to now; 0 for a time in the future. */
+static double
+age(uint64_t then, uint64_t now)
+{
+	return then >= now ? 0 : (now - then) / 1000.0;
+}
+
+/* An age for people: 45s, 3m12s, 2h05m, 3d04h. */
+static const char *
+human_age(char *buf, size_t size, uint64_t then, uint64_t now)
+{
+	uint64_t s;
+
+	if (then == UINT64_MAX)
+		return "-";
+	s = then >= now ? 0 : (now - then) / 1000;
+	if (s < 60)
+		snprintf(buf, size, "%" PRIu64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
+		    s % 3600 / 60);
+	else
+		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400,
+		    s % 86400 / 3600);
+	return buf;
+}
+
+static void
+table(const struct result *r, size_t n, uint64_t now)
+{
+	char a[32], b[32];
+	size_t i;
+
+	printf("%7s %7s %9s %7s %7s %13s %12s %12s  %s\n", "READY",
+	    "DELAYED", "IN-FLIGHT", "EXPIRED", "DEAD", "OLDEST-READY",
+	    "OLDEST-DEAD", "BYTES", "SPOOL");
+	for (i = 0; i < n; i++) {
+		printf("%7" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
+		    " %7" PRIu64 " %13s %12s %12" PRIu64 "  ", r[i].st.ready,
+		    r[i].st.delayed, r[i].st.in_flight, r[i].st.expired,
+		    r[i].st.dead,
+		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
+		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now),
+		    r[i].st.bytes);
+		mq_escape(stdout, r[i].path, strlen(r[i].path));
+		putchar('\n');
+	}
+}
+
+static void
+json_age(const char *key, uint64_t then, uint64_t now)
+{
+	if (then == UINT64_MAX)
+		printf(",\"%s\":null", key);
+	else
+		printf(",\"%s\":%.3f", key, age(then, now));
+}
+
+static void
+json(const struct result *r, size_t n, uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		fputs("{\"spool\":", stdout);
+		mq_json_string(stdout, r[i].path, strlen(r[i].path));
+		printf(",\"ready\":%" PRIu64 ",\"delayed\":%" PRIu64
+		    ",\"in_flight\":%" PRIu64 ",\"expired\":%" PRIu64
+		    ",\"dead\":%" PRIu64, r[i].st.ready, r[i].st.delayed,
+		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead);
+		json_age("oldest_ready_age_seconds", r[i].st.oldest_ready_ms,
+		    now);
+		json_age("oldest_dead_age_seconds", r[i].st.oldest_dead_ms,
+		    now);
+		printf(",\"bytes\":%" PRIu64 "}\n", r[i].st.bytes);
+	}
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void
+label(const char *s)
+{
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			printf("\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", stdout);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void
+prometheus(const struct result *r, size_t n, uint64_t now)
+{
+	static const char *states[] = { "ready", "delayed", "in_flight",
+	    "expired", "dead" };
+	uint64_t v[5];
+	size_t i, s;
+
+	puts("# HELP mq_messages Messages in the spool, by state.");
+	puts("# TYPE mq_messages gauge");
+	for (i = 0; i < n; i++) {
+		v[0] = r[i].st.ready;
+		v[1] = r[i].st.delayed;
+		v[2] = r[i].st.in_flight;
+		v[3] = r[i].st.expired;
+		v[4] = r[i].st.dead;
+		for (s = 0; s < 5; s++) {
+			fputs("mq_messages{spool=", stdout);
+			label(r[i].path);
+			printf(",state=\"%s\"} %" PRIu64 "\n", states[s], v[s]);
+		}
+	}
+	puts("# HELP mq_oldest_ready_age_seconds Age of the oldest ready "
+	    "message (0 when none).");
+	puts("# TYPE mq_oldest_ready_age_seconds gauge");
+	for (i = 0; i < n; i++) {
+		fputs("mq_oldest_ready_age_seconds{spool=", stdout);
+		label(r[i].path);
+		printf("} %.3f\n", r[i].st.oldest_ready_ms == UINT64_MAX ? 0 :
+		    age(r[i].st.oldest_ready_ms, now));
+	}
+	puts("# HELP mq_oldest_dead_age_seconds Time since the oldest dead "
+	    "letter died (0 when none).");
+	puts("# TYPE mq_oldest_dead_age_seconds gauge");
+	for (i = 0; i < n; i++) {
+		fputs("mq_oldest_dead_age_seconds{spool=", stdout);
+		label(r[i].path);
+		printf("} %.3f\n", r[i].st.oldest_dead_ms == UINT64_MAX ? 0 :
+		    age(r[i].st.oldest_dead_ms, now));
+	}
+	puts("# HELP mq_bytes Bytes of the messages in the spool, all "
+	    "states.");
+	puts("# TYPE mq_bytes gauge");
+	for (i = 0; i < n; i++) {
+		fputs("mq_bytes{spool=", stdout);
+		label(r[i].path);
+		printf("} %" PRIu64 "\n", r[i].st.bytes);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		MQ_LONGOPTS,
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	struct result *res;
+	const char **dirs, *path;
+	enum format fmt = TABLE;
+	uint64_t now;
+	size_t ndirs = 0, n = 0, i;
+	int ch, status = MQ_EX_OK;
+
+	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			break;
+		case 'd':
+			if (*optarg == '\0')
+				errx(MQ_EX_USAGE, "-d: empty spool name");
+			dirs[ndirs++] = optarg;
+			break;
+		case OPT_JSON:
+		case OPT_PROMETHEUS:
+			if (fmt != TABLE && fmt != (ch == OPT_JSON ? JSON :
+			    PROMETHEUS))
+				errx(MQ_EX_USAGE, "--json and --prometheus "
+				    "exclude each other");
+			fmt = ch == OPT_JSON ? JSON : PROMETHEUS;
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			mq_version();
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	if (optind < argc)
+		usage();
+	if (ndirs == 0) {
+		if ((path = mq_spool_dir(NULL)) == NULL)
+			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+		dirs[ndirs++] = path;
+	}
+
+	res = xreallocarray(NULL, ndirs, sizeof(*res));
+	now = mq_now_ms();
+	for (i = 0; i < ndirs; i++) {
+		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
+		    mq_stat(&sp, now, &res[n].st) == -1) {
+			if (errno == ENOTDIR)
+				warnx("%s: not a spool", dirs[i]);
+			else
+				warn("%s", dirs[i]);
+			status = MQ_EX_SYS;
+			mq_spool_close(&sp);
+			continue;
+		}
+		mq_spool_close(&sp);
+		res[n++].path = dirs[i];
+	}
+	if (fmt == JSON)
+		json(res, n, now);
+	else if (fmt == PROMETHEUS)
+		prometheus(res, n, now);
+	else if (n > 0)
+		table(res, n, now);
+	free(res);
+	free(dirs);
+	mq_stdout_close();
+	return status;
+}

@@ -1,0 +1,160 @@
+/*
+ * stat.c: counting a spool's messages by state, for mq-stat.  It only
+ * reads directories and stats files: it takes no lock, moves nothing and
+ * so never holds up a worker.  A message that moves while it is counted
+ * may be counted in both states or in neither; every count is a snapshot
+ * of one directory at a time.
+ *
+ * Every leaf of new/ and bucket of cur/ is read once, names are not kept
+ * (memory does not grow with depth), and a file is stat'ed only for its
+ * size.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+struct counter {
+	struct mq_stats	*st;
+	uint64_t	 now;
+	int		 digits;	/* level of new/ being read */
+	uint64_t	 key;		/* of the leaf being read */
+	uint64_t	*count;		/* where a message of this leaf goes */
+};
+
+/* The enqueue time of an ID, in ms: its first 16 hex digits are ns. */
+static uint64_t
+id_ms(const char *id)
+{
+	uint64_t ns = 0;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		ns = ns * 16 + (id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+	return ns / 1000000;
+}
+
+static void
+add_bytes(struct mq_stats *st, int dirfd, const char *name)
+{
+	struct stat sb;
+
+	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		st->bytes += sb.st_size;
+}
+
+static int
+count_new(void *arg, int dirfd, const char *name)
+{
+	struct counter *c = arg;
+	struct mq_name nm;
+	uint64_t t;
+
+	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
+		return 0;
+	(*c->count)++;
+	if (c->count == &c->st->ready) {
+		t = id_ms(nm.id);
+		if (t < c->st->oldest_ready_ms)
+			c->st->oldest_ready_ms = t;
+	}
+	add_bytes(c->st, dirfd, name);
+	return 0;
+}
+
+static int
+count_level(void *arg, int dirfd, const char *name)
+{
+	struct counter *c = arg;
+	struct counter sub = *c;
+	uint64_t key;
+	int fd, r;
+
+	if (mq_key_parse(name, c->digits, &key) == -1)
+		return 0;
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (c->digits == MQ_KEY_DIGITS) {
+		sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
+		r = mq_dir_each(fd, DT_REG, count_new, &sub);
+	} else {
+		sub.digits = c->digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
+		    MQ_KEY_DIGITS;
+		r = mq_dir_each(fd, DT_DIR, count_level, &sub);
+	}
+	close(fd);
+	/* A directory removed while it was read is simply empty. */
+	return r == -1 && errno == ENOENT ? 0 : r;
+}
+
+static int
+count_cur(void *arg, int dirfd, const char *name)
+{
+	struct counter *c = arg;
+	struct mq_name nm;
+
+	if (mq_name_parse(name, MQ_CUR, &nm) == -1)
+		return 0;
+	if (nm.ms <= c->now)
+		c->st->expired++;
+	else
+		c->st->in_flight++;
+	add_bytes(c->st, dirfd, name);
+	return 0;
+}
+
+static int
+count_bucket(void *arg, int dirfd, const char *name)
+{
+	uint64_t secs;
+	int fd, r;
+
+	if (mq_cur_bucket_parse(name, &secs) == -1)
+		return 0;
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = mq_dir_each(fd, DT_REG, count_cur, arg);
+	close(fd);
+	return r == -1 && errno == ENOENT ? 0 : r;
+}
+
+static int
+count_dead(void *arg, int dirfd, const char *name)
+{
+	struct counter *c = arg;
+	struct mq_name nm;
+
+	if (mq_name_parse(name, MQ_DEAD, &nm) == -1)
+		return 0;
+	c->st->dead++;
+	if (nm.ms < c->st->oldest_dead_ms)
+		c->st->oldest_dead_ms = nm.ms;
+	add_bytes(c->st, dirfd, name);
+	return 0;
+}
+
+/* Counts every state of the spool as of now (ms). */
+int
+mq_stat(struct mq_spool *sp, uint64_t now, struct mq_stats *st)
+{
+	struct counter c;
+
+	memset(st, 0, sizeof(*st));
+	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;
+	memset(&c, 0, sizeof(c));
+	c.st = st;
+	c.now = now;
+	c.digits = MQ_TOP_DIGITS;
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_dir_each(sp->new, DT_DIR, count_level, &c) == -1 ||
+	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||
+	    mq_dir_each(sp->dead, DT_REG, count_dead, &c) == -1)
+		return -1;
+	return 0;
+}
