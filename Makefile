@@ -5,6 +5,10 @@
 PREFIX = /usr/local
 BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man
+DOCDIR = $(PREFIX)/share/doc/mq
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR = $(PREFIX)/share/zsh/site-functions
+SYSTEMDDIR = $(PREFIX)/lib/systemd/system
 
 CC = cc
 CFLAGS = -std=c17 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
@@ -118,18 +122,39 @@ bench: all $(BENCHBIN)
 	@sh share/deps.sh bench
 	sh bench/bench.sh
 
+UNITS = mq-sweep@.service mq-sweep@.timer mq-worker@.service
+EXAMPLES = share/doc/mq/examples/cron-producer.sh \
+	share/doc/mq/examples/xargs-pool.sh \
+	share/doc/mq/examples/thumbnail-worker.conf \
+	share/doc/mq/examples/thumbnail-job.sh \
+	share/doc/mq/examples/redrive-runbook.sh \
+	share/doc/mq/examples/shared-spool.sh
+
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
-	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHCOMPDIR) \
+	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSTEMDDIR)
 	cp -f $(BIN) $(DESTDIR)$(BINDIR)
 	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANDIR)/man7
+	cp -f $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
+	for p in $(PROGS); do \
+	    cp -f share/completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
+	cp -f share/completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
+	for u in $(UNITS); do sed 's,@BINDIR@,$(BINDIR),g' share/systemd/$$u \
+	    >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; done
 
 uninstall:
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p \
-	    $(DESTDIR)$(MANDIR)/man1/$$p.1; done
+	    $(DESTDIR)$(MANDIR)/man1/$$p.1 $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
+	rm -f $(DESTDIR)$(ZSHCOMPDIR)/_mq
+	for u in $(UNITS); do rm -f $(DESTDIR)$(SYSTEMDDIR)/$$u; done
+	for e in $(EXAMPLES); do rm -f $(DESTDIR)$(DOCDIR)/examples/$${e##*/}; \
+	    done
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN) \

@@ -5,7 +5,7 @@
 #   --check: only say what is missing; bench: also what make bench needs.
 
 need="make gcc pkg-config libbsd-dev bats bats-support bats-assert bats-file mandoc strace
-    python3 faketime valgrind clang libclang-rt-14-dev"
+    python3 faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh"
 check=
 for a in "$@"; do
 	case $a in

@@ -102,7 +102,7 @@ bury() {
 
 @test "mq-dlq redrive ID: only the named dead letters" {
 	bury a b c
-	ids=($(mq-dlq ls | cut -f 1))
+	mapfile -t ids < <(mq-dlq ls | cut -f 1)
 	mq-dlq redrive "${ids[2]}" "${ids[0]}"
 	assert_equal "$(count dead)" 1
 	assert_equal "$(mq-dlq ls | cut -f 1)" "${ids[1]}"
@@ -133,7 +133,7 @@ bury() {
 
 @test "mq-dlq purge: deletes the named dead letters or --all" {
 	bury a b c
-	ids=($(mq-dlq ls | cut -f 1))
+	mapfile -t ids < <(mq-dlq ls | cut -f 1)
 	mq-dlq purge "${ids[1]}"
 	assert_equal "$(count dead)" 2
 	mq-dlq purge --all

@@ -3,9 +3,9 @@ load helper
 @test "layout: new/ is a tree of leaves of at most 1024 messages" {
 	seq 1 3000 | mq-send -l -S >/dev/null
 	[ "$(find "$MQ_DIR/new" -mindepth 4 -maxdepth 4 -type f | wc -l)" -eq 3000 ]
-	for leaf in $(find "$MQ_DIR/new" -mindepth 3 -maxdepth 3 -type d); do
+	find "$MQ_DIR/new" -mindepth 3 -maxdepth 3 -type d | while read -r leaf; do
 		[[ ${leaf##*/} =~ ^[0-9a-f]{11}$ ]]
-		[ "$(ls "$leaf" | wc -l)" -le 1024 ]
+		[ "$(find "$leaf" -type f | wc -l)" -le 1024 ]
 	done
 	[ "$(find "$MQ_DIR/new" -mindepth 3 -maxdepth 3 -type d | wc -l)" -ge 3 ]
 }

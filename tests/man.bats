@@ -13,3 +13,11 @@ load helper
 	assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man5/mq-spool.5"
 	assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man7/mq.7"
 }
+
+@test "man pages: each has ENVIRONMENT, FILES, EXIT STATUS and EXAMPLES" {
+	for page in "$BATS_TEST_DIRNAME"/../share/man/man*/*; do
+		for sh in ENVIRONMENT FILES "EXIT STATUS" EXAMPLES; do
+			grep -qx ".Sh $sh" "$page" || { echo "${page##*/}: no $sh"; false; }
+		done
+	done
+}

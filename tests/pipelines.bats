@@ -31,7 +31,6 @@ setup() {
 
 @test "pipeline: a worker loop with release on failure" {
 	seq 1 5 | mq-send -l >/dev/null
-	fails=0
 	flaky() {
 		# Job 3 fails once, then succeeds.
 		read -r n
@@ -47,7 +46,7 @@ setup() {
 
 @test "pipeline: mq-recv -n 64 -0 | xargs -0 -P 8 workers" {
 	seq 1 200 | mq-send -l >/dev/null
-	for i in 1 2 3 4; do
+	for _ in 1 2 3 4; do
 		mq-recv -n 64 -0 | xargs -0 -P 8 -n 1 sh -c 'work < "$1" && mq-ack "$1"' _
 	done
 	assert_equal "$(grep -c . "$BATS_TEST_TMPDIR/done")" 200

@@ -31,7 +31,7 @@ load helper
 
 @test "mq-recv: messages come out oldest first (FIFO)" {
 	seq 1 100 | mq-send -l >/dev/null
-	for i in 1 2 3; do seq 101 150 | mq-send -l >/dev/null; done
+	for _ in 1 2 3; do seq 101 150 | mq-send -l >/dev/null; done
 	run drain
 	assert_equal "$(printf '%s\n' "${lines[@]}" | head -n 100 | tr '\n' ' ')" "$(seq 1 100 | tr '\n' ' ')"
 }
@@ -80,7 +80,7 @@ load helper
 
 @test "mq-recv -m: a message that already had MAX attempts goes to dead/ with 'max attempts'" {
 	id=$(echo poison | mq-send)
-	for i in 1 2; do mq-recv -t 0.1 -m 2 >/dev/null; sleep 0.2; done
+	for _ in 1 2; do mq-recv -t 0.1 -m 2 >/dev/null; sleep 0.2; done
 	run -1 --separate-stderr mq-recv -m 2
 	[ -z "$stderr" ]
 	assert_equal "$(count dead)" 1
@@ -132,6 +132,7 @@ load helper
 	echo x | mq-send >/dev/null
 	for a in "-n 0" "-n -1" "-n x" "-n 99999999999" "-t 0" "-t -1" "-t x" \
 	    "-m 0" "-m -3" "-m 1e3" "-w x"; do
+		# shellcheck disable=SC2086 # an option and its argument
 		run -2 mq-recv $a
 	done
 	assert_equal "$(count new)" 1

@@ -202,6 +202,7 @@ load helper
 	[ -n "$id" ]
 	r=$(mq-recv)
 	assert_equal "$(cat "$r")" first
+	# shellcheck disable=SC1083,SC2093 # closes the coprocess's input
 	exec {SEND[1]}>&-
 	wait
 }

@@ -109,7 +109,7 @@ now_ms() {
 
 @test "worker: a failure at the last attempt dead-letters it as max attempts, with the cause" {
 	echo x | mq-send >/dev/null
-	for i in 1 2; do
+	for _ in 1 2; do
 		r=$(mq-recv)
 		mq-ack -r "$r"
 	done
@@ -134,7 +134,7 @@ now_ms() {
 
 @test "worker: backoff doubles with each attempt up to --backoff-max" {
 	echo x | mq-send >/dev/null
-	for i in 1 2; do
+	for _ in 1 2; do
 		r=$(mq-recv)
 		mq-ack -r "$r"
 	done
@@ -183,7 +183,7 @@ now_ms() {
 	pid=$!
 	while [ ! -s "$W/log" ]; do sleep 0.05; done
 	# Another worker keeps trying to take the message meanwhile.
-	for i in $(seq 1 12); do
+	for _ in $(seq 1 12); do
 		mq-recv -t 5 -- sh -c 'echo stolen >>"$W/log"' || true
 		sleep 0.2
 	done

@@ -1,0 +1,79 @@
+# bash completion for the mq tools: options, spool directories after -d,
+# files for mq-send, a command after mq-recv's --, subcommands and dead
+# letter IDs for mq-dlq.  Installed once per tool name, so that
+# bash-completion loads it for whichever is completed first.
+
+# The options each tool takes, as in its --help.
+_mq_options() {
+	case $1 in
+	mq-send) echo "-0 -l -S -v -d -D -h --help -V --version" ;;
+	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
+	mq-ack) echo "-0 -v -d -r -x -e -h --help -V --version" ;;
+	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
+	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
+	mq-stat) echo "-v -d --json --prometheus -h --help -V --version" ;;
+	esac
+}
+
+_mq() {
+	local cmd cur prev i sub="" spool=() dashdash=0
+	cmd=${COMP_WORDS[0]##*/}
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD - 1]}
+	COMPREPLY=()
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		case ${COMP_WORDS[i]} in
+		--) dashdash=$i; break ;;
+		-d) spool=(-d "${COMP_WORDS[i + 1]}") ;;
+		ls | show | redrive | purge) [ "$cmd" = mq-dlq ] && [ -z "$sub" ] && sub=${COMP_WORDS[i]} ;;
+		esac
+	done
+	# After mq-recv's --: a command, then its arguments as files.
+	if [ "$dashdash" -gt 0 ]; then
+		if [ $((COMP_CWORD - dashdash)) -eq 1 ]; then
+			mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		fi
+		return
+	fi
+	case $prev in
+	-d)
+		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+		return ;;
+	-t)
+		if [ "$cmd" = mq-dlq ]; then
+			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+		fi
+		return ;;
+	-n | -m | -w | -D | -r | -e | -x | -P | --timeout | --backoff | --backoff-max)
+		return ;;
+	esac
+	if [ "$cmd" = mq-dlq ]; then
+		case $sub in
+		"")
+			if [[ $cur == -* ]]; then
+				mapfile -t COMPREPLY < <(compgen -W "-v -d -h --help -V --version" -- "$cur")
+			else
+				mapfile -t COMPREPLY < <(compgen -W "ls show redrive purge" -- "$cur")
+			fi ;;
+		ls) mapfile -t COMPREPLY < <(compgen -W "--json" -- "$cur") ;;
+		show | redrive | purge)
+			if [[ $cur == -* ]]; then
+				[ "$sub" = show ] || mapfile -t COMPREPLY < <(compgen -W "--all -t" -- "$cur")
+			else
+				mapfile -t COMPREPLY < <(compgen -W "$(mq-dlq "${spool[@]}" ls 2>/dev/null | cut -f 1)" -- "$cur")
+			fi ;;
+		esac
+		return
+	fi
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$(_mq_options "$cmd")" -- "$cur")
+		return
+	fi
+	case $cmd in
+	mq-send | mq-ack) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+	esac
+}
+
+complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat

@@ -1,0 +1,70 @@
+load helper
+
+comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
+comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
+
+# Every option a tool's usage names: bundles such as -0lSv split up.
+options_of() {
+	"$1" --help | sed -n '/^usage:/,/^[^ u]/p' | grep -E '^(usage:| )' |
+	    grep -oE -- '(^|[[ |])(--[a-z-]+|-[a-zA-Z0-9]+)' | sed 's/^[[ |]//' |
+	    while read -r o; do
+		case $o in
+		--*) echo "$o" ;;
+		-??*) o=${o#-}; while [ -n "$o" ]; do echo "-${o%"${o#?}"}"; o=${o#?}; done ;;
+		*) echo "$o" ;;
+		esac
+	done | grep -vx -- '--' | sort -u
+}
+
+# Runs the bash completion for the words given; prints COMPREPLY.
+complete_bash() {
+	bash -c '
+		source "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
+		_mq
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp_bash" "$@"
+}
+
+@test "completion (bash): every option of every tool, as its --help names them" {
+	for t in $tools; do
+		want=$(options_of "$t")
+		[ -n "$want" ]
+		have=$(bash -c 'source "$1"; _mq_options "$2"' _ "$comp_bash" "$t" | tr ' ' '\n' | sort -u)
+		missing=$(comm -23 <(echo "$want") <(echo "$have"))
+		assert_equal "$t: $missing" "$t: "
+	done
+}
+
+@test "completion (bash): options, spools after -d, subcommands and dead letter IDs" {
+	run complete_bash mq-recv --ti
+	assert_output "--timeout"
+	mkdir -p "$BATS_TEST_TMPDIR/spools/alpha"
+	cd "$BATS_TEST_TMPDIR/spools"
+	run complete_bash mq-stat -d al
+	assert_output "alpha"
+	run complete_bash mq-dlq ""
+	assert_output "ls
+show
+redrive
+purge"
+	echo x | mq-send >/dev/null
+	mq-ack -x test "$(mq-recv)"
+	id=$(mq-dlq ls | cut -f 1)
+	run complete_bash mq-dlq -d "$MQ_DIR" show ""
+	assert_output "$id"
+	run complete_bash mq-recv -P 4 -- ech
+	assert_line echo
+}
+
+@test "completion (zsh): parses, covers every tool and every option" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	zsh -n "$comp_zsh"
+	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools"
+	for t in $tools; do
+		for o in $(options_of "$t"); do
+			grep -qE -- "['{,)]${o}[[(]" "$comp_zsh" || grep -qE -- "['{]${o}[,}]" "$comp_zsh" ||
+			    { echo "$t: $o is not in _mq"; false; }
+		done
+	done
+}

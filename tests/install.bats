@@ -1,0 +1,70 @@
+load helper
+
+top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+
+installed_tree() { # root
+	(cd "$1" && find . \( -type f -o -type l \) | sort)
+}
+
+@test "make install: programs, man pages, completions, units and examples under DESTDIR and PREFIX" {
+	dest=$BATS_TEST_TMPDIR/dest
+	make -s -C "$top" install DESTDIR="$dest" >/dev/null
+	expected=$(
+		for p in mq-ack mq-dlq mq-recv mq-send mq-stat mq-sweep; do
+			echo "./usr/local/bin/$p"
+			echo "./usr/local/share/man/man1/$p.1"
+			echo "./usr/local/share/bash-completion/completions/$p"
+		done
+		echo ./usr/local/share/man/man5/mq-spool.5
+		echo ./usr/local/share/man/man7/mq.7
+		echo ./usr/local/share/zsh/site-functions/_mq
+		for u in mq-sweep@.service mq-sweep@.timer mq-worker@.service; do
+			echo "./usr/local/lib/systemd/system/$u"
+		done
+		for e in cron-producer.sh redrive-runbook.sh shared-spool.sh thumbnail-job.sh \
+		    thumbnail-worker.conf xargs-pool.sh; do
+			echo "./usr/local/share/doc/mq/examples/$e"
+		done
+	)
+	assert_equal "$(installed_tree "$dest")" "$(sort <<<"$expected")"
+	for p in mq-ack mq-dlq mq-recv mq-send mq-stat mq-sweep; do
+		run "$dest/usr/local/bin/$p" --version
+		assert_success
+	done
+	# The units name the programs where they are installed.
+	grep -q '^ExecStart=/usr/local/bin/mq-recv ' "$dest/usr/local/lib/systemd/system/mq-worker@.service"
+	run grep -r '@BINDIR@' "$dest"
+	assert_failure
+}
+
+@test "make uninstall removes what make install put there, and nothing else" {
+	dest=$BATS_TEST_TMPDIR/dest
+	mkdir -p "$dest/usr/local/bin"
+	touch "$dest/usr/local/bin/other-tool"
+	make -s -C "$top" install DESTDIR="$dest" >/dev/null
+	make -s -C "$top" uninstall DESTDIR="$dest" >/dev/null
+	assert_equal "$(installed_tree "$dest")" "./usr/local/bin/other-tool"
+}
+
+@test "make install PREFIX=...: everything under it, and the units point there" {
+	prefix=$BATS_TEST_TMPDIR/opt/mq
+	make -s -C "$top" install PREFIX="$prefix" >/dev/null
+	assert_file_executable "$prefix/bin/mq-recv"
+	assert_file_exist "$prefix/share/man/man1/mq-stat.1"
+	grep -q "^ExecStart=$prefix/bin/mq-sweep -d %f$" "$prefix/lib/systemd/system/mq-sweep@.service"
+}
+
+@test "systemd units: systemd-analyze verify passes for an instance of each" {
+	command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
+	prefix=$BATS_TEST_TMPDIR/usr
+	make -s -C "$top" install PREFIX="$prefix" >/dev/null
+	mkdir "$BATS_TEST_TMPDIR/units"
+	for u in mq-sweep@.service mq-sweep@.timer mq-worker@.service; do
+		cp "$prefix/lib/systemd/system/$u" "$BATS_TEST_TMPDIR/units/${u/@/@var-spool-thumbs}"
+	done
+	run --separate-stderr systemd-analyze verify --man=no "$BATS_TEST_TMPDIR"/units/*
+	assert_success
+	[ -z "$stderr" ]
+	# The instance is the spool's path, escaped as systemd does.
+	assert_equal "$(systemd-escape --path /var/spool/thumbs)" var-spool-thumbs
+}
