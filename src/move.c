@@ -27,6 +27,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,46 @@ is_new(const char *s)
 	return mq_name_parse(s, MQ_NEW, &nm) == 0;
 }
 
+void
+mq_leaf_forget(struct mq_spool *sp)
+{
+	struct mq_names kept;
+
+	if (sp->leaf == -1)
+		return;
+	close(sp->leaf);
+	sp->leaf = -1;
+	kept.v = sp->leaf_names;
+	kept.n = sp->leaf_n;
+	mq_names_free(&kept);
+	sp->leaf_names = NULL;
+}
+
+/*
+ * Claims from the names of a leaf listed by an earlier claim, in order;
+ * a name another claimer took meanwhile costs one failed rename.  Returns
+ * 1 when they are used up (the leaf is then listed again: what came in
+ * since sorts after them), 0 when the run is complete, -1 on error.
+ */
+static int
+claim_kept(struct claimer *c)
+{
+	struct mq_spool *sp = c->sp;
+	struct mq_name nm;
+	const char *name;
+
+	while (sp->leaf_next < sp->leaf_n && c->got < c->want) {
+		name = sp->leaf_names[sp->leaf_next++];
+		mq_name_parse(name, MQ_NEW, &nm);
+		if (claim_one(c, sp->leaf, name, &nm) == -1)
+			return -1;
+	}
+	if (sp->leaf_next < sp->leaf_n)
+		return 0;
+	mq_leaf_forget(sp);
+	return c->got < c->want;
+}
+
 /*
  * Claims from one due leaf in ID order.  Returns 1 when the leaf was
  * used up, 0 when the run is complete, -1 on error.
@@ -380,6 +421,7 @@ is_new(const char *s)
 static int
 claim_leaf(struct claimer *c, int leaf)
 {
+	struct mq_spool *sp = c->sp;
 	struct mq_names names;
 	struct mq_name nm;
 	size_t i;
@@ -393,6 +435,13 @@ claim_leaf(struct claimer *c, int leaf)
 			mq_names_free(&names);
 			return -1;
 		}
+	}
+	if (i < names.n && sp->keep_leaf &&
+	    (sp->leaf = fcntl(leaf, F_DUPFD_CLOEXEC, 0)) != -1) {
+		sp->leaf_names = names.v;
+		sp->leaf_n = names.n;
+		sp->leaf_next = i;
+		return 0;
 	}
 	mq_names_free(&names);
 	return c->got < c->want;
@@ -447,7 +496,10 @@ walk(struct claimer *c, int dirfd, int digits)
  * leases first (they have waited longest), then new/ oldest first.  fn is
  * called with each receipt as soon as its claim is made.  *wake is set to
  * when something next becomes visible (UINT64_MAX: nothing known).
- * Returns the number claimed or -1.
+ * With sp->keep_leaf, what is left of the leaf it listed is kept for the
+ * next call, so that one claim at a time does not list and sort a whole
+ * leaf each time; anything sent since sorts after those names, as new
+ * leaves are keyed later than a due one.  Returns the number claimed or -1.
  */
 int
 mq_claim(struct mq_spool *sp, int want, uint64_t lease_ms, unsigned max,
@@ -467,6 +519,8 @@ mq_claim(struct mq_spool *sp, int want, uint64_t lease_ms, unsigned max,
 	c.arg = arg;
 	c.wake = UINT64_MAX;
 	r = scan_expired(sp, c.now, want, claim_expired, &c, &c.wake);
+	if (r != -1 && c.got < c.want && sp->leaf != -1)
+		r = claim_kept(&c);
 	if (r != -1 && c.got < c.want)
 		r = walk(&c, sp->new, MQ_TOP_DIGITS);
 	closefd(&c.bucket);

@@ -228,9 +228,11 @@ main(int argc, char *argv[])
 			fmt = ch == OPT_JSON ? JSON : PROMETHEUS;
 			break;
 		case 'h':
+			free(dirs);
 			help();
 			return MQ_EX_OK;
 		case 'V':
+			free(dirs);
 			mq_version();
 			return MQ_EX_OK;
 		default:

@@ -86,6 +86,14 @@ struct mq_spool {
 	char	 realbuf[PATH_MAX];
 	int	 fd;
 	int	 tmp, new, cur, dead, reason;
+	/*
+	 * A claimer that claims again and again (worker mode) keeps the rest
+	 * of the leaf it listed, sorted, for its next claims (see mq_claim).
+	 */
+	int	 keep_leaf;
+	int	 leaf;		/* that leaf, or -1 */
+	char	**leaf_names;
+	size_t	 leaf_n, leaf_next;
 	mode_t	 dmode;		/* directories are made like the spool root */
 	mode_t	 fmode;
 };
@@ -144,6 +152,7 @@ void	 mq_placer_close(struct mq_placer *);
 typedef int (*mq_claim_fn)(void *, const char *, const char *);
 int	 mq_claim(struct mq_spool *, int, uint64_t, unsigned, mq_claim_fn,
 	    void *, uint64_t *);
+void	 mq_leaf_forget(struct mq_spool *);
 struct mq_receipt {
 	int	 bucket;	/* cur/S, open, or -1 before the first */
 	char	 bname[24];	/* S */

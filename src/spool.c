@@ -112,6 +112,7 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 
 	memset(sp, 0, sizeof(*sp));
 	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
+	sp->leaf = -1;
 	sp->path = path;
 	if (*path == '\0') {
 		errno = ENOENT;
@@ -193,6 +194,7 @@ mq_spool_close(struct mq_spool *sp)
 	size_t i;
 	int saved = errno;
 
+	mq_leaf_forget(sp);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] != -1)
 			close(*fds[i]);

@@ -341,3 +341,23 @@ e2"
 	assert_equal "$(tr '\n' ' ' <"$W/done")" "$(seq 1 30 | grep -vx 5 | tr '\n' ' ')"
 	assert_equal "$(count dead)" 1
 }
+
+@test "worker: two workers on one spool run each of 600 messages exactly once" {
+	seq 1 600 | mq-send -l >/dev/null
+	mq-recv -P 2 -- sh -c 'echo "$(cat)" >>"$W/done"' &
+	a=$!
+	mq-recv -P 2 -- sh -c 'echo "$(cat)" >>"$W/done"' &
+	b=$!
+	wait "$a" || true
+	wait "$b" || true
+	assert_equal "$(sort -n "$W/done" | uniq -d | wc -l)" 0
+	assert_equal "$(sort -n "$W/done" | tr '\n' ' ')" "$(seq 1 600 | tr '\n' ' ')"
+	assert_equal "$(count new)$(count cur)" 00
+}
+
+@test "worker -P 1: messages sent while it works still come out in order of production" {
+	seq 1 50 | mq-send -l >/dev/null
+	mq-recv -w 1 -- sh -c 'b=$(cat); echo "$b" >>"$W/done"
+		[ "$b" = 10 ] && seq 51 100 | mq-send -l >/dev/null; true'
+	assert_equal "$(tr '\n' ' ' <"$W/done")" "$(seq 1 100 | tr '\n' ' ')"
+}
