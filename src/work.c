@@ -543,8 +543,8 @@ finish(struct worker *wk, struct job *j, int ws)
 		wk->failed = 1;
 		return;
 	}
-	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out &&
-	    !j->stopped) {
+	/* Even after a stop signal, a job that says it succeeded did. */
+	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out) {
 		ack(wk, j);
 		return;
 	}
@@ -743,8 +743,9 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			}
 			if (got > 0)
 				claimed_any = 1;
-			look = 0;
 			empty = got < n;
+			/* A claim whose job could not start leaves its slot free. */
+			look = !empty && wk.running < opt->slots && !wk.halt;
 			wk.now = mq_now_ms();
 		}
 		if (wk.running == 0) {
