@@ -141,6 +141,43 @@ label(const char *s)
 	putchar('"');
 }
 
+static double
+oldest_ready(const struct mq_stats *st, uint64_t now)
+{
+	return st->oldest_ready_ms == UINT64_MAX ? 0 :
+	    age(st->oldest_ready_ms, now);
+}
+
+static double
+oldest_dead(const struct mq_stats *st, uint64_t now)
+{
+	return st->oldest_dead_ms == UINT64_MAX ? 0 :
+	    age(st->oldest_dead_ms, now);
+}
+
+static double
+bytes(const struct mq_stats *st, uint64_t now)
+{
+	(void)now;
+	return st->bytes;
+}
+
+/* One gauge with a sample per spool, with that many decimals. */
+static void
+gauge(const struct result *r, size_t n, uint64_t now, const char *name,
+    const char *text, double (*value)(const struct mq_stats *, uint64_t),
+    int decimals)
+{
+	size_t i;
+
+	printf("# HELP %s %s\n# TYPE %s gauge\n", name, text, name);
+	for (i = 0; i < n; i++) {
+		printf("%s{spool=", name);
+		label(r[i].path);
+		printf("} %.*f\n", decimals, value(&r[i].st, now));
+	}
+}
+
 static void
 prometheus(const struct result *r, size_t n, uint64_t now)
 {
@@ -163,32 +200,12 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 			printf(",state=\"%s\"} %" PRIu64 "\n", states[s], v[s]);
 		}
 	}
-	puts("# HELP mq_oldest_ready_age_seconds Age of the oldest ready "
-	    "message (0 when none).");
-	puts("# TYPE mq_oldest_ready_age_seconds gauge");
-	for (i = 0; i < n; i++) {
-		fputs("mq_oldest_ready_age_seconds{spool=", stdout);
-		label(r[i].path);
-		printf("} %.3f\n", r[i].st.oldest_ready_ms == UINT64_MAX ? 0 :
-		    age(r[i].st.oldest_ready_ms, now));
-	}
-	puts("# HELP mq_oldest_dead_age_seconds Time since the oldest dead "
-	    "letter died (0 when none).");
-	puts("# TYPE mq_oldest_dead_age_seconds gauge");
-	for (i = 0; i < n; i++) {
-		fputs("mq_oldest_dead_age_seconds{spool=", stdout);
-		label(r[i].path);
-		printf("} %.3f\n", r[i].st.oldest_dead_ms == UINT64_MAX ? 0 :
-		    age(r[i].st.oldest_dead_ms, now));
-	}
-	puts("# HELP mq_bytes Bytes of the messages in the spool, all "
-	    "states.");
-	puts("# TYPE mq_bytes gauge");
-	for (i = 0; i < n; i++) {
-		fputs("mq_bytes{spool=", stdout);
-		label(r[i].path);
-		printf("} %" PRIu64 "\n", r[i].st.bytes);
-	}
+	gauge(r, n, now, "mq_oldest_ready_age_seconds", "Age of the oldest "
+	    "ready message (0 when none).", oldest_ready, 3);
+	gauge(r, n, now, "mq_oldest_dead_age_seconds", "Time since the "
+	    "oldest dead letter died (0 when none).", oldest_dead, 3);
+	gauge(r, n, now, "mq_bytes", "Bytes of the messages in the spool, all "
+	    "states.", bytes, 0);
 }
 
 int

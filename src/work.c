@@ -360,6 +360,18 @@ receipt(struct worker *wk, struct job *j)
 	return -1;
 }
 
+/* Says why settling j's message failed (errno); ENOENT: the lease is gone. */
+static void
+unsettled(struct worker *wk, struct job *j)
+{
+	if (errno == ENOENT)
+		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
+	else {
+		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+		wk->status = MQ_EX_SYS;
+	}
+}
+
 /* Visible again at due, attempt kept; what a failed job's message gets. */
 static void
 release(struct worker *wk, struct job *j, uint64_t due)
@@ -368,13 +380,7 @@ release(struct worker *wk, struct job *j, uint64_t due)
 		return;
 	if (mq_release(&wk->pl, wk->rc.bucket, wk->rc.name, &wk->rc.n,
 	    due) == -1 || mq_placer_flush(&wk->pl) == -1) {
-		if (errno == ENOENT)
-			warnx("%s: lease lost",
-			    mq_receipt_shown(wk->sp, j->receipt));
-		else {
-			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
-			wk->status = MQ_EX_SYS;
-		}
+		unsettled(wk, j);
 		return;
 	}
 	mq_cur_prune(wk->sp, wk->rc.bname);
@@ -491,13 +497,7 @@ bury(struct worker *wk, struct job *j, const char *reason)
 		return;
 	if (mq_bury(wk->sp, wk->rc.bucket, wk->rc.name, &wk->rc.n, reason,
 	    strlen(reason)) == -1) {
-		if (errno == ENOENT)
-			warnx("%s: lease lost",
-			    mq_receipt_shown(wk->sp, j->receipt));
-		else {
-			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
-			wk->status = MQ_EX_SYS;
-		}
+		unsettled(wk, j);
 		return;
 	}
 	mq_cur_prune(wk->sp, wk->rc.bname);
@@ -513,13 +513,7 @@ ack(struct worker *wk, struct job *j)
 	}
 	if (mq_ack(wk->rc.bucket, wk->rc.name) == -1) {
 		wk->failed = 1;
-		if (errno == ENOENT)
-			warnx("%s: lease lost",
-			    mq_receipt_shown(wk->sp, j->receipt));
-		else {
-			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
-			wk->status = MQ_EX_SYS;
-		}
+		unsettled(wk, j);
 		return;
 	}
 	mq_cur_prune(wk->sp, wk->rc.bname);
