@@ -40,6 +40,9 @@
 #endif
 int	mq_syncfs(int);
 
+/* A pipe closed on exec: pipe2(2) on Linux, pipe and fcntl elsewhere. */
+int	mq_pipe_cloexec(int [2]);
+
 /*
  * A job started by a worker dies with it on Linux, so that a killed worker
  * leaves no job running on a message whose lease will run out; elsewhere

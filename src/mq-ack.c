@@ -51,12 +51,6 @@ help(void)
 	    "Exit 3: lease lost.  See mq-ack(1).\n");
 }
 
-static const char *
-shown(struct acker *a, const char *receipt)
-{
-	return mq_receipt_shown(&a->sp, receipt);
-}
-
 static int
 handle(struct acker *a, const char *receipt)
 {
@@ -67,11 +61,11 @@ handle(struct acker *a, const char *receipt)
 
 	st = mq_receipt_open(&a->sp, receipt, rc, &why);
 	if (st == MQ_EX_SYS) {
-		warn("%s", shown(a, receipt));
+		warn("%s", mq_receipt_shown(&a->sp, receipt));
 		return st;
 	}
 	if (st != MQ_EX_OK) {
-		warnx("%s: %s", shown(a, receipt), why);
+		warnx("%s: %s", mq_receipt_shown(&a->sp, receipt), why);
 		return st;
 	}
 	switch (a->mode) {
@@ -97,10 +91,10 @@ handle(struct acker *a, const char *receipt)
 	}
 	if (r == -1) {
 		if (errno == ENOENT) {
-			warnx("%s: lease lost", shown(a, receipt));
+			warnx("%s: lease lost", mq_receipt_shown(&a->sp, receipt));
 			return MQ_EX_LOST;
 		}
-		warn("%s", shown(a, receipt));
+		warn("%s", mq_receipt_shown(&a->sp, receipt));
 		return MQ_EX_SYS;
 	}
 	/* Leave no empty bucket behind once a batch has moved on from it. */

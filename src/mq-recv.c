@@ -88,7 +88,8 @@ main(int argc, char *argv[])
 	uint64_t lease = MQ_DEFAULT_LEASE_MS, wait_ms = 0, wake, now, until;
 	int64_t timeout;
 	int ch, n = 1, nflag = 0, max = MQ_DEFAULT_MAX, wflag = 0, got;
-	int worker_only = 0, status, dashdash;
+	const char *worker_only = NULL;
+	int status, dashdash;
 	char *lastarg = NULL;
 
 	memset(&wo, 0, sizeof(wo));
@@ -114,23 +115,23 @@ main(int argc, char *argv[])
 			break;
 		case 'P':
 			wo.slots = xnumber("-P", optarg, 1, 1024);
-			worker_only = 'P';
+			worker_only = "-P";
 			break;
 		case OPT_TAG:
 			wo.tag = 1;
-			worker_only = OPT_TAG;
+			worker_only = "--tag";
 			break;
 		case OPT_TIMEOUT:
 			wo.timeout_ms = xsecs("--timeout", optarg, 1);
-			worker_only = OPT_TIMEOUT;
+			worker_only = "--timeout";
 			break;
 		case OPT_BACKOFF:
 			wo.backoff_ms = xsecs("--backoff", optarg, 0);
-			worker_only = OPT_BACKOFF;
+			worker_only = "--backoff";
 			break;
 		case OPT_BACKOFF_MAX:
 			wo.backoff_max_ms = xsecs("--backoff-max", optarg, 0);
-			worker_only = OPT_BACKOFF_MAX;
+			worker_only = "--backoff-max";
 			break;
 		case 't':
 			lease = xsecs("-t", optarg, 1);
@@ -177,11 +178,8 @@ main(int argc, char *argv[])
 		mq_stdout_close();
 		return status;
 	}
-	if (worker_only)
-		errx(MQ_EX_USAGE, "%s needs a command to run",
-		    worker_only == 'P' ? "-P" : worker_only == OPT_TAG ?
-		    "--tag" : worker_only == OPT_TIMEOUT ? "--timeout" :
-		    worker_only == OPT_BACKOFF ? "--backoff" : "--backoff-max");
+	if (worker_only != NULL)
+		errx(MQ_EX_USAGE, "%s needs a command to run", worker_only);
 
 	mq_spool_xopen(&sp, dir, 0);
 	/* Watch before the first look, so that no ring falls in between. */

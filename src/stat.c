@@ -68,29 +68,36 @@ count_new(void *arg, int dirfd, const char *name)
 	return 0;
 }
 
+/* Counts in the sub-directory name of dirfd; one removed meanwhile is empty. */
+static int
+count_in(int dirfd, const char *name, int type,
+    int (*fn)(void *, int, const char *), void *arg)
+{
+	int fd, r;
+
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = mq_dir_each(fd, type, fn, arg);
+	close(fd);
+	return r == -1 && errno == ENOENT ? 0 : r;
+}
+
 static int
 count_level(void *arg, int dirfd, const char *name)
 {
 	struct counter *c = arg;
 	struct counter sub = *c;
 	uint64_t key;
-	int fd, r;
 
 	if (mq_key_parse(name, c->digits, &key) == -1)
 		return 0;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? 0 : -1;
 	if (c->digits == MQ_KEY_DIGITS) {
 		sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
-		r = mq_dir_each(fd, DT_REG, count_new, &sub);
-	} else {
-		sub.digits = c->digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
-		    MQ_KEY_DIGITS;
-		r = mq_dir_each(fd, DT_DIR, count_level, &sub);
+		return count_in(dirfd, name, DT_REG, count_new, &sub);
 	}
-	close(fd);
-	/* A directory removed while it was read is simply empty. */
-	return r == -1 && errno == ENOENT ? 0 : r;
+	sub.digits = c->digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
+	    MQ_KEY_DIGITS;
+	return count_in(dirfd, name, DT_DIR, count_level, &sub);
 }
 
 static int
@@ -113,15 +120,10 @@ static int
 count_bucket(void *arg, int dirfd, const char *name)
 {
 	uint64_t secs;
-	int fd, r;
 
 	if (mq_cur_bucket_parse(name, &secs) == -1)
 		return 0;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(fd, DT_REG, count_cur, arg);
-	close(fd);
-	return r == -1 && errno == ENOENT ? 0 : r;
+	return count_in(dirfd, name, DT_REG, count_cur, arg);
 }
 
 static int

@@ -71,6 +71,20 @@ mq_syncfs(int dirfd)
 }
 
 int
+mq_pipe_cloexec(int p[2])
+{
+#ifdef __linux__
+	return pipe2(p, O_CLOEXEC);
+#else
+	if (pipe(p) == -1)
+		return -1;
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	return 0;
+#endif
+}
+
+int
 mq_copy_fd(int from, int to)
 {
 	char buf[READ_CHUNK];

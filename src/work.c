@@ -120,12 +120,11 @@ signals_setup(sigset_t *set)
 static int
 cloexec_pipe(int p[2], int nonblock_read)
 {
-	if (pipe(p) == -1)
+	if (mq_pipe_cloexec(p) == -1)
 		return -1;
-	fcntl(p[0], F_SETFD, FD_CLOEXEC);
-	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	/* A new pipe's end has no other status flag to keep. */
 	if (nonblock_read)
-		fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
 	return 0;
 }
 

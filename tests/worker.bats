@@ -17,6 +17,20 @@ due_of_new() {
 	echo $((16#${f##*/}))
 }
 
+# Runs the job script with -P 2 -w, and once two jobs have started sends
+# the worker two stop signals; the worker must then exit 0.
+stop_twice() {
+	local pid st=0
+	mq-recv -P 2 -w -- sh -c "$1" &
+	pid=$!
+	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ]; do sleep 0.05; done
+	kill -TERM "$pid"
+	sleep 0.2
+	kill -INT "$pid"
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+}
+
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
@@ -265,21 +279,29 @@ e2"
 
 @test "worker: a second stop signal kills the running jobs and releases their messages" {
 	seq 1 4 | mq-send -l >/dev/null
-	mq-recv -P 2 -w -- sh -c 'touch "$W/started.$MQ_ID"; sleep 30; touch "$W/finished"' &
-	pid=$!
-	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ]; do sleep 0.05; done
-	kill -TERM "$pid"
-	sleep 0.2
-	kill -INT "$pid"
-	st=0
-	wait "$pid" || st=$?
-	assert_equal "$st" 0
+	stop_twice 'touch "$W/started.$MQ_ID"; sleep 30; touch "$W/finished"'
 	assert_not_exist "$W/finished"
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 4
 	# Released now, visible at once.
 	run mq-recv -n 4
 	assert_equal "${#lines[@]}" 4
+}
+
+@test "worker: a job that exits 0 after the second stop signal is acked, not released" {
+	seq 1 2 | mq-send -l >/dev/null
+	stop_twice 'trap "exit 0" TERM; touch "$W/started.$MQ_ID"; sleep 30 & wait'
+	assert_equal "$(count new)$(count cur)" 00
+}
+
+@test "worker -v: says on stderr when each job starts and is done" {
+	echo x | mq-send >"$W/id"
+	run --separate-stderr mq-recv -v -- true
+	assert_success
+	[[ $stderr == *"mq-recv: $(cat "$W/id"): attempt 1: started"* ]]
+	[[ $stderr == *"mq-recv: $(cat "$W/id"): done"* ]]
+	run --separate-stderr mq-recv -- true
+	[ -z "$stderr" ]
 }
 
 @test "worker: SIGHUP is harmless" {
