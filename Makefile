@@ -35,7 +35,15 @@ MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
-all: $(BIN)
+all: build-deps $(BIN)
+
+# Without libbsd the compiler's errors say nothing of what to install.
+# (Skipped when BSD_LIBS is emptied, as on the BSDs and macOS.)
+build-deps:
+	@[ -z '$(BSD_LIBS)' ] || pkg-config --exists libbsd-overlay \
+	    2>/dev/null || { sh share/deps.sh --check build && echo "make:" \
+	    "pkg-config finds no libbsd-overlay: install libbsd, or on a BSD" \
+	    "run make BSD_CFLAGS= BSD_LIBS=" >&2; exit 1; }
 
 $(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
     src/mq-dlq.o src/mq-stat.o: src/mq.h src/compat.h
@@ -103,12 +111,13 @@ torture: all
 lint:
 	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
 
-demo: deps
+demo:
+	@sh share/deps.sh build
 	$(MAKE) all
 	sh share/examples/demo.sh
 
 deps:
-	@sh share/deps.sh
+	@sh share/deps.sh test
 
 BENCHBIN = bench/floor bench/spawn bench/true-c
 bench/floor: bench/floor.c
@@ -161,4 +170,4 @@ clean:
 	    tests/fuzz/fuzz-name
 	rm -rf bench/tmp
 
-.PHONY: all bench check check-valgrind fuzz torture lint demo deps install uninstall clean
+.PHONY: all build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean

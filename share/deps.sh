@@ -1,16 +1,34 @@
 #!/bin/sh
-# Installs the Debian packages that building and testing mq need.  As root
-# it runs apt-get; otherwise it prints the exact command to run.
-# Usage: sh share/deps.sh [--check] [bench]
-#   --check: only say what is missing; bench: also what make bench needs.
+# Installs the Debian packages that mq needs for a purpose.  As root it runs
+# apt-get; otherwise it prints the exact command to run and exits 1.
+# Usage: sh share/deps.sh [--check] [build | test | bench]
+#   build: what make needs (make demo asks for no more)
+#   test:  build, and what make check needs (the default)
+#   bench: test, and what make bench compares with
+#   --check: only say what is missing.
 
-need="make gcc pkg-config libbsd-dev bats bats-support bats-assert bats-file mandoc strace
-    python3 faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh"
+build="make gcc libc6-dev pkg-config libbsd-dev"
+# Test tools: bats and its libraries, mandoc (man-page lint), strace (the
+# syscall tests), python3 (JSON checks), faketime (clock jumps), valgrind,
+# clang with its runtime (fuzzing), shellcheck, systemd (unit checks), zsh
+# (completion) and e2fsprogs/mount (full file-system tests on loop mounts).
+test="$build bats bats-support bats-assert bats-file mandoc strace python3
+    faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
+    e2fsprogs mount"
+bench="$test python3-dirq"
+need=$test
+purpose="test"
 check=
 for a in "$@"; do
 	case $a in
 	--check) check=1 ;;
-	bench) need="$need python3 python3-dirq" ;;
+	build) need=$build purpose="build" ;;
+	test) need=$test purpose="test" ;;
+	bench) need=$bench purpose="bench" ;;
+	*)
+		echo "usage: sh share/deps.sh [--check] [build | test | bench]" >&2
+		exit 2
+		;;
 	esac
 done
 
@@ -26,11 +44,12 @@ done
 
 cmd="apt-get update && apt-get install -y --no-install-recommends$missing"
 if [ -n "$check" ]; then
-	echo "missing Debian packages:$missing" >&2
+	echo "missing Debian packages to $purpose mq:$missing" >&2
+	echo "Run as root:  sh share/deps.sh $purpose   (or: $cmd)" >&2
 	exit 1
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "mq needs these Debian packages:$missing" >&2
+	echo "mq needs these Debian packages to $purpose:$missing" >&2
 	echo "Run as root:" >&2
 	echo "  $cmd" >&2
 	exit 1

@@ -46,7 +46,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
 	for t in $tools; do
 		page="$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
-		syn=$(mandoc -Tascii "$page" | col -b | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
+		syn=$(mandoc -Tascii "$page" | sed 's/.\x08//g' | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' |
 		    sed '1d;$d' | tr -s ' \t\n' ' ' | sed 's/^ //;s/ $//')
 		use=$("$t" --help | sed -n '/^usage:/,/^[^ ]/p' | grep -E '^(usage:| +mq-| +\[)' |
 		    sed 's/^usage: //' | tr -s ' \t\n' ' ' | sed 's/^ //;s/ $//')

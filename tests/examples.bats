@@ -104,7 +104,7 @@ JOB
 	run sh "$ex/shared-spool.sh" 4242 "$top/mq"
 	assert_success
 	assert_equal "$(stat -c '%a %g' "$top/mq")" "2770 4242"
-	as() { setpriv --reuid="$1" --regid="$1" --groups=4242 env PATH="$PATH" sh -c 'umask 077; exec "$@"' sh "${@:2}"; }
+	as() { setpriv --reuid="$1" --regid="$1" --groups=4242 env PATH="$(public_bin):$PATH" sh -c 'umask 077; exec "$@"' sh "${@:2}"; }
 	echo job | as 4001 mq-send -d "$top/mq/builds" >/dev/null
 	r=$(as 4002 mq-recv -d "$top/mq/builds")
 	assert_equal "$(as 4002 cat "$r")" job

@@ -24,6 +24,23 @@ fi
 export MQ_DIR="$BATS_TEST_TMPDIR/spool"
 unset XDG_STATE_HOME
 
+# A directory of the programs that other users can run too: tests that
+# switch users run them from there, since a checkout under a private home
+# (/root is 0700 on Debian) is out of those users' reach.  bats removes it.
+public_bin() {
+	local d="$BATS_RUN_TMPDIR/public-bin" t
+	if [ ! -d "$d" ]; then
+		chmod 711 "$BATS_RUN_TMPDIR"
+		mkdir -p "$d.$$"
+		for t in "$BATS_TEST_DIRNAME"/../bin/mq-*; do
+			cp "$t" "$d.$$/"
+		done
+		chmod -R a+rX "$d.$$"
+		mv "$d.$$" "$d" 2>/dev/null || rm -rf "$d.$$"
+	fi
+	echo "$d"
+}
+
 # Number of message files in a state directory of the spool ($1).
 count() {
 	find "$MQ_DIR/$1" -type f | wc -l | tr -d ' '

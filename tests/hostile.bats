@@ -103,7 +103,7 @@ plant_specials() { # directory, name
 # Runs a command as an unprivileged user (root bypasses permissions).
 as_nobody() {
 	if [ "$(id -u)" -eq 0 ]; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$PATH" MQ_DIR="$MQ_DIR" "$@"
+		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" "$@"
 	else
 		"$@"
 	fi

@@ -7,7 +7,7 @@ as() { # uid, groups, command ...
 	[ -z "$2" ] || groups=--groups=$2
 	shift 2
 	setpriv --reuid="$uid" --regid="$uid" "$groups" \
-	    env PATH="$PATH" MQ_DIR="${MQ_DIR:-}" sh -c 'umask 077; exec "$@"' sh "$@"
+	    env PATH="$(public_bin):$PATH" MQ_DIR="${MQ_DIR:-}" sh -c 'umask 077; exec "$@"' sh "$@"
 }
 
 setup() {
