@@ -40,6 +40,14 @@
 #endif
 int	mq_syncfs(int);
 
+/*
+ * A rename that never replaces its target: renameat2(RENAME_NOREPLACE) on
+ * Linux.  Elsewhere, or on a file system without it, a plain renameat,
+ * which may replace an empty directory; whoever held that one open gets
+ * ENOENT when renaming into it, and makes or opens it again.
+ */
+int	mq_rename_noreplace(int, const char *, int, const char *);
+
 /* A pipe closed on exec: pipe2(2) on Linux, pipe and fcntl elsewhere. */
 int	mq_pipe_cloexec(int [2]);
 

@@ -1,8 +1,9 @@
 /*
  * dead.c: the dead-letter area.  dead/ID,DIED,ATTEMPTS holds the body;
- * reason/ID holds the reason, byte for byte.  A redrive is one rename back
- * into new/ (a copy, synced before the original goes, when the target spool
- * is on another file system); the reason is removed after the body moved.
+ * reason/ID holds the reason, byte for byte, unless a full file system left
+ * no room for it.  A redrive is one rename back into new/ (a copy, synced
+ * before the original goes, when the target spool is on another file
+ * system); the reason is removed after the body moved.
  */
 #include <sys/stat.h>
 
@@ -76,7 +77,10 @@ mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 	return 0;
 }
 
-/* The stored reason (empty if it was lost); the caller frees *buf. */
+/*
+ * The stored reason; the caller frees *buf.  Returns 1 (and no bytes) when
+ * there is none: a message buried on a full file system has none.
+ */
 int
 mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 {
@@ -90,7 +94,7 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 	fd = openat(sp->reason, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (fd == -1)
-		return errno == ENOENT ? 0 : -1;
+		return errno == ENOENT ? 1 : -1;
 	while (*len < REASON_MAX) {
 		n = read(fd, *buf + *len, REASON_MAX - *len);
 		if (n == -1 && errno == EINTR)

@@ -46,14 +46,25 @@ exists(int dirfd, const char *name)
 	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Opens (making it if need be) the directory name inside dirfd. */
+static int
+full(int e)
+{
+	return e == ENOSPC || e == EDQUOT;
+}
+
+/*
+ * Opens (making it if need be) the directory name inside dirfd.  With no
+ * room to make it, a spare directory is renamed into place, so that a full
+ * file system can still be drained.
+ */
 static int
 subdir(struct mq_spool *sp, int dirfd, const char *name)
 {
 	int fd, i;
 
 	for (i = 0; i < RETRIES; i++) {
-		if (mq_mkdirat(dirfd, name, sp->dmode, NULL) == -1)
+		if (mq_mkdirat(dirfd, name, sp->dmode, NULL) == -1 &&
+		    (!full(errno) || mq_spare_take(sp, dirfd, name) == -1))
 			return -1;
 		if ((fd = mq_opendirat(dirfd, name)) != -1 || errno != ENOENT)
 			return fd;
@@ -642,28 +653,22 @@ mq_release(struct mq_placer *pl, int bucket, const char *name,
 }
 
 /*
- * The reason goes in first, so that a dead letter never lacks one; if the
- * message is gone by the time of the rename, the reason is taken back.
+ * Writes a reason as reason/ID, through tmp/ so that it is whole or absent.
+ * The errno of a failure is kept.
  */
-int
-mq_bury(struct mq_spool *sp, int from, const char *name,
-    const struct mq_name *nm, const char *reason, size_t len)
+static int
+reason_put(struct mq_spool *sp, const char *id, const char *reason,
+    size_t len)
 {
-	struct mq_name dead = *nm;
-	char tmpname[MQ_NAME_MAX], deadname[MQ_NAME_MAX];
+	char tmpname[MQ_NAME_MAX];
 	ssize_t w;
 	size_t off;
 	int fd, saved;
 
-	dead.ms = mq_now_ms();
-	if (mq_spool_need(sp, 0) == -1 ||
-	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
-		return -1;
-	snprintf(tmpname, sizeof(tmpname), "%s,reason", nm->id);
+	snprintf(tmpname, sizeof(tmpname), "%s,reason", id);
 	/* A crashed bury may have left its tmp file. */
 	unlinkat(sp->tmp, tmpname, 0);
-	fd = mq_create(sp->tmp, tmpname, sp->fmode);
-	if (fd == -1)
+	if ((fd = mq_create(sp->tmp, tmpname, sp->fmode)) == -1)
 		return -1;
 	for (off = 0; off < len; off += w) {
 		if ((w = write(fd, reason + off, len - off)) == -1) {
@@ -679,14 +684,8 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 		goto fail;
 	}
 	fd = -1;
-	if (renameat(sp->tmp, tmpname, sp->reason, nm->id) == -1)
+	if (renameat(sp->tmp, tmpname, sp->reason, id) == -1)
 		goto fail;
-	if (renameat(from, name, sp->dead, deadname) == -1) {
-		saved = errno;
-		unlinkat(sp->reason, nm->id, 0);
-		errno = saved;
-		return -1;
-	}
 	return 0;
 fail:
 	saved = errno;
@@ -695,6 +694,43 @@ fail:
 	unlinkat(sp->tmp, tmpname, 0);
 	errno = saved;
 	return -1;
+}
+
+/*
+ * The reason goes in first, so that a dead letter has one whenever there
+ * is room for it; if the message is gone by the time of the rename, the
+ * reason is taken back.  With no room for a reason the message is buried
+ * without one: the body must get out of the way of a full file system, and
+ * a missing reason says why it is missing (see mq-dlq(1)).
+ */
+int
+mq_bury(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm, const char *reason, size_t len)
+{
+	struct mq_name dead = *nm;
+	char deadname[MQ_NAME_MAX];
+	int saved, with;
+
+	dead.ms = mq_now_ms();
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
+		return -1;
+	with = reason_put(sp, nm->id, reason, len) == 0;
+	if (!with) {
+		if (!full(errno))
+			return -1;
+		/* A reason of an earlier death must not stand for this one. */
+		if (unlinkat(sp->reason, nm->id, 0) == -1 && errno != ENOENT)
+			return -1;
+	}
+	if (renameat(from, name, sp->dead, deadname) == -1) {
+		saved = errno;
+		if (with)
+			unlinkat(sp->reason, nm->id, 0);
+		errno = saved;
+		return -1;
+	}
+	return 0;
 }
 
 /* Moves a lease to a new deadline; out gets the new receipt. */

@@ -19,6 +19,8 @@
 #include "mq.h"
 
 #define PREVIEW	32
+/* Only a bury on a full file system leaves a dead letter without reason. */
+#define NO_REASON	"(no reason recorded: file system was full)"
 
 static void __dead
 usage(void)
@@ -79,7 +81,7 @@ cmd_ls(struct mq_spool *sp, int json)
 	char iso[32], body[PREVIEW], *reason;
 	size_t n, i, blen, rlen;
 	off_t size;
-	int status = MQ_EX_OK;
+	int got, status = MQ_EX_OK;
 
 	if (mq_dead_list(sp, &d, &n) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
@@ -91,7 +93,8 @@ cmd_ls(struct mq_spool *sp, int json)
 			}
 			continue;
 		}
-		if (mq_dead_reason(sp, d[i].n.id, &reason, &rlen) == -1) {
+		if ((got = mq_dead_reason(sp, d[i].n.id, &reason, &rlen)) ==
+		    -1) {
 			warn("%s/%s", MQ_DIR_REASON, d[i].n.id);
 			status = MQ_EX_SYS;
 		}
@@ -100,14 +103,20 @@ cmd_ls(struct mq_spool *sp, int json)
 			printf("{\"id\":\"%s\",\"attempts\":%u,\"died\":"
 			    "\"%s\",\"reason\":", d[i].n.id, d[i].n.attempts,
 			    iso);
-			mq_json_string(stdout, reason, rlen);
+			if (got == 1)
+				fputs("null", stdout);
+			else
+				mq_json_string(stdout, reason, rlen);
 			printf(",\"size\":%jd,\"body\":", (intmax_t)size);
 			mq_json_string(stdout, body, blen);
 			puts("}");
 		} else {
 			printf("%s\t%u\t%s\t", d[i].n.id, d[i].n.attempts,
 			    iso);
-			mq_escape(stdout, reason, rlen);
+			if (got == 1)
+				fputs(NO_REASON, stdout);
+			else
+				mq_escape(stdout, reason, rlen);
 			printf("\t%jd\t", (intmax_t)size);
 			mq_escape(stdout, body, blen);
 			putchar('\n');

@@ -1,7 +1,8 @@
 /*
  * mq-sweep: housekeeping.  Expired leases go back to new/ (or to dead/ at
  * max attempts), tmp/ fragments of crashed senders and reasons of purged
- * dead letters go after 36 hours, empty buckets are removed.  Receivers do
+ * dead letters go after 36 hours, empty buckets are removed, spare
+ * directories used up on a full file system are made again.  Receivers do
  * the lease part themselves; sweeping only keeps the spool tidy.
  */
 #include <err.h>
@@ -95,6 +96,7 @@ main(int argc, char *argv[])
 			status = MQ_EX_SYS;
 		}
 		mq_prune(&sp);
+		mq_spool_spares(&sp);
 		if (every == 0)
 			break;
 		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);

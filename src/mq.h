@@ -45,6 +45,16 @@
 #define MQ_LEAF_MAX	1024
 #define MQ_LEAF_SPAN_MS	1000
 
+/*
+ * Spare directories kept in tmp/ (tmp/.spare.0 ...), made while there is
+ * room, so that a claim or a release on a file system without a free block
+ * or inode can rename one into place when mkdir fails: a consumer must be
+ * able to drain a full spool, as draining is what frees it.  One release
+ * may need three levels of new/, each claim one bucket.
+ */
+#define MQ_SPARE	".spare."
+#define MQ_SPARES	8
+
 /* tmp/ files older than this are fragments of crashed senders (qmail). */
 #define MQ_TMP_STALE_SECS	129600
 
@@ -127,6 +137,8 @@ int	 mq_spool_open(struct mq_spool *, const char *, int);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
 int	 mq_spool_real(struct mq_spool *);
 int	 mq_spool_need(struct mq_spool *, int);
+void	 mq_spool_spares(struct mq_spool *);
+int	 mq_spare_take(struct mq_spool *, int, const char *);
 void	 mq_spool_close(struct mq_spool *);
 
 /* name.c */

@@ -2,13 +2,18 @@
  * spool.c: choose the spool (-d, $MQ_DIR, the XDG state directory), make it
  * if the caller may create it, and open its state directories as fds.
  * Directories are made with the spool root's permissions so that a spool
- * shared by a group (setgid, group-writable) stays shared.
+ * shared by a group (setgid, group-writable) stays shared.  It also keeps
+ * the spare directories that let a full file system be drained.
  */
+#ifdef __linux__
+#define _GNU_SOURCE	/* renameat2 */
+#endif
 #include <sys/stat.h>
 
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,6 +137,8 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 		goto fail;
 	if (create && mq_spool_need(sp, 1) == -1)
 		goto fail;
+	if (create)
+		mq_spool_spares(sp);
 	return 0;
 fail:
 	mq_spool_close(sp);
@@ -154,6 +161,86 @@ mq_spool_need(struct mq_spool *sp, int create)
 	    (sp->reason = state_open(sp, MQ_DIR_REASON, create)) == -1))
 		return -1;
 	return 0;
+}
+
+static void
+spare_name(char *buf, size_t size, int i)
+{
+	snprintf(buf, size, "%s%d", MQ_SPARE, i);
+}
+
+/*
+ * Makes the spare directories of tmp/ that are missing, as far as there is
+ * room: they are for when there is none.  tmp/ holds no other directory,
+ * so where link counts count sub-directories a full set costs one fstat.
+ */
+void
+mq_spool_spares(struct mq_spool *sp)
+{
+	struct stat st;
+	char name[sizeof(MQ_SPARE) + 4];
+	int i;
+
+	if (sp->tmp == -1 && (sp->tmp = state_open(sp, MQ_DIR_TMP, 0)) == -1)
+		return;
+	if (fstat(sp->tmp, &st) == 0 && st.st_nlink == 2 + MQ_SPARES)
+		return;
+	for (i = 0; i < MQ_SPARES; i++) {
+		spare_name(name, sizeof(name), i);
+		if (mq_mkdirat(sp->tmp, name, sp->dmode, NULL) == -1)
+			return;
+	}
+}
+
+/*
+ * Puts a spare directory in place as dirfd/name, for a caller whose mkdirat
+ * failed for want of space: renaming a directory within its file system
+ * takes no new inode and, but to grow the parent, no block.  Returns 0 when
+ * dirfd/name exists now (it may have been made meanwhile), -1 with ENOSPC
+ * when no spare is left.
+ */
+int
+mq_spare_take(struct mq_spool *sp, int dirfd, const char *name)
+{
+	struct stat st;
+	char spare[sizeof(MQ_SPARE) + 4];
+	int i;
+
+	if (sp->tmp == -1 && (sp->tmp = state_open(sp, MQ_DIR_TMP, 0)) == -1)
+		return -1;
+	for (i = MQ_SPARES - 1; i >= 0; i--) {
+		spare_name(spare, sizeof(spare), i);
+		/* Taken already, or something else planted under its name. */
+		if (fstatat(sp->tmp, spare, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (mq_rename_noreplace(sp->tmp, spare, dirfd, name) == 0 ||
+		    errno == EEXIST || errno == ENOTEMPTY)
+			return 0;
+		if (errno != ENOENT)
+			return -1;
+		/* Not a spare taken meanwhile: dirfd itself was removed. */
+		if (fstatat(sp->tmp, spare, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			errno = ENOENT;
+			return -1;
+		}
+	}
+	errno = ENOSPC;
+	return -1;
+}
+
+int
+mq_rename_noreplace(int from, const char *fromname, int to,
+    const char *toname)
+{
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+	if (renameat2(from, fromname, to, toname, RENAME_NOREPLACE) == 0)
+		return 0;
+	/* EINVAL: this file system cannot; ENOSYS: this kernel. */
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	return renameat(from, fromname, to, toname);
 }
 
 /*
