@@ -178,7 +178,7 @@ void
 mq_spool_spares(struct mq_spool *sp)
 {
 	struct stat st;
-	char name[sizeof(MQ_SPARE) + 4];
+	char name[sizeof(MQ_SPARE) + 16];
 	int i;
 
 	if (sp->tmp == -1 && (sp->tmp = state_open(sp, MQ_DIR_TMP, 0)) == -1)
@@ -203,7 +203,7 @@ int
 mq_spare_take(struct mq_spool *sp, int dirfd, const char *name)
 {
 	struct stat st;
-	char spare[sizeof(MQ_SPARE) + 4];
+	char spare[sizeof(MQ_SPARE) + 16];
 	int i;
 
 	if (sp->tmp == -1 && (sp->tmp = state_open(sp, MQ_DIR_TMP, 0)) == -1)

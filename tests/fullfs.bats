@@ -71,7 +71,7 @@ drain_full() {
 	fill; r2=$(timeout 20 mq-recv -t 200)
 	fill; r3=$(timeout 20 mq-recv -t 300)
 	[ -n "$r1" ] && [ -n "$r2" ] && [ -n "$r3" ]
-	assert_equal "$(ls "$MQ_DIR/cur" | wc -l)" 3
+	assert_equal "$(find "$MQ_DIR/cur" -mindepth 1 -maxdepth 1 -type d | wc -l | tr -d " ")" 3
 	assert_equal "$(spares)" 5
 	assert_equal "$(cat "$r1")" 1
 	# An extension moves the lease to a bucket of its own too.
