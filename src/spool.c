@@ -171,8 +171,9 @@ spare_name(char *buf, size_t size, int i)
 
 /*
  * Makes the spare directories of tmp/ that are missing, as far as there is
- * room: they are for when there is none.  tmp/ holds no other directory,
- * so where link counts count sub-directories a full set costs one fstat.
+ * room: they are for when there is none.  Where a directory's link count
+ * counts its sub-directories, tmp/ holding the spares and nothing else of
+ * the kind costs one fstat.
  */
 void
 mq_spool_spares(struct mq_spool *sp)
