@@ -21,3 +21,37 @@ load helper
 		done
 	done
 }
+
+# The rows of mq(7)'s comparison table as its source gives them, one line
+# per row, as extended regular expressions: the cells, separated by tabs,
+# with any em dash matching what the renderer makes of it.
+table_rows() {
+	sed -n '/^\.Ss Compared with other queues/,/^\.El/s/^\.It //p' \
+	    "$BATS_TEST_DIRNAME/../share/man/man7/mq.7" |
+	    sed -E 's/Sy //g; s/ Ta /\t/g; s/\\\(em/@EM@/g' |
+	    sed -E 's/[][().*+?^$|\\{}]/\\&/g; s/@EM@/[^ ]+/g'
+}
+
+# Each row of the table renders on one line of its own ($1: the page as
+# rendered), every cell in its column: a cell too wide for its column
+# wraps onto the next line or runs into its neighbour.
+check_table() {
+	local rendered=$1 row n=0
+	while IFS= read -r row; do
+		grep -Eq -- "^ +${row//	/  +}\$" <<<"$rendered" ||
+		    { echo "row not on one line: $row"; echo "$rendered"; return 1; }
+		n=$((n + 1))
+	done < <(table_rows)
+	assert_equal "$n" 10
+}
+
+@test "mq(7): the comparison table renders one row per line with mandoc" {
+	check_table "$(mandoc -Tascii "$BATS_TEST_DIRNAME/../share/man/man7/mq.7" |
+	    sed 's/.\x08//g' | expand)"
+}
+
+@test "mq(7): the comparison table renders one row per line with man at 80 columns" {
+	command -v man >/dev/null || skip "man (man-db) is not installed"
+	check_table "$(MANWIDTH=80 man -l "$BATS_TEST_DIRNAME/../share/man/man7/mq.7" 2>/dev/null |
+	    sed 's/.\x08//g' | expand)"
+}
