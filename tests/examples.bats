@@ -2,20 +2,139 @@ load helper
 
 ex=$(cd "$BATS_TEST_DIRNAME/../share/doc/mq/examples" && pwd)
 units=$(cd "$BATS_TEST_DIRNAME/../share/systemd" && pwd)
+top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
-@test "example cron-producer.sh: each file of the inbox is sent once and moved to queued/" {
-	in=$BATS_TEST_TMPDIR/in
-	mkdir -p "$in"
-	touch "$in/a.jpg" "$in/b.jpg" "$in/.partial"
+# The crontabs in a text ($1): each run of non-blank lines that holds a
+# cron entry (five time fields, then a command), without the indentation
+# and code fences that a reader leaves out when pasting it.
+crontabs() {
+	sed -E 's/^[[:blank:]]*//' <<<"$1" | grep -v '^```' | awk '
+		NF == 0 { if (cron) printf "%s\n", block; block = ""; cron = 0; next }
+		{ block = block $0 "\n" }
+		$1 $2 $3 $4 $5 ~ /^[0-9*\/,-]+$/ && $6 ~ /^[A-Za-z_\/.]/ { cron = 1 }
+		END { if (cron) printf "%s\n", block }'
+}
+
+# Runs each entry of the crontabs ($1) once, as cron(8) does: with /bin/sh,
+# in an environment of only HOME, LOGNAME, SHELL=/bin/sh and
+# PATH=/usr/bin:/bin and the crontab's NAME=value lines.  An entry must
+# succeed and print nothing (cron mails what it prints).  Absolute paths
+# under /usr/local, /var and /srv are taken under $root, where
+# make install DESTDIR=$root has put mq.
+run_crontabs() {
+	local line cmd n=0
+	local env=(HOME="$BATS_TEST_TMPDIR" LOGNAME="$(id -un)" SHELL=/bin/sh PATH=/usr/bin:/bin)
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		line=$(sed -E "s#(^|[[:blank:]=:<>])/(usr/local|var|srv)/#\1$root/\2/#g" <<<"$line")
+		if [[ $line =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
+			env+=("$line")
+		elif [[ $line =~ ^([0-9*/,-]+[[:blank:]]+){5}(.*)$ ]]; then
+			cmd=${BASH_REMATCH[2]}
+			# Cron ends the command at a % (the rest is its input).
+			[[ ! $cmd =~ (^|[^\\])% ]] || { echo "unescaped % in: $cmd"; return 1; }
+			cmd=${cmd//\\%/%}
+			run env -i "${env[@]}" /bin/sh -c "$cmd"
+			[ "$status" -eq 0 ] && [ -z "$output" ] ||
+			    { echo "under cron: $cmd: status $status: $output"; return 1; }
+			n=$((n + 1))
+		else
+			echo "not a crontab line (cron does not join lines): $line"
+			return 1
+		fi
+	done <<<"$1"
+	[ "$n" -gt 0 ] || { echo "no cron entry found"; return 1; }
+}
+
+# make install under $root, with the default PREFIX (/usr/local).
+install_root() {
+	root=$BATS_TEST_TMPDIR/root
+	make -s -C "$top" install DESTDIR="$root" >/dev/null
+	mkdir -p "$root/var/spool" "$root/srv"
+}
+
+@test "example cron-producer.sh feeds the worker it is documented with: every image done, none dead" {
+	in=$BATS_TEST_TMPDIR/in out=$BATS_TEST_TMPDIR/thumbs
+	mkdir -p "$in" "$out"
+	echo A >"$in/a.jpg"
+	echo B >"$in/b.jpg"
+	echo partial >"$in/.c.jpg"
 	sh "$ex/cron-producer.sh" "$in"
 	assert_equal "$(count new)" 2
 	assert_file_exist "$in/queued/a.jpg"
 	assert_file_not_exist "$in/a.jpg"
-	assert_file_exist "$in/.partial"
+	assert_file_exist "$in/.c.jpg"
 	# The next run finds nothing new.
 	sh "$ex/cron-producer.sh" "$in"
 	assert_equal "$(count new)" 2
-	assert_equal "$(drain | sort | grep . | tr '\n' ' ')" "$in/a.jpg $in/b.jpg "
+	# The worker of thumbnail-worker.conf: thumbnail-job.sh in worker mode.
+	run timeout 20 mq-recv -- sh "$ex/thumbnail-job.sh" "$out"
+	assert_success
+	assert_equal "$(cat "$out"/*.thumb | sort | tr '\n' ' ')" "A B "
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
+@test "example cron-producer.sh: a crash before or after the send loses no image" {
+	in=$BATS_TEST_TMPDIR/in out=$BATS_TEST_TMPDIR/thumbs crash=$BATS_TEST_TMPDIR/crash
+	mkdir -p "$in" "$out" "$crash"
+	echo A >"$in/a.jpg"
+	echo B >"$in/b.jpg"
+	# Killed where it would send: nothing sent, both still in the inbox.
+	printf '#!/bin/sh\nkill -9 $PPID\n' >"$crash/mq-send"
+	chmod +x "$crash/mq-send"
+	PATH="$crash:$PATH" run sh "$ex/cron-producer.sh" "$in"
+	assert_equal "$status" 137
+	assert_equal "$(count new)" 0
+	assert_file_exist "$in/a.jpg"
+	assert_file_exist "$in/b.jpg"
+	sh "$ex/cron-producer.sh" "$in"
+	assert_equal "$(count new)" 2
+	# Killed right after a durable send: sent, and sent again next time.
+	echo C >"$in/c.jpg"
+	printf '#!/bin/sh\n"%s" "$@"\nkill -9 $PPID\n' "$top/bin/mq-send" >"$crash/mq-send"
+	PATH="$crash:$PATH" run sh "$ex/cron-producer.sh" "$in"
+	assert_equal "$status" 137
+	assert_file_exist "$in/c.jpg"
+	sh "$ex/cron-producer.sh" "$in"
+	assert_file_not_exist "$in/c.jpg"
+	assert_equal "$(count new)" 4
+	run timeout 20 mq-recv -- sh "$ex/thumbnail-job.sh" "$out"
+	assert_success
+	assert_equal "$(cat "$out"/*.thumb | sort -u | tr '\n' ' ')" "A B C "
+	assert_equal "$(count dead)" 0
+}
+
+@test "example cron-producer.sh: its crontab works under cron's environment" {
+	install_root
+	mkdir -p "$root/srv/incoming"
+	echo A >"$root/srv/incoming/a.jpg"
+	run_crontabs "$(crontabs "$(sed -n 's/^#//p' "$ex/cron-producer.sh")")"
+	assert_file_exist "$root/srv/incoming/queued/a.jpg"
+	r=$(mq-recv -d "$root/var/spool/thumbs")
+	assert_equal "$(cat "$r")" "$root/srv/incoming/queued/a.jpg"
+}
+
+@test "README: its crontab works under cron's environment" {
+	install_root
+	mq-send -d "$root/var/spool/thumbs" </dev/null >/dev/null
+	run_crontabs "$(crontabs "$(cat "$top/README.md")")"
+}
+
+@test "mq-sweep(1): its crontab works under cron's environment" {
+	install_root
+	mq-send -d "$root/var/spool/jobs" </dev/null >/dev/null
+	run_crontabs "$(crontabs "$(mandoc -Tascii "$top/share/man/man1/mq-sweep.1" | sed 's/.\x08//g')")"
+}
+
+@test "mq-stat(1): its crontab works under cron's environment, and the metrics land" {
+	install_root
+	echo x | mq-send -d "$root/var/spool/thumbs" >/dev/null
+	mkdir -p "$root/var/lib/node_exporter"
+	run_crontabs "$(crontabs "$(mandoc -Tascii "$top/share/man/man1/mq-stat.1" | sed 's/.\x08//g')")"
+	grep -q '^mq_messages{.*state="ready"} 1$' "$root/var/lib/node_exporter/mq.prom"
+	assert_equal "$(ls "$root/var/lib/node_exporter")" mq.prom
 }
 
 @test "example xargs-pool.sh: every job run, failures retried, exits when idle" {
