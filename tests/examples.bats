@@ -157,6 +157,43 @@ JOB
 	assert_equal "$(count cur)" 0
 }
 
+@test "example xargs-pool.sh: no spool yet: one error and exit 4, no loop of errors" {
+	export MQ_DIR=$BATS_TEST_TMPDIR/no-spool
+	JOB=true run timeout 20 sh "$ex/xargs-pool.sh"
+	assert_equal "$status" 4
+	assert_equal "${#lines[@]}" 1
+	assert_output --partial "No such file or directory"
+}
+
+@test "example xargs-pool.sh: slow jobs, two pools, a short lease: no message runs twice" {
+	# mq-recv with a default lease of 2 s instead of 30 s, the time of
+	# this test scaled down: jobs of 0.6 s, four at a time in each pool.
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	printf '#!/bin/sh\ncase " $* " in *" -t "*) ;; *) set -- -t 2 "$@" ;; esac\nexec "%s" "$@"\n' \
+	    "$top/bin/mq-recv" >"$BATS_TEST_TMPDIR/bin/mq-recv"
+	chmod +x "$BATS_TEST_TMPDIR/bin/mq-recv"
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+	printf '#!/bin/sh\nb=$(cat)\nsleep 0.6\necho "$b" >>"%s"\n' "$BATS_TEST_TMPDIR/done" \
+	    >"$BATS_TEST_TMPDIR/job"
+	chmod +x "$BATS_TEST_TMPDIR/job"
+	seq 1 40 | mq-send -l >/dev/null
+	# Idle for longer than a lease, so that each pool would see another
+	# one's expired leases.
+	export JOB=$BATS_TEST_TMPDIR/job IDLE=3 LEASE=2 PARALLEL=4
+	timeout 60 sh "$ex/xargs-pool.sh" 2>"$BATS_TEST_TMPDIR/err1" &
+	p1=$!
+	timeout 60 sh "$ex/xargs-pool.sh" 2>"$BATS_TEST_TMPDIR/err2" &
+	p2=$!
+	st1=0 st2=0
+	wait "$p1" || st1=$?
+	wait "$p2" || st2=$?
+	assert_equal "$(sort -n "$BATS_TEST_TMPDIR/done" | tr '\n' ' ')" "$(seq 1 40 | tr '\n' ' ')"
+	assert_equal "$st1 $st2" "0 0"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err1" "$BATS_TEST_TMPDIR/err2")" ""
+}
+
 @test "example worker service: mq-worker@.service's ExecStart with thumbnail-worker.conf works" {
 	out=$BATS_TEST_TMPDIR/thumbs
 	mkdir -p "$out"
