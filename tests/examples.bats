@@ -116,6 +116,70 @@ install_root() {
 	assert_equal "$(cat "$r")" "$root/srv/incoming/queued/a.jpg"
 }
 
+# The Nth (from 1) ```sh block of the README's section on producers and
+# workers, as a reader pastes it.
+readme_sh() {
+	sed -n '/^## A producer and a pool of workers/,/^## /p' "$top/README.md" |
+	    awk -v n="$1" '/^```/ { if (inblock) { inblock = 0; next } if ($0 == "```sh") { i++; inblock = 1; next } }
+		inblock && i == n'
+}
+
+# For the README's jobs: ImageMagick's convert SRC -resize GEOMETRY DST,
+# as a copy.
+fake_convert() {
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	printf '#!/bin/sh\ncp "$1" "$4"\n' >"$BATS_TEST_TMPDIR/bin/convert"
+	chmod +x "$BATS_TEST_TMPDIR/bin/convert"
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+}
+
+@test "README: the producer and xargs pool, pasted into a shell, make every thumbnail" {
+	fake_convert
+	cd "$BATS_TEST_TMPDIR"
+	mkdir photos
+	for i in 1 2 3 4 5 6 7 8 9 10; do echo "$i" >"photos/$i.jpg"; done
+	code=$(readme_sh 1)
+	# The same, but the pool stops when idle for a second.
+	[[ $code == *'export MQ_DIR=/var/spool/thumbs'*'while mq-recv -w -n '* ]]
+	code=${code//export MQ_DIR=\/var\/spool\/thumbs/export MQ_DIR=$BATS_TEST_TMPDIR/spool}
+	code=${code//mq-recv -w -n/mq-recv -w 1 -n}
+	run timeout 30 sh -c "$code"
+	assert_success
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		assert_equal "$(cat "thumbs/$i.jpg")" "$i"
+	done
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count dead)" 0
+}
+
+@test "README: the xargs pool with no spool yet stops at the first error" {
+	export MQ_DIR=$BATS_TEST_TMPDIR/no-spool
+	# From the loop (and what it needs) to its end.
+	code=$(readme_sh 1 | sed -n '/^b=\$(mktemp)\|^while mq-recv/,/done$/p')
+	[[ $code == *'while mq-recv '* ]]
+	run timeout 20 sh -c "$code"
+	assert_equal "$status" 0
+	assert_equal "${#lines[@]}" 1
+	assert_output --partial "No such file or directory"
+}
+
+@test "README: the worker-mode pool makes every thumbnail once" {
+	fake_convert
+	cd "$BATS_TEST_TMPDIR"
+	mkdir photos thumbs
+	for i in 1 2 3; do echo "$i" >"photos/$i.jpg"; done
+	find photos -name '*.jpg' | mq-send -l >/dev/null
+	code=$(readme_sh 2)
+	[[ $code == 'mq-recv -w -P 8 '* ]]
+	# The same, but it stops when idle for a second.
+	run timeout 30 sh -c "${code/mq-recv -w /mq-recv -w 1 }"
+	assert_success
+	assert_equal "$(cat thumbs/*.jpg | sort | tr '\n' ' ')" "1 2 3 "
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
 @test "README: its crontab works under cron's environment" {
 	install_root
 	mq-send -d "$root/var/spool/thumbs" </dev/null >/dev/null
