@@ -35,8 +35,10 @@ run_crontabs() {
 			[[ ! $cmd =~ (^|[^\\])% ]] || { echo "unescaped % in: $cmd"; return 1; }
 			cmd=${cmd//\\%/%}
 			run env -i "${env[@]}" /bin/sh -c "$cmd"
-			[ "$status" -eq 0 ] && [ -z "$output" ] ||
-			    { echo "under cron: $cmd: status $status: $output"; return 1; }
+			if [ "$status" -ne 0 ] || [ -n "$output" ]; then
+				echo "under cron: $cmd: status $status: $output"
+				return 1
+			fi
 			n=$((n + 1))
 		else
 			echo "not a crontab line (cron does not join lines): $line"
@@ -230,20 +232,20 @@ JOB
 }
 
 @test "example xargs-pool.sh: slow jobs, two pools, a short lease: no message runs twice" {
-	# mq-recv with a default lease of 2 s instead of 30 s, the time of
-	# this test scaled down: jobs of 0.6 s, four at a time in each pool.
+	# mq-recv with a default lease of 3 s instead of 30 s, the time of
+	# this test scaled down: jobs of 0.5 s, four at a time in each pool.
 	mkdir -p "$BATS_TEST_TMPDIR/bin"
-	printf '#!/bin/sh\ncase " $* " in *" -t "*) ;; *) set -- -t 2 "$@" ;; esac\nexec "%s" "$@"\n' \
+	printf '#!/bin/sh\ncase " $* " in *" -t "*) ;; *) set -- -t 3 "$@" ;; esac\nexec "%s" "$@"\n' \
 	    "$top/bin/mq-recv" >"$BATS_TEST_TMPDIR/bin/mq-recv"
 	chmod +x "$BATS_TEST_TMPDIR/bin/mq-recv"
 	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
-	printf '#!/bin/sh\nb=$(cat)\nsleep 0.6\necho "$b" >>"%s"\n' "$BATS_TEST_TMPDIR/done" \
+	printf '#!/bin/sh\nb=$(cat)\nsleep 0.5\necho "$b" >>"%s"\n' "$BATS_TEST_TMPDIR/done" \
 	    >"$BATS_TEST_TMPDIR/job"
 	chmod +x "$BATS_TEST_TMPDIR/job"
-	seq 1 40 | mq-send -l >/dev/null
+	seq 1 64 | mq-send -l >/dev/null
 	# Idle for longer than a lease, so that each pool would see another
 	# one's expired leases.
-	export JOB=$BATS_TEST_TMPDIR/job IDLE=3 LEASE=2 PARALLEL=4
+	export JOB=$BATS_TEST_TMPDIR/job IDLE=4 LEASE=3 PARALLEL=4
 	timeout 60 sh "$ex/xargs-pool.sh" 2>"$BATS_TEST_TMPDIR/err1" &
 	p1=$!
 	timeout 60 sh "$ex/xargs-pool.sh" 2>"$BATS_TEST_TMPDIR/err2" &
@@ -251,7 +253,7 @@ JOB
 	st1=0 st2=0
 	wait "$p1" || st1=$?
 	wait "$p2" || st2=$?
-	assert_equal "$(sort -n "$BATS_TEST_TMPDIR/done" | tr '\n' ' ')" "$(seq 1 40 | tr '\n' ' ')"
+	assert_equal "$(sort -n "$BATS_TEST_TMPDIR/done" | tr '\n' ' ')" "$(seq 1 64 | tr '\n' ' ')"
 	assert_equal "$st1 $st2" "0 0"
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
