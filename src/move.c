@@ -89,43 +89,65 @@ mq_placer_init(struct mq_placer *pl, struct mq_spool *sp, int sync)
 	pl->top = pl->mid = pl->leaf = -1;
 }
 
+/*
+ * Opens the leaf for key, making what is missing of its path.  A receiver
+ * may remove a level as empty between our making it and making the next
+ * one inside (which then fails with ENOENT): start again from new/.
+ */
 static int
 leaf_open(struct mq_placer *pl, uint64_t key)
 {
 	char top[16], mid[16], leaf[16];
+	int i, saved;
 
-	closefd(&pl->leaf);
-	closefd(&pl->mid);
-	closefd(&pl->top);
 	if (mq_key_format(top, sizeof(top), key, MQ_TOP_DIGITS) == -1 ||
 	    mq_key_format(mid, sizeof(mid), key, MQ_MID_DIGITS) == -1 ||
 	    mq_key_format(leaf, sizeof(leaf), key, MQ_KEY_DIGITS) == -1)
 		return -1;
-	if ((pl->top = subdir(pl->sp, pl->sp->new, top)) == -1 ||
-	    (pl->mid = subdir(pl->sp, pl->top, mid)) == -1 ||
-	    (pl->leaf = subdir(pl->sp, pl->mid, leaf)) == -1)
-		return -1;
-	pl->key = key;
-	pl->count = 0;
-	return 0;
+	for (i = 0; i < RETRIES; i++) {
+		mq_placer_close(pl);
+		if ((pl->top = subdir(pl->sp, pl->sp->new, top)) != -1 &&
+		    (pl->mid = subdir(pl->sp, pl->top, mid)) != -1 &&
+		    (pl->leaf = subdir(pl->sp, pl->mid, leaf)) != -1) {
+			pl->key = key;
+			pl->count = 0;
+			return 0;
+		}
+		if (errno != ENOENT)
+			break;
+	}
+	saved = errno;
+	mq_placer_close(pl);
+	errno = saved;
+	return -1;
+}
+
+/* A level whose making failed is not open, and has nothing to sync. */
+static int
+sync_level(int fd)
+{
+	return fd == -1 ? 0 : mq_fsync_dir(fd);
 }
 
 /*
  * Makes what was placed durable (when syncing) and rings the doorbell for
  * waiting receivers.  Every level is synced: another sender may have made
- * a directory and not synced its parent yet.
+ * a directory and not synced its parent yet.  A bell that cannot be rung
+ * fails nothing: the messages are in place, and failing would have a
+ * producer send them twice; a receiver finds them when next it looks.
  */
 int
 mq_placer_flush(struct mq_placer *pl)
 {
 	if (!pl->dirty)
 		return 0;
-	if (pl->sync && (mq_fsync_dir(pl->leaf) == -1 ||
-	    mq_fsync_dir(pl->mid) == -1 || mq_fsync_dir(pl->top) == -1 ||
+	if (pl->sync && (sync_level(pl->leaf) == -1 ||
+	    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
 	    mq_fsync_dir(pl->sp->new) == -1))
 		return -1;
 	pl->dirty = 0;
-	return mq_ring(pl->sp);
+	(void)mq_ring(pl->sp);
+	return 0;
 }
 
 void
@@ -140,30 +162,47 @@ mq_placer_close(struct mq_placer *pl)
  * Renames from/fromname into the leaf for visibility time due, as name.
  * A sender keeps filling one leaf while it is young and not full, so a
  * batch shares its directory syncs and no leaf grows without bound.
- * ENOENT means from/fromname is gone.
+ * ENOENT means from/fromname is gone, and only that: a leaf (or a level
+ * above it) removed as empty by a receiver is made again, from the top.
  */
 int
 mq_place(struct mq_placer *pl, int from, const char *fromname,
     const char *name, uint64_t due)
 {
+	uint64_t key = pl->key;
 	int i;
 
 	if (pl->leaf == -1 || due < pl->key ||
 	    due - pl->key >= MQ_LEAF_SPAN_MS || pl->count >= MQ_LEAF_MAX) {
-		if (mq_placer_flush(pl) == -1 || leaf_open(pl, due) == -1)
+		if (mq_placer_flush(pl) == -1)
 			return -1;
+		mq_placer_close(pl);
+		key = due;
 	}
 	for (i = 0; i < RETRIES; i++) {
+		if (pl->leaf == -1 && leaf_open(pl, key) == -1)
+			break;
 		if (renameat(from, fromname, pl->leaf, name) == 0) {
 			pl->count++;
 			pl->dirty = 1;
 			return 0;
 		}
-		if (errno != ENOENT || !exists(from, fromname))
+		if (errno != ENOENT)
 			return -1;
+		if (!exists(from, fromname)) {
+			errno = ENOENT;
+			return -1;
+		}
 		/* A receiver removed the leaf as empty: make it again. */
-		if (leaf_open(pl, pl->key) == -1)
+		mq_placer_close(pl);
+	}
+	/* Still there, so not gone: the tree kept being removed under us. */
+	if (errno == ENOENT) {
+		if (!exists(from, fromname)) {
+			errno = ENOENT;
 			return -1;
+		}
+		errno = EAGAIN;
 	}
 	return -1;
 }

@@ -5,12 +5,17 @@
  * only then are its IDs printed.  Nothing partial is ever visible: a
  * failure leaves at most tmp/ files, which are removed (or, after a crash,
  * swept by mq-sweep).
+ *
+ * Once a message is in new/ it is queued whatever fails next, so its ID
+ * is printed even then: a producer that retries on failure must retry
+ * only what has no ID, or it queues messages twice (see mq-send(1)).
  */
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,19 +61,14 @@ help(void)
 	    "See mq-send(1).\n");
 }
 
-static void
-begin(struct sender *s)
-{
-	mq_id_new(s->id);
-	s->fd = mq_create(s->sp.tmp, s->id, s->sp.fmode);
-	if (s->fd == -1)
-		err(MQ_EX_SYS, "%s/tmp/%s", s->sp.path, s->id);
-}
-
-/* Takes back every message not yet visible, then dies. */
+/*
+ * Takes back every message not yet visible, then dies with the error
+ * named by fmt.
+ */
 static void __dead
-fail(struct sender *s, const char *what)
+fail(struct sender *s, const char *fmt, ...)
 {
+	va_list ap;
 	int saved = errno, i;
 
 	if (s->fd != -1) {
@@ -78,7 +78,20 @@ fail(struct sender *s, const char *what)
 	for (i = 0; i < s->nbatch; i++)
 		unlinkat(s->sp.tmp, s->batch[i], 0);
 	errno = saved;
-	err(MQ_EX_SYS, "%s", what);
+	va_start(ap, fmt);
+	verr(MQ_EX_SYS, fmt, ap);
+}
+
+/* A spool error names the message's file in tmp/, not the input. */
+#define FAIL_TMP(s, id)	fail((s), "%s/%s/%s", (s)->sp.path, MQ_DIR_TMP, (id))
+
+static void
+begin(struct sender *s)
+{
+	mq_id_new(s->id);
+	s->fd = mq_create(s->sp.tmp, s->id, s->sp.fmode);
+	if (s->fd == -1)
+		FAIL_TMP(s, s->id);
 }
 
 static void
@@ -90,7 +103,7 @@ put(struct sender *s, const char *p, size_t len)
 		if ((w = write(s->fd, p, len)) == -1) {
 			if (errno == EINTR)
 				continue;
-			fail(s, s->sp.path);
+			FAIL_TMP(s, s->id);
 		}
 		p += w;
 		len -= w;
@@ -104,11 +117,11 @@ end(struct sender *s)
 
 	/* Without a batch sync, each file is synced on its own. */
 	if (s->sync && !MQ_HAVE_SYNCFS && fsync(fd) == -1)
-		fail(s, s->sp.path);
+		FAIL_TMP(s, s->id);
 	if (close(fd) == -1) {
 		s->fd = -1;
 		unlinkat(s->sp.tmp, s->id, 0);
-		fail(s, s->sp.path);
+		FAIL_TMP(s, s->id);
 	}
 	s->fd = -1;
 	memcpy(s->batch[s->nbatch++], s->id, sizeof(s->id));
@@ -120,25 +133,26 @@ end(struct sender *s)
  * Makes the batch durable, visible, and known: data first (one syncfs for
  * a batch, fsync for a lone message), then one rename each into new/, then
  * the directories; an ID is printed only once its message would survive a
- * crash.
+ * crash, or once it is in new/ when what follows fails: the rest of the
+ * batch is then taken back.
  */
 static void
 flush(struct sender *s)
 {
 	char name[MQ_NAME_MAX];
-	int i, fd;
+	int i, fd, landed, saved = 0;
 
 	if (s->nbatch == 0)
 		return;
 	if (s->sync && MQ_HAVE_SYNCFS) {
 		if (s->nbatch > 1) {
 			if (mq_syncfs(s->sp.tmp) == -1)
-				fail(s, s->sp.path);
+				fail(s, "%s/%s", s->sp.path, MQ_DIR_TMP);
 		} else {
 			fd = openat(s->sp.tmp, s->batch[0], O_RDONLY |
 			    O_NOFOLLOW | O_CLOEXEC);
 			if (fd == -1 || fsync(fd) == -1)
-				fail(s, s->sp.path);
+				FAIL_TMP(s, s->batch[0]);
 			close(fd);
 		}
 	}
@@ -146,28 +160,43 @@ flush(struct sender *s)
 		snprintf(name, sizeof(name), "%s,0", s->batch[i]);
 		if (mq_place(&s->pl, s->sp.tmp, s->batch[i], name,
 		    s->due ? s->due : mq_now_ms()) == -1) {
-			memmove(s->batch, s->batch + i,
-			    (s->nbatch - i) * sizeof(s->batch[0]));
-			s->nbatch -= i;
-			fail(s, s->sp.path);
+			saved = errno;
+			break;
 		}
 	}
-	if (mq_placer_flush(&s->pl) == -1)
-		err(MQ_EX_SYS, "%s", s->sp.path);
-	for (i = 0; i < s->nbatch; i++)
+	landed = i;
+	/* What did land is synced even when the rest failed. */
+	if (mq_placer_flush(&s->pl) == -1 && saved == 0)
+		saved = errno;
+	for (i = 0; i < landed; i++)
 		puts(s->batch[i]);
-	s->nbatch = 0;
 	if (fflush(stdout) == EOF)
 		err(MQ_EX_SYS, "stdout");
+	memmove(s->batch, s->batch + landed,
+	    (s->nbatch - landed) * sizeof(s->batch[0]));
+	s->nbatch -= landed;
+	if (saved != 0) {
+		errno = saved;
+		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
+	}
 }
 
 static void
 send_whole(struct sender *s, int fd, const char *name)
 {
+	char buf[65536];
+	ssize_t n;
+
 	begin(s);
-	if (mq_copy_fd(fd, s->fd) == -1) {
-		/* A read error names the input, a write error the spool. */
-		fail(s, name);
+	for (;;) {
+		if ((n = read(fd, buf, sizeof(buf))) == -1) {
+			if (errno == EINTR)
+				continue;
+			fail(s, "%s", name);
+		}
+		if (n == 0)
+			break;
+		put(s, buf, n);
 	}
 	end(s);
 }
@@ -186,7 +215,7 @@ send_records(struct sender *s, int fd, int delim, const char *name)
 		if (!mq_reader_pending(&r))
 			flush(s);
 		if ((rc = mq_reader_chunk(&r, delim, &p, &len, &endrec)) == -1)
-			fail(s, name);
+			fail(s, "%s", name);
 		if (rc == 0)
 			break;
 		if (s->fd == -1)

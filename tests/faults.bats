@@ -1,0 +1,153 @@
+load helper
+
+# Calls made to fail or stall by tests/fault.so (built by make check; see
+# tests/fault.c for the MQ_FAULT syntax).
+
+setup() {
+	so="$BATS_TEST_DIRNAME/fault.so"
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	mq-send -l </dev/null
+}
+
+# fault SPEC CMD...: runs CMD with the calls of SPEC failing or stalled.
+# ASan (make SANITIZE=1) would refuse a preloaded library that comes
+# before its runtime; the shim intercepts nothing ASan needs.
+fault() {
+	local spec=$1
+	shift
+	LD_PRELOAD="$so" MQ_FAULT="$spec" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 "$@"
+}
+
+# Claims (so prunes the emptied directories of new/) again and again
+# until stop_pruner, as busy receivers do.
+start_pruner() {
+	local i
+	timeout 60 sh -c 'while [ ! -e "$1/stop" ]; do
+		mq-recv >/dev/null 2>&1; touch "$1/pruned"; done' \
+	    sh "$BATS_TEST_TMPDIR" 3>&- &
+	pruner=$!
+	for i in $(seq 100); do
+		[ -e "$BATS_TEST_TMPDIR/pruned" ] && return
+		sleep 0.05
+	done
+	fail "the pruner did not start"
+}
+
+stop_pruner() {
+	touch "$BATS_TEST_TMPDIR/stop"
+	wait "$pruner"
+}
+
+# The first two directories made in new/ are stalled, long enough for a
+# receiver to remove the first as empty before the second is made in it.
+STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
+
+@test "faults: a sender racing receivers' pruning of new/ still sends (exit 0)" {
+	start_pruner
+	run --separate-stderr fault "$STALL" mq-send -D 60 <<<"raced"
+	stop_pruner
+	assert_success
+	[ -z "$stderr" ]
+	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
+	assert_equal "$(count new)" 1
+	assert_equal "$(count tmp)" 0
+}
+
+@test "faults: mq-ack -r racing receivers' pruning releases (not 'lease lost')" {
+	mq-send <<<"released" >/dev/null
+	r=$(mq-recv)
+	start_pruner
+	run --separate-stderr fault "$STALL" mq-ack -r 60 "$r"
+	stop_pruner
+	assert_success
+	[ -z "$stderr" ]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
+}
+
+@test "faults: mq-dlq redrive racing receivers' pruning redrives (not 'no such dead letter')" {
+	id=$(mq-send <<<"redriven")
+	r=$(mq-recv)
+	mq-ack -x "test" "$r"
+	start_pruner
+	run --separate-stderr fault "$STALL" mq-dlq redrive "$id"
+	stop_pruner
+	assert_success
+	[ -z "$stderr" ]
+	assert_equal "$(count dead)" 0
+	# The pruner may have claimed it since.
+	assert_equal "$(($(count new) + $(count cur)))" 1
+}
+
+@test "faults: a failed wake-up of receivers (futimens) does not fail the send" {
+	run --separate-stderr fault 'futimens:errno=EIO' mq-send <<<"woken"
+	assert_success
+	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" woken
+}
+
+@test "faults: a failed directory sync after the rename prints the ID that landed, exits 4" {
+	run --separate-stderr fault 'fsync:errno=EIO:at=/spool/new' mq-send <<<"landed"
+	assert_failure 4
+	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
+	[[ $stderr == "mq-send: "*"Input/output error"* ]]
+	assert_equal "$(count new)" 1
+	assert_equal "$(count tmp)" 0
+	r=$(mq-recv)
+	assert_equal "$(basename "$r" | cut -d, -f1)" "$output"
+}
+
+@test "faults: mq-send -l failing part way through its renames prints what landed, takes back the rest" {
+	printf '%s\n' 1 2 3 4 5 >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr fault 'renameat:errno=ENOSPC:nth=3' \
+	    mq-send -l "$BATS_TEST_TMPDIR/in"
+	assert_failure 4
+	[[ $stderr == "mq-send: "*"No space left on device"* ]]
+	assert_equal "${#lines[@]}" 2
+	assert_equal "$(count new)" 2
+	assert_equal "$(count tmp)" 0
+	# The IDs printed are those of the messages queued.
+	assert_equal "$(find "$MQ_DIR/new" -type f -exec basename {} \; |
+	    cut -d, -f1 | sort | tr '\n' ' ')" "${lines[0]} ${lines[1]} "
+	assert_equal "$(drain)" "$(printf '1\n2')"
+}
+
+@test "faults: a write error on the spool names the spool's file, not the input" {
+	run --separate-stderr fault 'write:errno=ENOSPC:at=/spool/tmp/' mq-send <<<"full"
+	assert_failure 4
+	assert_output ""
+	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ No\ space\ left\ on\ device$ ]]
+	assert_equal "$(count tmp)" 0
+	assert_equal "$(count new)" 0
+}
+
+@test "faults: mq-send -l: a write error on the spool names the spool's file" {
+	run --separate-stderr fault 'write:errno=ENOSPC:at=/spool/tmp/:nth=2' \
+	    mq-send -l < <(printf 'a\nb\nc\n')
+	assert_failure 4
+	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ No\ space\ left\ on\ device$ ]]
+	assert_equal "$(count tmp)" 0
+	assert_equal "$(count new)" "${#lines[@]}"
+}
+
+@test "faults: mq-send -l leaves no tmp/ file when creating one fails" {
+	printf '%s\n' 1 2 3 4 5 >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr fault 'openat:errno=EMFILE:nth=3:at=/spool/tmp/' \
+	    mq-send -l "$BATS_TEST_TMPDIR/in"
+	assert_failure 4
+	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ Too\ many\ open\ files$ ]]
+	assert_equal "$(count tmp)" 0
+	assert_equal "$(count new)" "${#lines[@]}"
+}
+
+@test "faults: the shim itself works: a failing syncfs fails a synced batch" {
+	printf '%s\n' a b >"$BATS_TEST_TMPDIR/in"
+	run --separate-stderr fault 'syncfs:errno=EIO' mq-send -l "$BATS_TEST_TMPDIR/in"
+	assert_failure 4
+	assert_output ""
+	assert_equal "$(count new)" 0
+	assert_equal "$(count tmp)" 0
+}
