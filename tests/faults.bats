@@ -23,12 +23,12 @@ fault() {
 # Claims (so prunes the emptied directories of new/) again and again
 # until stop_pruner, as busy receivers do.
 start_pruner() {
-	local i
+	local _
 	timeout 60 sh -c 'while [ ! -e "$1/stop" ]; do
 		mq-recv >/dev/null 2>&1; touch "$1/pruned"; done' \
 	    sh "$BATS_TEST_TMPDIR" 3>&- &
 	pruner=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		[ -e "$BATS_TEST_TMPDIR/pruned" ] && return
 		sleep 0.05
 	done

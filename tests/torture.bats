@@ -1,7 +1,20 @@
 load helper
 
 @test "torture: 20 s of kill -9 at random instants loses nothing (tests/torture 20)" {
-	run sh "$BATS_TEST_DIRNAME/torture" 20
+	run timeout 600 sh "$BATS_TEST_DIRNAME/torture" 20
 	assert_success
-	assert_line --regexp '^sent=[1-9][0-9]* processed=[0-9]+ lost=0 dup=[0-9]+ kills=[1-9][0-9]* left=0 dead=0$'
+	assert_line --regexp '^sent=[1-9][0-9]* processed=[0-9]+ lost=0 dup=[0-9]+ kills=[1-9][0-9]* left=0 dead=0 bad=0$'
+}
+
+@test "torture: a producer's failing mq-send (exit 4) fails the run" {
+	[ -f "$BATS_TEST_DIRNAME/fault.so" ] || fail "tests/fault.so is not built"
+	# Every mq-send fails (4) syncing new/ after its message landed.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT='fsync:errno=EIO:at=/spool/new' \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    run --separate-stderr timeout 300 sh "$BATS_TEST_DIRNAME/torture" 2
+	assert_failure 1
+	assert_line --regexp '^sent=0 .* bad=[1-9][0-9]*$'
+	[[ $stderr == *"p1: exit 4"* ]]
+	[[ $stderr == *"mq-send: "*"/spool/new: Input/output error"* ]]
 }
