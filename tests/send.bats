@@ -133,6 +133,16 @@ load helper
 	assert_equal "$(count tmp)" 0
 }
 
+@test "mq-send: a read error names the input, not the spool (whole and -l)" {
+	mkdir "$BATS_TEST_TMPDIR/adir"
+	run -4 --separate-stderr mq-send "$BATS_TEST_TMPDIR/adir"
+	assert_equal "$stderr" "mq-send: $BATS_TEST_TMPDIR/adir: Is a directory"
+	run -4 --separate-stderr mq-send -l "$BATS_TEST_TMPDIR/adir"
+	assert_equal "$stderr" "mq-send: $BATS_TEST_TMPDIR/adir: Is a directory"
+	assert_equal "$(count tmp)" 0
+	assert_equal "$(count new)" 0
+}
+
 @test "mq-send -S: skips syncing and still delivers" {
 	seq 1 50 | mq-send -l -S >/dev/null
 	assert_equal "$(count new)" 50
