@@ -21,7 +21,8 @@
  * Because a rename either happens whole or not at all, two workers racing
  * for a message cannot both win: the loser gets ENOENT.  Empty directories
  * are removed as they are passed; whoever finds its target directory gone
- * (ENOENT while the source still exists) makes it again and retries.
+ * (ENOENT while the source still exists) makes it again and retries, from
+ * new/ down, as any level of the path may have gone with it.
  */
 #include <sys/stat.h>
 
