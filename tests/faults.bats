@@ -21,12 +21,13 @@ fault() {
 }
 
 # Claims (so prunes the emptied directories of new/) again and again
-# until stop_pruner, as busy receivers do.
+# until stop_pruner, as busy receivers do; with an argument, runs that
+# command instead.
 start_pruner() {
 	local _
 	timeout 60 sh -c 'while [ ! -e "$1/stop" ]; do
-		mq-recv >/dev/null 2>&1; touch "$1/pruned"; done' \
-	    sh "$BATS_TEST_TMPDIR" 3>&- &
+		$2 >/dev/null 2>&1; touch "$1/pruned"; done' \
+	    sh "$BATS_TEST_TMPDIR" "${1:-mq-recv}" 3>&- &
 	pruner=$!
 	for _ in $(seq 100); do
 		[ -e "$BATS_TEST_TMPDIR/pruned" ] && return
@@ -79,6 +80,18 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	assert_equal "$(count dead)" 0
 	# The pruner may have claimed it since.
 	assert_equal "$(($(count new) + $(count cur)))" 1
+}
+
+@test "faults: a worker's backoff release racing the pruning of new/ releases the message" {
+	mq-send <<<"failing job" >/dev/null
+	# Removes empty directories of new/ as receivers do, but claims nothing.
+	start_pruner "find $MQ_DIR/new -mindepth 1 -type d -empty -delete"
+	run --separate-stderr fault "$STALL" mq-recv -n 1 --backoff 60 -- false
+	stop_pruner
+	assert_failure 5
+	[[ $stderr != *"No such file"* ]]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
 }
 
 @test "faults: a failed wake-up of receivers (futimens) does not fail the send" {
