@@ -25,7 +25,8 @@
  * tools are single-threaded, so the counters need no lock.
  *
  * Under AddressSanitizer (make SANITIZE=1) the runtime insists on being
- * loaded first; tests add verify_asan_link_order=0 to ASAN_OPTIONS.
+ * loaded first; tests add verify_asan_link_order=0 to ASAN_OPTIONS.  Paths
+ * come from Linux's /proc: elsewhere an at= filter matches nothing.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
@@ -135,12 +136,16 @@ static void
 parse(void)
 {
 	static char buf[4096];
-	const char *env = getenv("MQ_FAULT");
+	const char *env = getenv("MQ_FAULT"), *prog;
 	char *s, *save;
 
 	nspecs = 0;
-	if (env == NULL ||
-	    strncmp(program_invocation_short_name, "mq-", 3) != 0)
+#ifdef __GLIBC__
+	prog = program_invocation_short_name;
+#else
+	prog = getprogname();
+#endif
+	if (env == NULL || strncmp(prog, "mq-", 3) != 0)
 		return;
 	snprintf(buf, sizeof(buf), "%s", env);
 	for (s = strtok_r(buf, " \t\n;", &save); s != NULL;
@@ -249,8 +254,12 @@ do_openat(openat_fn **fp, const char *sym, int dirfd, const char *name,
 static mode_t
 mode_arg(int flags, va_list ap)
 {
-	if ((flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE)
+	if ((flags & O_CREAT) != 0)
 		return va_arg(ap, int);
+#ifdef O_TMPFILE
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return va_arg(ap, int);
+#endif
 	return 0;
 }
 
