@@ -83,7 +83,11 @@ fail(struct sender *s, const char *fmt, ...)
 }
 
 /* A spool error names the message's file in tmp/, not the input. */
-#define FAIL_TMP(s, id)	fail((s), "%s/%s/%s", (s)->sp.path, MQ_DIR_TMP, (id))
+static void __dead
+fail_tmp(struct sender *s, const char *id)
+{
+	fail(s, "%s/%s/%s", s->sp.path, MQ_DIR_TMP, id);
+}
 
 static void
 begin(struct sender *s)
@@ -91,7 +95,7 @@ begin(struct sender *s)
 	mq_id_new(s->id);
 	s->fd = mq_create(s->sp.tmp, s->id, s->sp.fmode);
 	if (s->fd == -1)
-		FAIL_TMP(s, s->id);
+		fail_tmp(s, s->id);
 }
 
 static void
@@ -103,7 +107,7 @@ put(struct sender *s, const char *p, size_t len)
 		if ((w = write(s->fd, p, len)) == -1) {
 			if (errno == EINTR)
 				continue;
-			FAIL_TMP(s, s->id);
+			fail_tmp(s, s->id);
 		}
 		p += w;
 		len -= w;
@@ -117,11 +121,11 @@ end(struct sender *s)
 
 	/* Without a batch sync, each file is synced on its own. */
 	if (s->sync && !MQ_HAVE_SYNCFS && fsync(fd) == -1)
-		FAIL_TMP(s, s->id);
+		fail_tmp(s, s->id);
 	if (close(fd) == -1) {
 		s->fd = -1;
 		unlinkat(s->sp.tmp, s->id, 0);
-		FAIL_TMP(s, s->id);
+		fail_tmp(s, s->id);
 	}
 	s->fd = -1;
 	memcpy(s->batch[s->nbatch++], s->id, sizeof(s->id));
@@ -152,7 +156,7 @@ flush(struct sender *s)
 			fd = openat(s->sp.tmp, s->batch[0], O_RDONLY |
 			    O_NOFOLLOW | O_CLOEXEC);
 			if (fd == -1 || fsync(fd) == -1)
-				FAIL_TMP(s, s->batch[0]);
+				fail_tmp(s, s->batch[0]);
 			close(fd);
 		}
 	}
@@ -170,11 +174,11 @@ flush(struct sender *s)
 		saved = errno;
 	for (i = 0; i < landed; i++)
 		puts(s->batch[i]);
-	if (fflush(stdout) == EOF)
-		err(MQ_EX_SYS, "stdout");
 	memmove(s->batch, s->batch + landed,
 	    (s->nbatch - landed) * sizeof(s->batch[0]));
 	s->nbatch -= landed;
+	if (fflush(stdout) == EOF)
+		fail(s, "stdout");
 	if (saved != 0) {
 		errno = saved;
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
