@@ -156,7 +156,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	assert_equal "$(count new)" "${#lines[@]}"
 }
 
-@test "faults: the shim itself works: a failing syncfs fails a synced batch" {
+@test "faults: a failing syncfs of a batch queues nothing, prints nothing, leaves no tmp/ file" {
 	printf '%s\n' a b >"$BATS_TEST_TMPDIR/in"
 	run --separate-stderr fault 'syncfs:errno=EIO' mq-send -l "$BATS_TEST_TMPDIR/in"
 	assert_failure 4
