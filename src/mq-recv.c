@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,13 +43,14 @@ help(void)
 	    "or run command for each (body on stdin) and ack it on exit 0.\n"
 	    "  -n n     claim up to n messages (default 1; with a command, "
 	    "no limit)\n"
-	    "  -t secs  lease length (default 30)\n"
+	    "  -t secs  lease length, at least 0.001 (default 30)\n"
 	    "  -m max   dead-letter a message after max attempts "
 	    "(default 5)\n"
-	    "  -w secs  wait up to secs (no secs: forever) for a message\n"
+	    "  -w secs  wait up to secs (-w alone: forever) for a message,\n"
+	    "           and for the spool to be made\n"
 	    "  -0       end receipts with NUL, for xargs -0\n"
-	    "  -d dir   spool (default $MQ_DIR, else "
-	    "$XDG_STATE_HOME/mq)\n"
+	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "           else ~/.local/state/mq)\n"
 	    "  -P n     run up to n jobs at once (default 1)\n"
 	    "  --tag    prefix each line a job prints with its message ID\n"
 	    "  --timeout secs      kill a job that runs longer\n"
@@ -58,6 +60,47 @@ help(void)
 	    "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
 	    "5: a job failed.\n"
 	    "A job exiting 65 is dead-lettered at once.  See mq-recv(1).\n");
+}
+
+/*
+ * -w on a spool that is not there yet (a worker started before its first
+ * producer): look for it every SPOOL_POLL_MS until it is made or the wait
+ * is over.  A root without its state directories is being made by mq-send,
+ * or is no spool at all: it gets SPOOL_MAKING_MS to become one.  Whatever
+ * is still wrong then is reported as without -w.
+ */
+#define SPOOL_POLL_MS	200
+#define SPOOL_MAKING_MS	1000
+
+static void
+spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
+    int verbose)
+{
+	const char *path;
+	uint64_t now, making = 0;
+	int said = 0;
+
+	if (!wflag || (dir != NULL && *dir == '\0') ||
+	    (path = mq_spool_dir(dir)) == NULL) {
+		mq_spool_xopen(sp, dir, 0);
+		return;
+	}
+	while (mq_spool_open(sp, path, 0) == -1) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			break;
+		now = mq_now_ms();
+		if (errno == ENOTDIR && making == 0)
+			making = now;
+		if (now >= until || (making != 0 &&
+		    now - making >= SPOOL_MAKING_MS))
+			break;
+		if (verbose && !said++)
+			warnx("%s: waiting for the spool to be made", path);
+		poll(NULL, 0, until - now < SPOOL_POLL_MS ? (int)(until - now) :
+		    SPOOL_POLL_MS);
+	}
+	if (sp->fd == -1)
+		mq_spool_xopen(sp, dir, 0);
 }
 
 static int
@@ -89,7 +132,7 @@ main(int argc, char *argv[])
 	int64_t timeout;
 	int ch, n = 1, nflag = 0, max = MQ_DEFAULT_MAX, wflag = 0, got;
 	const char *worker_only = NULL;
-	int status, dashdash;
+	int status, dashdash, wbare = 0;
 	char *lastarg = NULL;
 
 	memset(&wo, 0, sizeof(wo));
@@ -99,6 +142,7 @@ main(int argc, char *argv[])
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::P:hV"),
 	    longopts, NULL)) != -1) {
 		lastarg = optarg;
+		wbare = 0;
 		switch (ch) {
 		case '0':
 			zflag = 1;
@@ -144,6 +188,8 @@ main(int argc, char *argv[])
 			wsecs = mq_optional_secs(optarg, argc, argv);
 			if (wsecs != NULL)
 				wait_ms = xsecs("-w", wsecs, 0);
+			else
+				wbare = 1;
 			break;
 		case 'h':
 			help();
@@ -161,8 +207,15 @@ main(int argc, char *argv[])
 	 */
 	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
 	    argv[optind - 1] != lastarg;
-	if (optind < argc && !dashdash)
+	if (optind < argc && !dashdash) {
+		if (wbare)
+			errx(MQ_EX_USAGE, "-w %s: invalid (seconds, or none "
+			    "to wait forever)", argv[optind]);
+		warnx("%s: unexpected operand (a command to run follows --)",
+		    argv[optind]);
 		usage();
+	}
+	until = wsecs != NULL ? mq_now_ms() + wait_ms : UINT64_MAX;
 	if (optind < argc) {
 		if (zflag)
 			errx(MQ_EX_USAGE, "-0 prints receipts; a command "
@@ -171,8 +224,10 @@ main(int argc, char *argv[])
 		wo.limit = nflag ? n : 0;
 		wo.lease_ms = lease;
 		wo.max = max;
-		wo.idle_ms = !wflag ? 0 : wsecs != NULL ? wait_ms : UINT64_MAX;
-		mq_spool_xopen(&sp, dir, 0);
+		spool_open(&sp, dir, wflag, until, wo.verbose);
+		now = mq_now_ms();
+		wo.idle_ms = !wflag ? 0 : wsecs == NULL ? UINT64_MAX :
+		    until > now ? until - now : 0;
 		status = mq_work(&sp, &wo);
 		mq_spool_close(&sp);
 		mq_stdout_close();
@@ -181,11 +236,10 @@ main(int argc, char *argv[])
 	if (worker_only != NULL)
 		errx(MQ_EX_USAGE, "%s needs a command to run", worker_only);
 
-	mq_spool_xopen(&sp, dir, 0);
+	spool_open(&sp, dir, wflag, until, wo.verbose);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (wflag && mq_wait_open(&w, &sp) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp.path, MQ_DIR_NEW);
-	until = wsecs != NULL ? mq_now_ms() + wait_ms : UINT64_MAX;
 	for (;;) {
 		got = mq_claim(&sp, n, lease, max, print_receipt, NULL, &wake);
 		if (got == -1)
@@ -200,8 +254,11 @@ main(int argc, char *argv[])
 			wake = until;
 		timeout = wake == UINT64_MAX ? -1 : wake > now ?
 		    (int64_t)(wake - now) : 0;
-		if (mq_wait(&w, timeout) == -1)
+		if (mq_wait(&w, timeout) == -1) {
+			if (errno == ENOENT)
+				errx(MQ_EX_SYS, "%s: spool removed", sp.path);
 			err(MQ_EX_SYS, "%s/%s", sp.path, MQ_DIR_NEW);
+		}
 	}
 	if (wflag)
 		mq_wait_close(&w);

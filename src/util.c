@@ -498,7 +498,10 @@ mq_json_string(FILE *fp, const char *s, size_t len)
 
 /*
  * An optional option-argument in seconds: attached (-w5), else the next
- * word when it is a number (-w 5), which getopt is then told to skip.
+ * word when it begins with a digit (-w 5), which getopt is then told to
+ * skip.  Such a word is never an operand (a receipt is absolute, a command
+ * follows --), so a mistyped number (-w 5s) is reported as one by xsecs
+ * instead of as a stray operand.
  */
 const char *
 mq_optional_secs(const char *attached, int argc, char *argv[])
@@ -510,8 +513,7 @@ mq_optional_secs(const char *attached, int argc, char *argv[])
 	if (optind >= argc)
 		return NULL;
 	next = argv[optind];
-	if (*next < '0' || *next > '9' ||
-	    strspn(next, "0123456789.") != strlen(next))
+	if (*next < '0' || *next > '9')
 		return NULL;
 	optind++;
 	return next;
@@ -530,7 +532,8 @@ xsecs(const char *opt, const char *arg, int positive)
 	if (mq_secs_parse(arg, &ms, &errstr) == -1)
 		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
 	if (positive && ms == 0)
-		errx(MQ_EX_USAGE, "%s %s: too small", opt, arg);
+		errx(MQ_EX_USAGE, "%s %s: too small (the least is 0.001)", opt,
+		    arg);
 	return ms;
 }
 

@@ -6,8 +6,15 @@
  * non-recursive watch would not see.  On Linux a receiver waits for that
  * with inotify (IN_ATTRIB on new/ itself); elsewhere it polls new/'s mtime
  * every POLL_MS (also on Linux with MQ_WAIT=poll, for file systems whose
- * changes inotify does not see).  Either way the caller also passes the time at which a
- * delayed message or a lease becomes due, so those are never missed.
+ * changes inotify does not see).  Either way the caller also passes the
+ * time at which a delayed message or a lease becomes due, so those are
+ * never missed.
+ *
+ * A spool removed under a waiter must end the wait, or a receiver without
+ * a time limit would sleep forever: a directory removed while it is held
+ * open sends no inotify event of its own, so the spool root is watched for
+ * the removal of new/, and a new/ with no link left (st_nlink 0) is
+ * reported as ENOENT.
  */
 #include <sys/stat.h>
 
@@ -39,9 +46,18 @@ mq_ring(struct mq_spool *sp)
 
 #ifdef __linux__
 static int
-watch(int dirfd)
+add_watch(int fd, int dirfd, uint32_t mask)
 {
 	char path[64];
+
+	/* inotify wants a path; this one names our fd, not user input. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
+	return inotify_add_watch(fd, path, mask | IN_ONLYDIR);
+}
+
+static int
+watch(int rootfd, int dirfd)
+{
 	const char *mode = getenv("MQ_WAIT");
 	int fd;
 
@@ -49,10 +65,8 @@ watch(int dirfd)
 		return -1;
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
 		return -1;
-	/* inotify wants a path; this one names our fd, not user input. */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", dirfd);
-	if (inotify_add_watch(fd, path, IN_ATTRIB | IN_MOVED_TO | IN_CREATE |
-	    IN_ONLYDIR) == -1) {
+	if (add_watch(fd, dirfd, IN_ATTRIB | IN_MOVED_TO | IN_CREATE) == -1 ||
+	    add_watch(fd, rootfd, IN_DELETE | IN_DELETE_SELF) == -1) {
 		close(fd);
 		return -1;
 	}
@@ -60,8 +74,9 @@ watch(int dirfd)
 }
 #else
 static int
-watch(int dirfd)
+watch(int rootfd, int dirfd)
 {
+	(void)rootfd;
 	(void)dirfd;
 	return -1;
 }
@@ -76,7 +91,7 @@ mq_wait_open(struct mq_waiter *w, struct mq_spool *sp)
 	if (fstat(sp->new, &st) == -1)
 		return -1;
 	w->seen = st.st_mtim;
-	w->fd = watch(sp->new);
+	w->fd = watch(sp->fd, sp->new);
 	return 0;
 }
 
@@ -104,7 +119,8 @@ mq_wait_fd(struct mq_waiter *w, int64_t *timeout_ms)
 
 /*
  * After that poll (readable: the fd polled readable): 1 if the bell rang
- * since the last look, else 0; -1 on error.
+ * since the last look, else 0; -1 on error, with ENOENT when the spool
+ * was removed.
  */
 int
 mq_wait_rung(struct mq_waiter *w, int readable)
@@ -112,12 +128,18 @@ mq_wait_rung(struct mq_waiter *w, int readable)
 	struct stat st;
 
 	if (w->fd != -1) {
-		if (readable)
-			drain(w->fd);
-		return readable;
+		if (!readable)
+			return 0;
+		drain(w->fd);
 	}
 	if (fstat(w->dirfd, &st) == -1)
 		return -1;
+	if (st.st_nlink == 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (w->fd != -1)
+		return 1;
 	if (st.st_mtim.tv_sec == w->seen.tv_sec &&
 	    st.st_mtim.tv_nsec == w->seen.tv_nsec)
 		return 0;

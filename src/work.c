@@ -469,10 +469,14 @@ secs(char *buf, size_t size, uint64_t ms)
 	return buf;
 }
 
-/* Why a job failed, in words for a dead letter's reason and the log. */
+/*
+ * Why a job failed, in words for the log and, with the last line the job
+ * wrote to stderr (last), for a dead letter's reason.  The log leaves
+ * that line out: it was passed on as the job wrote it.
+ */
 static void
-failure(const struct worker *wk, const struct job *j, int ws, char *buf,
-    size_t size)
+failure(const struct worker *wk, const struct job *j, int ws, int last,
+    char *buf, size_t size)
 {
 	char t[32];
 	int n;
@@ -485,12 +489,13 @@ failure(const struct worker *wk, const struct job *j, int ws, char *buf,
 		    WTERMSIG(ws));
 	else
 		n = snprintf(buf, size, "exit %d", WEXITSTATUS(ws));
-	if (n >= 0 && (size_t)n < size && j->last[0] != '\0')
+	if (last && n >= 0 && (size_t)n < size && j->last[0] != '\0')
 		snprintf(buf + n, size - n, ": %s", j->last);
 }
 
+/* Dead-letters j's message with reason; the log says why (shown). */
 static void
-bury(struct worker *wk, struct job *j, const char *reason)
+bury(struct worker *wk, struct job *j, const char *reason, const char *shown)
 {
 	if (receipt(wk, j) == -1)
 		return;
@@ -500,7 +505,7 @@ bury(struct worker *wk, struct job *j, const char *reason)
 		return;
 	}
 	mq_cur_prune(wk->sp, wk->rc.bname);
-	warnx("%s: dead-lettered: %s", j->id, reason);
+	warnx("%s: dead-lettered: %s", j->id, shown);
 }
 
 static void
@@ -524,7 +529,7 @@ ack(struct worker *wk, struct job *j)
 static void
 finish(struct worker *wk, struct job *j, int ws)
 {
-	char why[LAST_MAX + 64], reason[LAST_MAX + 96], t[32];
+	char why[64], cause[LAST_MAX + 64], reason[LAST_MAX + 96], t[32];
 	uint64_t delay;
 
 	drain(wk, j, &j->out, 1);
@@ -542,17 +547,20 @@ finish(struct worker *wk, struct job *j, int ws)
 		return;
 	}
 	wk->failed = 1;
-	failure(wk, j, ws, why, sizeof(why));
+	failure(wk, j, ws, 0, why, sizeof(why));
+	failure(wk, j, ws, 1, cause, sizeof(cause));
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
 		release(wk, j, wk->now);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
-		bury(wk, j, why);
+		bury(wk, j, cause, why);
 	else if (j->attempt >= wk->opt->max) {
 		snprintf(reason, sizeof(reason), "%s: %s",
+		    MQ_REASON_MAX_ATTEMPTS, cause);
+		snprintf(cause, sizeof(cause), "%s: %s",
 		    MQ_REASON_MAX_ATTEMPTS, why);
-		bury(wk, j, reason);
+		bury(wk, j, reason, cause);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
@@ -651,8 +659,10 @@ on_stop(struct worker *wk)
 
 	if (++wk->stop == 1) {
 		if (wk->running > 0)
-			warnx("stopping: waiting for %d running job%s",
-			    wk->running, wk->running == 1 ? "" : "s");
+			warnx("stopping: waiting for %d running job%s "
+			    "(again to kill %s)", wk->running,
+			    wk->running == 1 ? "" : "s",
+			    wk->running == 1 ? "it" : "them");
 		return;
 	}
 	for (i = 0; i < wk->opt->slots; i++) {
@@ -791,6 +801,14 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			    pfd[i].revents != 0);
 			if (rung == 1)
 				look = 1;
+			else if (rung == -1 && !wk.halt) {
+				if (errno == ENOENT)
+					warnx("%s: spool removed", sp->path);
+				else
+					warn("%s/%s", sp->path, MQ_DIR_NEW);
+				wk.status = MQ_EX_SYS;
+				wk.halt = 1;
+			}
 			i++;
 		}
 		for (int s = 0; s < opt->slots; s++, i += 2) {

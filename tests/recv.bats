@@ -128,6 +128,59 @@ load helper
 	[[ $output == *,2 ]]
 }
 
+@test "mq-recv -w: a lease made shorter by mq-ack -e wakes the waiter" {
+	echo short | mq-send >/dev/null
+	r=$(mq-recv -t 60)
+	start=$(date +%s%N)
+	timeout 20 mq-recv -w 10 >"$BATS_TEST_TMPDIR/out" &
+	pid=$!
+	# Let it compute its wake-up from the 60 s lease first.
+	sleep 0.5
+	mq-ack -e 1 "$r" >/dev/null
+	wait "$pid"
+	elapsed=$((($(date +%s%N) - start) / 1000000))
+	[[ $(cat "$BATS_TEST_TMPDIR/out") == *,2 ]]
+	# Woken when the new lease ran out, not at the end of its wait (10 s).
+	[ "$elapsed" -lt 6000 ]
+}
+
+@test "mq-recv -w: a spool that does not exist yet is waited for" {
+	(sleep 0.5; echo first | mq-send >/dev/null) &
+	run --separate-stderr timeout 20 mq-recv -w 10
+	wait
+	assert_success
+	assert_equal "$(cat "$output")" first
+}
+
+@test "mq-recv -w SECS: a spool still missing after the wait is an error (4), not created" {
+	run -4 --separate-stderr mq-recv -w 0.3
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: No such file or directory"
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-recv -w: a spool removed while waiting ends the wait (4)" {
+	for how in inotify poll; do
+		mq-send -l </dev/null >/dev/null
+		(sleep 0.5; rm -rf "$MQ_DIR") &
+		MQ_WAIT=$how run -4 --separate-stderr timeout 10 mq-recv -w
+		wait
+		assert_equal "$stderr" "mq-recv: $MQ_DIR: spool removed"
+	done
+}
+
+@test "mq-recv: a bad -w, a stray operand and a too short lease say what is wrong" {
+	mq-send -l </dev/null >/dev/null
+	run -2 --separate-stderr mq-recv -w x
+	assert_equal "$stderr" "mq-recv: -w x: invalid (seconds, or none to wait forever)"
+	run -2 --separate-stderr mq-recv -w 5x
+	assert_equal "$stderr" "mq-recv: -w 5x: invalid"
+	run -2 --separate-stderr mq-recv stray
+	assert_equal "${stderr_lines[0]}" "mq-recv: stray: unexpected operand (a command to run follows --)"
+	run -2 --separate-stderr mq-recv -t 0
+	assert_equal "$stderr" "mq-recv: -t 0: too small (the least is 0.001)"
+	run -1 mq-recv -t 0.001
+}
+
 @test "mq-recv: bad numbers are usage errors (2)" {
 	echo x | mq-send >/dev/null
 	for a in "-n 0" "-n -1" "-n x" "-n 99999999999" "-t 0" "-t -1" "-t x" \

@@ -75,7 +75,8 @@ now_ms() {
 @test "worker: a command without -- before it is a usage error and is not run" {
 	echo x | mq-send >/dev/null
 	run -2 --separate-stderr mq-recv touch "$W/ran"
-	[[ $stderr == "usage: mq-recv "* ]]
+	[[ ${stderr_lines[0]} == "mq-recv: touch: unexpected operand (a command to run follows --)" ]]
+	[[ ${stderr_lines[1]} == "usage: mq-recv "* ]]
 	run -2 mq-recv -w 5x touch "$W/ran"
 	assert_not_exist "$W/ran"
 	assert_equal "$(count new)" 1
@@ -84,7 +85,9 @@ now_ms() {
 @test "worker: exit 65 dead-letters at once with the status and the last line of stderr" {
 	echo bad | mq-send >/dev/null
 	run -5 --separate-stderr mq-recv -- sh -c 'echo first >&2; echo "cannot parse input" >&2; exit 65'
-	[[ $stderr == *"dead-lettered: exit 65: cannot parse input"* ]]
+	[[ $stderr == *"mq-recv: "*": dead-lettered: exit 65" ]]
+	# The job's own line is shown once, as it wrote it, not again in the report.
+	assert_equal "$(grep -c 'cannot parse input' <<<"$stderr")" 1
 	assert_equal "$(count dead)" 1
 	run mq-dlq ls --json
 	[[ $output == *'"attempts":1'* ]]
@@ -96,7 +99,8 @@ now_ms() {
 @test "worker: another exit status releases the message for a retry later, attempt kept" {
 	echo flaky | mq-send >/dev/null
 	run -5 --separate-stderr mq-recv --backoff 60 -- sh -c 'echo "disk full" >&2; exit 3'
-	[[ $stderr == *": exit 3: disk full; attempt 1 of 5, again in "*" s"* ]]
+	[[ $stderr == *": exit 3; attempt 1 of 5, again in "*" s"* ]]
+	assert_equal "$(grep -c 'disk full' <<<"$stderr")" 1
 	assert_equal "$(count new)" 1
 	assert_equal "$(count cur)" 0
 	find "$MQ_DIR/new" -type f -name '*,1' | grep -q .
@@ -128,7 +132,8 @@ now_ms() {
 		mq-ack -r "$r"
 	done
 	run -5 --separate-stderr mq-recv -m 3 -- sh -c 'echo "still broken" >&2; exit 1'
-	[[ $stderr == *"dead-lettered: max attempts: exit 1: still broken"* ]]
+	[[ $stderr == *"dead-lettered: max attempts: exit 1" ]]
+	assert_equal "$(grep -c 'still broken' <<<"$stderr")" 1
 	run mq-dlq ls
 	[[ $output == *$'\t3\t'*$'\tmax attempts: exit 1: still broken\t'* ]]
 	assert_equal "$(count new)" 0
@@ -382,4 +387,39 @@ e2"
 	mq-recv -w 1 -- sh -c 'b=$(cat); echo "$b" >>"$W/done"
 		[ "$b" = 10 ] && seq 51 100 | mq-send -l >/dev/null; true'
 	assert_equal "$(tr '\n' ' ' <"$W/done")" "$(seq 1 100 | tr '\n' ' ')"
+}
+
+@test "worker: the first stop signal says the jobs are awaited and that a second one kills them" {
+	echo x | mq-send >/dev/null
+	mq-recv -w -- sh -c 'touch "$W/started"; i=0
+		while [ ! -e "$W/go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done' \
+	    2>"$W/err" &
+	pid=$!
+	i=0
+	while [ ! -e "$W/started" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	kill -INT "$pid"
+	i=0
+	while ! grep -q stopping "$W/err" && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+	touch "$W/go"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/err")" "mq-recv: stopping: waiting for 1 running job (again to kill it)"
+	assert_equal "$(count new)$(count cur)" 00
+}
+
+@test "worker -w: waits for a spool that does not exist yet" {
+	(sleep 0.5; echo first | mq-send >/dev/null) &
+	run --separate-stderr timeout 20 mq-recv -w 10 -n 1 -- sh -c 'cat >"$W/body"'
+	wait
+	assert_success
+	assert_equal "$(cat "$W/body")" first
+}
+
+@test "worker -w: a spool removed while waiting stops the worker (4)" {
+	mq-send -l </dev/null >/dev/null
+	(sleep 0.5; rm -rf "$MQ_DIR") &
+	run -4 --separate-stderr timeout 10 mq-recv -w -- true
+	wait
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: spool removed"
 }
