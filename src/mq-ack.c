@@ -3,6 +3,9 @@
  * new/, now or later), dead-letter, or extend the lease.  Each receipt is
  * checked to be a claimed message of this spool before anything is done;
  * the others in the same call are still handled, and the worst status wins.
+ * The spool is the one chosen by -d or $MQ_DIR; without either, a receipt
+ * names its own (its path up to cur/), and a batch of receipts may come
+ * from several spools, each opened when its first receipt comes.
  */
 #include <err.h>
 #include <errno.h>
@@ -20,6 +23,11 @@ struct acker {
 	struct mq_spool	 sp;
 	struct mq_receipt rc;
 	struct mq_placer pl;
+	int		 open;	/* sp, rc and pl are in use */
+	int		 fixed;	/* -d or $MQ_DIR: one spool for every receipt */
+	int		 ring;	/* a lease was made shorter: wake waiters */
+	int		 status;	/* of closing spools done with */
+	char		 dir[PATH_MAX];	/* the spool of the receipts at hand */
 	enum mode	 mode;
 	uint64_t	 ms;	/* release delay or extension */
 	uint64_t	 now;
@@ -48,7 +56,86 @@ help(void)
 	    "  -e secs    extend the lease to now + secs; print the new "
 	    "receipt\n"
 	    "  -0         receipts on stdin are NUL-terminated\n"
-	    "Exit 3: lease lost.  See mq-ack(1).\n");
+	    "  -d dir     spool (default $MQ_DIR, else the receipt's own)\n"
+	    "A receipt is the path that mq-recv printed.\n"
+	    "Exit 3: already acked, or lease lost.  See mq-ack(1).\n");
+}
+
+/*
+ * The spool a receipt names: its path up to /cur/S/NAME, in dir.  Returns
+ * -1 when it does not have a receipt's form at all.
+ */
+static int
+receipt_spool(const char *receipt, char *dir, size_t size)
+{
+	const char *p, *slash[3];
+	int n = 0;
+
+	if (receipt[0] != '/')
+		return -1;
+	for (p = receipt + strlen(receipt); p > receipt && n < 3; p--)
+		if (p[-1] == '/')
+			slash[n++] = p - 1;
+	if (n < 3 || slash[0][1] == '\0' || slash[0] == slash[1] + 1 ||
+	    (size_t)(slash[1] - slash[2]) != strlen(MQ_DIR_CUR) + 1 ||
+	    strncmp(slash[2] + 1, MQ_DIR_CUR, strlen(MQ_DIR_CUR)) != 0 ||
+	    slash[2] == receipt || (size_t)(slash[2] - receipt) >= size)
+		return -1;
+	memcpy(dir, receipt, slash[2] - receipt);
+	dir[slash[2] - receipt] = '\0';
+	return 0;
+}
+
+/* Done with a spool: what was left of its batch, then close it. */
+static void
+spool_done(struct acker *a)
+{
+	if (!a->open)
+		return;
+	mq_receipt_close(&a->rc);
+	if (a->pruned[0] != '\0')
+		mq_cur_prune(&a->sp, a->pruned);
+	a->pruned[0] = '\0';
+	if (mq_placer_flush(&a->pl) == -1 ||
+	    (a->ring && mq_ring(&a->sp) == -1)) {
+		warn("%s", a->sp.path);
+		a->status = MQ_EX_SYS;
+	}
+	a->ring = 0;
+	mq_placer_close(&a->pl);
+	mq_spool_close(&a->sp);
+	a->open = 0;
+}
+
+static int
+spool_open(struct acker *a, const char *path)
+{
+	if (mq_spool_open(&a->sp, path, 0) == -1)
+		return -1;
+	mq_placer_init(&a->pl, &a->sp, 0);
+	a->rc.bucket = -1;
+	a->open = 1;
+	return 0;
+}
+
+/* Opens dir, the spool of receipt, when the receipts choose it. */
+static int
+spool_for(struct acker *a, const char *receipt, const char *dir)
+{
+	if (a->fixed)
+		return MQ_EX_OK;
+	if (a->open && strcmp(dir, a->dir) == 0)
+		return MQ_EX_OK;
+	spool_done(a);
+	strlcpy(a->dir, dir, sizeof(a->dir));
+	if (spool_open(a, a->dir) == 0)
+		return MQ_EX_OK;
+	if (errno == ENOENT || errno == ENOTDIR) {
+		warnx("%s: not a receipt (no spool at %s)", receipt, a->dir);
+		return MQ_EX_USAGE;
+	}
+	warn("%s", a->dir);
+	return MQ_EX_SYS;
 }
 
 static int
@@ -56,10 +143,23 @@ handle(struct acker *a, const char *receipt)
 {
 	struct mq_receipt *rc = &a->rc;
 	const char *why;
-	char out[4096];
+	char out[4096], dir[PATH_MAX];
 	int st, r = 0;
 
+	/* Whatever the spool, a path of another form was never a receipt. */
+	if (receipt_spool(receipt, dir, sizeof(dir)) == -1) {
+		warnx("%s: not a receipt (a receipt is the path mq-recv "
+		    "printed)", receipt);
+		return MQ_EX_USAGE;
+	}
+	if ((st = spool_for(a, receipt, dir)) != MQ_EX_OK)
+		return st;
 	st = mq_receipt_open(&a->sp, receipt, rc, &why);
+	if (st == MQ_EX_LOST) {
+		warnx("%s: already acked, or lease lost",
+		    mq_receipt_shown(&a->sp, receipt));
+		return st;
+	}
 	if (st == MQ_EX_SYS) {
 		warn("%s", mq_receipt_shown(&a->sp, receipt));
 		return st;
@@ -83,6 +183,12 @@ handle(struct acker *a, const char *receipt)
 	case EXTEND:
 		r = mq_extend(&a->sp, rc->bucket, rc->name, &rc->n,
 		    a->now + a->ms, out, sizeof(out));
+		/*
+		 * A waiting receiver sleeps until the deadline it last saw;
+		 * one made earlier must wake it.
+		 */
+		if (r == 0 && a->now + a->ms < rc->n.ms)
+			a->ring = 1;
 		if (r == 0) {
 			fputs(out, stdout);
 			putchar(a->zflag ? '\0' : '\n');
@@ -91,7 +197,8 @@ handle(struct acker *a, const char *receipt)
 	}
 	if (r == -1) {
 		if (errno == ENOENT) {
-			warnx("%s: lease lost", mq_receipt_shown(&a->sp, receipt));
+			warnx("%s: already acked, or lease lost",
+			    mq_receipt_shown(&a->sp, receipt));
 			return MQ_EX_LOST;
 		}
 		warn("%s", mq_receipt_shown(&a->sp, receipt));
@@ -124,7 +231,7 @@ main(int argc, char *argv[])
 	};
 	struct acker a;
 	struct mq_reader rd;
-	const char *dir = NULL, *secs;
+	const char *dir = NULL, *secs, *env;
 	char *rec;
 	int ch, i, r, set = 0, seen = 0, status = MQ_EX_OK;
 
@@ -168,8 +275,14 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 
-	mq_spool_xopen(&a.sp, dir, 0);
-	mq_placer_init(&a.pl, &a.sp, 0);
+	/* An explicit choice of spool wins over what the receipts say. */
+	if (dir == NULL && (env = getenv("MQ_DIR")) != NULL && *env != '\0')
+		dir = env;
+	if (dir != NULL) {
+		mq_spool_xopen(&a.sp, dir, 0);
+		mq_placer_init(&a.pl, &a.sp, 0);
+		a.open = a.fixed = 1;
+	}
 	a.now = mq_now_ms();
 	if (argc > 0) {
 		for (i = 0; i < argc; i++)
@@ -194,15 +307,8 @@ main(int argc, char *argv[])
 		}
 		mq_reader_free(&rd);
 	}
-	mq_receipt_close(&a.rc);
-	if (a.pruned[0] != '\0')
-		mq_cur_prune(&a.sp, a.pruned);
-	if (mq_placer_flush(&a.pl) == -1) {
-		warn("%s", a.sp.path);
-		status = mq_worse(status, MQ_EX_SYS);
-	}
-	mq_placer_close(&a.pl);
-	mq_spool_close(&a.sp);
+	spool_done(&a);
+	status = mq_worse(status, a.status);
 	mq_stdout_close();
 	if (seen == 0 && status == MQ_EX_OK)
 		status = MQ_EX_NONE;

@@ -17,7 +17,7 @@ load helper
 	r2=$(mq-recv -t 60)
 	run -3 --separate-stderr mq-ack "$r"
 	assert_output ""
-	[[ $stderr == "mq-ack: cur/"*": lease lost" ]]
+	[[ $stderr == "mq-ack: cur/"*": already acked, or lease lost" ]]
 	assert_file_exist "$r2"
 	mq-ack "$r2"
 }
@@ -26,7 +26,45 @@ load helper
 	echo hi | mq-send >/dev/null
 	r=$(mq-recv)
 	mq-ack "$r"
-	run -3 mq-ack "$r"
+	run -3 --separate-stderr mq-ack "$r"
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: already acked, or lease lost"
+}
+
+@test "mq-ack: an ID given for a receipt is refused (2) with what a receipt is" {
+	id=$(echo hi | mq-send)
+	r=$(mq-recv)
+	run -2 --separate-stderr mq-ack "$id"
+	assert_equal "$stderr" "mq-ack: $id: not a receipt (a receipt is the path mq-recv printed)"
+	assert_file_exist "$r"
+}
+
+@test "mq-ack: without -d or MQ_DIR, each receipt names its own spool" {
+	a=$BATS_TEST_TMPDIR/a b=$BATS_TEST_TMPDIR/b
+	echo one | mq-send -d "$a" >/dev/null
+	printf '%s\n' two three | mq-send -l -d "$b" >/dev/null
+	ra=$(mq-recv -d "$a") rb=$(mq-recv -d "$b")
+	r3=$(mq-recv -d "$b" -t 60)
+	unset MQ_DIR
+	export HOME=$BATS_TEST_TMPDIR/home
+	run --separate-stderr mq-ack "$ra" "$rb"
+	assert_success
+	[ -z "$stderr" ]
+	assert_not_exist "$ra" "$rb"
+	run -3 mq-ack "$ra"
+	# -e works there too, and a shortened lease is handed out when it ends.
+	r4=$(mq-ack -e 0.2 "$r3")
+	[[ $r4 == "$(cd "$b" && pwd -P)/cur/"* ]]
+	sleep 0.4
+	[[ $(mq-recv -d "$b") == *,2 ]]
+	assert_not_exist "$HOME"
+	# A path shaped like a receipt of no spool is not one.
+	run -2 mq-ack "$BATS_TEST_TMPDIR/none/cur/1/x"
+	# -d and MQ_DIR still choose, and a receipt of another spool is refused.
+	echo four | mq-send -d "$a" >/dev/null
+	r5=$(mq-recv -d "$a")
+	run -2 mq-ack -d "$b" "$r5"
+	MQ_DIR=$b run -2 mq-ack "$r5"
+	assert_file_exist "$r5"
 }
 
 @test "mq-ack: an expired receipt nobody reclaimed may still be acked" {
