@@ -15,25 +15,30 @@
 #include "compat.h"
 #include "mq.h"
 
+/* mq-sweep -w alone sweeps as often as the systemd timer does. */
+#define EVERY_MS	60000
+
 static int vflag;
 
 static void __dead
 usage(void)
 {
 	fprintf(stderr, "usage: mq-sweep [-v] [-d dir] [-m max] "
-	    "[-w secs]\n");
+	    "[-w [secs]]\n");
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-sweep [-v] [-d dir] [-m max] [-w secs]\n"
+	printf("usage: mq-sweep [-v] [-d dir] [-m max] [-w [secs]]\n"
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
 	    "remove tmp/ fragments older than 36 hours.\n"
-	    "  -m max   attempts before a message is dead (default 5)\n"
-	    "  -w secs  sweep again every secs until killed\n"
-	    "  -v       say what was moved or removed\n"
+	    "  -m max     attempts before a message is dead (default 5)\n"
+	    "  -w [secs]  sweep again every secs (default 60) until killed\n"
+	    "  -v         say what was moved or removed\n"
+	    "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "             else ~/.local/state/mq)\n"
 	    "See mq-sweep(1).\n");
 }
 
@@ -52,12 +57,13 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
-	const char *dir = NULL;
+	const char *dir = NULL, *secs;
 	uint64_t every = 0;
-	int ch, max = MQ_DEFAULT_MAX, status;
+	int ch, max = MQ_DEFAULT_MAX, status, wbare = 0;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w::hV"), longopts,
 	    NULL)) != -1) {
+		wbare = 0;
 		switch (ch) {
 		case 'v':
 			vflag = 1;
@@ -69,7 +75,13 @@ main(int argc, char *argv[])
 			max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
-			every = xsecs("-w", optarg, 1);
+			secs = mq_optional_secs(optarg, argc, argv);
+			if (secs != NULL)
+				every = xsecs("-w", secs, 1);
+			else {
+				every = EVERY_MS;
+				wbare = 1;
+			}
 			break;
 		case 'h':
 			help();
@@ -81,8 +93,12 @@ main(int argc, char *argv[])
 			usage();
 		}
 	}
-	if (optind < argc)
+	if (optind < argc) {
+		if (wbare)
+			errx(MQ_EX_USAGE, "-w %s: invalid", argv[optind]);
+		warnx("%s: unexpected operand", argv[optind]);
 		usage();
+	}
 
 	mq_spool_xopen(&sp, dir, 0);
 	for (;;) {

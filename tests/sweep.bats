@@ -104,3 +104,18 @@ load helper
 	run mq-dlq ls
 	assert_output --partial kept
 }
+
+@test "mq-sweep -w: its seconds are optional (default 60), like mq-recv's" {
+	echo x | mq-send >/dev/null
+	mq-recv -t 0.1 >/dev/null
+	sleep 0.3
+	# Still running after its first sweep: a service, not a usage error.
+	run -124 timeout 1 mq-sweep -w
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
+	run -124 timeout 0.5 mq-sweep -w0.1
+	run -2 --separate-stderr mq-sweep -w x
+	assert_equal "$stderr" "mq-sweep: -w x: invalid"
+	run -2 --separate-stderr mq-sweep -w 5x
+	assert_equal "$stderr" "mq-sweep: -w 5x: invalid"
+}
