@@ -42,7 +42,9 @@ help(void)
 	    "ls: id, attempts, died, reason, size, start of body "
 	    "(tab-separated)\n"
 	    "show: the body; redrive: back to new/ (-t: another spool);\n"
-	    "purge: delete.  See mq-dlq(1).\n");
+	    "purge: delete.  See mq-dlq(1).\n"
+	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "else ~/.local/state/mq.\n");
 }
 
 static int vflag;

@@ -295,7 +295,9 @@ main(int argc, char *argv[])
 			fd = STDIN_FILENO;
 			name = "stdin";
 		} else if ((fd = open(name, O_RDONLY | O_CLOEXEC)) == -1) {
-			warn("%s", name);
+			warnx("%s: %s%s", name, strerror(errno), errno == ENOENT ?
+			    " (operands are files; to send text, use: "
+			    "echo TEXT | mq-send)" : "");
 			status = MQ_EX_SYS;
 			continue;
 		}

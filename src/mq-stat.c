@@ -38,7 +38,8 @@ help(void)
 	printf(USAGE
 	    "Count the messages of each spool by state; ages and bytes.\n"
 	    "  -d dir        a spool (more than one -d for more spools;\n"
-	    "                default $MQ_DIR, else $XDG_STATE_HOME/mq)\n"
+	    "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "                else ~/.local/state/mq)\n"
 	    "  --json        one JSON object per spool and line\n"
 	    "  --prometheus  the Prometheus text format, for node_exporter\n"
 	    "See mq-stat(1).\n");

@@ -53,3 +53,20 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
 		assert_equal "$use" "$syn"
 	done
 }
+
+@test "every tool that has a default spool: --help names the ~/.local/state/mq fallback" {
+	for t in mq-recv mq-sweep mq-dlq mq-stat; do
+		run "$t" --help
+		assert_output --partial '$XDG_STATE_HOME/mq,'
+		assert_output --partial '~/.local/state/mq'
+	done
+	# mq-ack has none: a receipt names its spool.
+	run mq-ack --help
+	assert_output --partial "else the receipt's own"
+}
+
+@test "mq-send: a missing operand says that operands are files" {
+	run -4 --separate-stderr mq-send "hello world"
+	assert_equal "$stderr" "mq-send: hello world: No such file or directory (operands are files; to send text, use: echo TEXT | mq-send)"
+	assert_equal "$(find "$MQ_DIR/new" -type f | wc -l)" 0
+}
