@@ -58,6 +58,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
 	for t in mq-recv mq-sweep mq-dlq mq-stat; do
 		run "$t" --help
 		assert_output --partial '$XDG_STATE_HOME/mq,'
+		# shellcheck disable=SC2088 # the words --help prints
 		assert_output --partial '~/.local/state/mq'
 	done
 	# mq-ack has none: a receipt names its spool.
