@@ -78,7 +78,7 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 {
 	const char *path;
 	uint64_t now, making = 0;
-	int said = 0;
+	int said = 0, e;
 
 	if (!wflag || (dir != NULL && *dir == '\0') ||
 	    (path = mq_spool_dir(dir)) == NULL) {
@@ -86,10 +86,10 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 		return;
 	}
 	while (mq_spool_open(sp, path, 0) == -1) {
-		if (errno != ENOENT && errno != ENOTDIR)
+		if ((e = errno) != ENOENT && e != ENOTDIR)
 			break;
 		now = mq_now_ms();
-		if (errno == ENOTDIR && making == 0)
+		if (e == ENOTDIR && making == 0)
 			making = now;
 		if (now >= until || (making != 0 &&
 		    now - making >= SPOOL_MAKING_MS))

@@ -469,28 +469,20 @@ secs(char *buf, size_t size, uint64_t ms)
 	return buf;
 }
 
-/*
- * Why a job failed, in words for the log and, with the last line the job
- * wrote to stderr (last), for a dead letter's reason.  The log leaves
- * that line out: it was passed on as the job wrote it.
- */
+/* Why a job failed, in words for the log and a dead letter's reason. */
 static void
-failure(const struct worker *wk, const struct job *j, int ws, int last,
-    char *buf, size_t size)
+failure(const struct worker *wk, const struct job *j, int ws, char *buf,
+    size_t size)
 {
 	char t[32];
-	int n;
 
 	if (j->timed_out)
-		n = snprintf(buf, size, "timed out after %s s",
+		snprintf(buf, size, "timed out after %s s",
 		    secs(t, sizeof(t), wk->opt->timeout_ms));
 	else if (WIFSIGNALED(ws))
-		n = snprintf(buf, size, "killed by signal %d",
-		    WTERMSIG(ws));
+		snprintf(buf, size, "killed by signal %d", WTERMSIG(ws));
 	else
-		n = snprintf(buf, size, "exit %d", WEXITSTATUS(ws));
-	if (last && n >= 0 && (size_t)n < size && j->last[0] != '\0')
-		snprintf(buf + n, size - n, ": %s", j->last);
+		snprintf(buf, size, "exit %d", WEXITSTATUS(ws));
 }
 
 /* Dead-letters j's message with reason; the log says why (shown). */
@@ -529,7 +521,9 @@ ack(struct worker *wk, struct job *j)
 static void
 finish(struct worker *wk, struct job *j, int ws)
 {
-	char why[64], cause[LAST_MAX + 64], reason[LAST_MAX + 96], t[32];
+	char why[64], cause[sizeof(why) + 2 + LAST_MAX], t[32];
+	char reason[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(cause)];
+	char shown[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(why)];
 	uint64_t delay;
 
 	drain(wk, j, &j->out, 1);
@@ -547,8 +541,13 @@ finish(struct worker *wk, struct job *j, int ws)
 		return;
 	}
 	wk->failed = 1;
-	failure(wk, j, ws, 0, why, sizeof(why));
-	failure(wk, j, ws, 1, cause, sizeof(cause));
+	failure(wk, j, ws, why, sizeof(why));
+	/*
+	 * The reason keeps the job's last line on stderr; the log does not
+	 * repeat it, as it was passed on when the job wrote it.
+	 */
+	snprintf(cause, sizeof(cause), "%s%s%s", why,
+	    j->last[0] != '\0' ? ": " : "", j->last);
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
 		release(wk, j, wk->now);
@@ -558,9 +557,9 @@ finish(struct worker *wk, struct job *j, int ws)
 	else if (j->attempt >= wk->opt->max) {
 		snprintf(reason, sizeof(reason), "%s: %s",
 		    MQ_REASON_MAX_ATTEMPTS, cause);
-		snprintf(cause, sizeof(cause), "%s: %s",
+		snprintf(shown, sizeof(shown), "%s: %s",
 		    MQ_REASON_MAX_ATTEMPTS, why);
-		bury(wk, j, reason, cause);
+		bury(wk, j, reason, shown);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
