@@ -65,11 +65,12 @@ watch(int rootfd, int dirfd)
 		return -1;
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
 		return -1;
-	if (add_watch(fd, dirfd, IN_ATTRIB | IN_MOVED_TO | IN_CREATE) == -1 ||
-	    add_watch(fd, rootfd, IN_DELETE | IN_DELETE_SELF) == -1) {
+	if (add_watch(fd, dirfd, IN_ATTRIB | IN_MOVED_TO | IN_CREATE) == -1) {
 		close(fd);
 		return -1;
 	}
+	/* Without it only the removal of the spool goes unnoticed. */
+	(void)add_watch(fd, rootfd, IN_DELETE | IN_DELETE_SELF);
 	return fd;
 }
 #else
