@@ -1,26 +1,5 @@
 load helper
 
-# Removes the spool once process $1 holds its new/ open (it is waiting on
-# it), then waits for that process (at most 10 s); its status is in $st.
-holds_new() {
-	local fd
-	for fd in "/proc/$1/fd/"*; do
-		[ "$(readlink "$fd")" = "$2" ] && return 0
-	done
-	return 1
-}
-remove_spool_under() {
-	local new i=0
-	new="$(cd "$MQ_DIR" && pwd -P)/new"
-	while ! holds_new "$1" "$new" && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	rm -rf "$MQ_DIR"
-	i=0
-	while kill -0 "$1" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	kill -9 "$1" 2>/dev/null || true
-	st=0
-	wait "$1" || st=$?
-}
-
 @test "mq-recv: an empty queue exits 1 silently" {
 	mq-send -l </dev/null >/dev/null
 	run -1 --separate-stderr mq-recv
