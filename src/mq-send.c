@@ -56,8 +56,8 @@ help(void)
 	    "  -l       every line is a message\n"
 	    "  -D secs  not visible before secs from now\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
-	    "  -d dir   spool (default $MQ_DIR, else "
-	    "$XDG_STATE_HOME/mq)\n"
+	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "           else ~/.local/state/mq; made if missing)\n"
 	    "See mq-send(1).\n");
 }
 

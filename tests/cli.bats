@@ -55,7 +55,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
 }
 
 @test "every tool that has a default spool: --help names the ~/.local/state/mq fallback" {
-	for t in mq-recv mq-sweep mq-dlq mq-stat; do
+	for t in mq-send mq-recv mq-sweep mq-dlq mq-stat; do
 		run "$t" --help
 		assert_output --partial '$XDG_STATE_HOME/mq,'
 		# shellcheck disable=SC2088 # the words --help prints
