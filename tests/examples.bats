@@ -155,15 +155,29 @@ fake_convert() {
 	assert_equal "$(count dead)" 0
 }
 
-@test "README: the xargs pool with no spool yet stops at the first error" {
-	export MQ_DIR=$BATS_TEST_TMPDIR/no-spool
+@test "README: the xargs pool started before its spool waits for it without an error, then works" {
+	fake_convert
+	cd "$BATS_TEST_TMPDIR"
+	export MQ_DIR=$BATS_TEST_TMPDIR/later
+	mkdir thumbs photos
+	echo 1 >photos/1.jpg
 	# From the loop (and what it needs) to its end.
-	code=$(readme_sh 1 | sed -n '/^b=\$(mktemp)\|^while mq-recv/,/done$/p')
-	[[ $code == *'while mq-recv '* ]]
-	run timeout 20 sh -c "$code"
-	assert_equal "$status" 0
-	assert_equal "${#lines[@]}" 1
-	assert_output --partial "No such file or directory"
+	code=$(readme_sh 1 | sed -n '/^b=\$(mktemp)/,/^done$/p')
+	[[ $code == *'while mq-recv -w '* ]]
+	timeout 30 sh -c "$code" 2>err &
+	pid=$!
+	sleep 1
+	kill -0 "$pid"
+	assert_equal "$(cat err)" ""
+	echo "$PWD/photos/1.jpg" | mq-send -l >/dev/null
+	for _ in $(seq 1 100); do
+		[ -s thumbs/1.jpg ] && break
+		sleep 0.1
+	done
+	kill "$pid"
+	wait "$pid" || true
+	assert_equal "$(cat thumbs/1.jpg)" 1
+	assert_equal "$(cat err)" ""
 }
 
 @test "README: the worker-mode pool makes every thumbnail once" {
@@ -223,9 +237,9 @@ JOB
 	assert_equal "$(count cur)" 0
 }
 
-@test "example xargs-pool.sh: no spool yet: one error and exit 4, no loop of errors" {
+@test "example xargs-pool.sh: a spool still not made after IDLE: one error and exit 4, no loop of errors" {
 	export MQ_DIR=$BATS_TEST_TMPDIR/no-spool
-	JOB=true run timeout 20 sh "$ex/xargs-pool.sh"
+	JOB=true IDLE=1 run timeout 20 sh "$ex/xargs-pool.sh"
 	assert_equal "$status" 4
 	assert_equal "${#lines[@]}" 1
 	assert_output --partial "No such file or directory"

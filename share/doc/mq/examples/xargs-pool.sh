@@ -5,7 +5,8 @@
 # with the message body on its standard input.  The pool exits 0 once
 # nothing came for IDLE seconds (default: never), and at once with
 # mq-recv's status if that fails (4, with the reason on standard error:
-# the spool does not exist yet, say) instead of trying again in a loop.
+# the spool was still not made after IDLE seconds, or was removed, say)
+# instead of trying again in a loop.
 #
 # A lease runs from the claim, not from the start of the job: so claim no
 # more than can run at once, or a message waiting in xargs's queue behind
