@@ -103,6 +103,15 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 		mq_spool_xopen(sp, dir, 0);
 }
 
+/* A wait ends in error; ENOENT: the spool went away under the waiter. */
+static void __dead
+wait_failed(const struct mq_spool *sp)
+{
+	if (errno == ENOENT)
+		errx(MQ_EX_SYS, "%s: spool removed", sp->path);
+	err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
+}
+
 static int
 print_receipt(void *arg, const char *receipt, const char *id)
 {
@@ -239,7 +248,7 @@ main(int argc, char *argv[])
 	spool_open(&sp, dir, wflag, until, wo.verbose);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (wflag && mq_wait_open(&w, &sp) == -1)
-		err(MQ_EX_SYS, "%s/%s", sp.path, MQ_DIR_NEW);
+		wait_failed(&sp);
 	for (;;) {
 		got = mq_claim(&sp, n, lease, max, print_receipt, NULL, &wake);
 		if (got == -1)
@@ -254,11 +263,8 @@ main(int argc, char *argv[])
 			wake = until;
 		timeout = wake == UINT64_MAX ? -1 : wake > now ?
 		    (int64_t)(wake - now) : 0;
-		if (mq_wait(&w, timeout) == -1) {
-			if (errno == ENOENT)
-				errx(MQ_EX_SYS, "%s: spool removed", sp.path);
-			err(MQ_EX_SYS, "%s/%s", sp.path, MQ_DIR_NEW);
-		}
+		if (mq_wait(&w, timeout) == -1)
+			wait_failed(&sp);
 	}
 	if (wflag)
 		mq_wait_close(&w);

@@ -87,13 +87,24 @@ int
 mq_wait_open(struct mq_waiter *w, struct mq_spool *sp)
 {
 	struct stat st;
+	int saved;
 
 	w->dirfd = sp->new;
-	if (fstat(sp->new, &st) == -1)
-		return -1;
-	w->seen = st.st_mtim;
 	w->fd = watch(sp->fd, sp->new);
+	/* After the watch: a removal before it sent no event to see. */
+	if (fstat(sp->new, &st) == -1)
+		goto fail;
+	if (st.st_nlink == 0) {
+		errno = ENOENT;
+		goto fail;
+	}
+	w->seen = st.st_mtim;
 	return 0;
+fail:
+	saved = errno;
+	mq_wait_close(w);
+	errno = saved;
+	return -1;
 }
 
 static void

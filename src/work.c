@@ -725,8 +725,11 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
 	signals_setup(&wk.sigs);
 	/* Watch before the first look, so that no ring falls in between. */
-	if (mq_wait_open(&w, sp) == -1)
+	if (mq_wait_open(&w, sp) == -1) {
+		if (errno == ENOENT)
+			errx(MQ_EX_SYS, "%s: spool removed", sp->path);
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
+	}
 	idle_since = mq_now_ms();
 
 	for (;;) {

@@ -6,7 +6,7 @@
  *	LD_PRELOAD=tests/fault.so MQ_FAULT='SPEC [SPEC ...]' mq-send ...
  *
  * A SPEC is CALL[:OPTION]..., CALL one of openat renameat unlinkat mkdirat
- * syncfs fsync futimens write; the options:
+ * syncfs fsync futimens write inotify_init1; the options:
  *
  *	errno=NAME	the call fails with NAME (EIO, ENOSPC, ENOENT, EMFILE,
  *			EACCES, EPERM, EROFS, EDQUOT, EXDEV, or a number)
@@ -29,6 +29,7 @@
  * come from Linux's /proc: elsewhere an at= filter matches nothing.
  */
 #define _GNU_SOURCE
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include <dlfcn.h>
@@ -43,12 +44,12 @@
 
 enum call {
 	OPENAT, RENAMEAT, UNLINKAT, MKDIRAT, SYNCFS, FSYNC, FUTIMENS, WRITE,
-	NCALLS
+	INOTIFY_INIT1, NCALLS
 };
 
 static const char *const callnames[NCALLS] = {
 	"openat", "renameat", "unlinkat", "mkdirat", "syncfs", "fsync",
-	"futimens", "write"
+	"futimens", "write", "inotify_init1"
 };
 
 static const struct {
@@ -369,4 +370,13 @@ write(int fd, const void *buf, size_t len)
 	if (fault(WRITE, fd, NULL) == -1)
 		return -1;
 	return real_(fd, buf, len);
+}
+
+int
+inotify_init1(int flags)
+{
+	REAL(inotify_init1);
+	if (fault(INOTIFY_INIT1, -1, NULL) == -1)
+		return -1;
+	return real_(flags);
 }

@@ -164,3 +164,18 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	assert_equal "$(count new)" 0
 	assert_equal "$(count tmp)" 0
 }
+
+@test "mq-recv -w: a spool removed before the watch on it is in place still ends the wait (4)" {
+	for mode in plain worker; do
+		mq-send -l </dev/null
+		set -- mq-recv -w
+		[ "$mode" = plain ] || set -- mq-recv -w -- true
+		# The removal falls between opening new/ and watching it.
+		LD_PRELOAD="$so" MQ_FAULT='inotify_init1:delay=1s' \
+		    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		    "$@" 2>"$BATS_TEST_TMPDIR/err" &
+		remove_spool_under $!
+		assert_equal "$st" 4
+		assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-recv: $MQ_DIR: spool removed"
+	done
+}

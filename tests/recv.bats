@@ -163,7 +163,7 @@ load helper
 		mq-send -l </dev/null >/dev/null
 		MQ_WAIT=$how mq-recv -w 2>"$BATS_TEST_TMPDIR/err" &
 		remove_spool_under $!
-	assert_equal "$st" 4
+		assert_equal "$st" 4
 		assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-recv: $MQ_DIR: spool removed"
 	done
 }
