@@ -55,17 +55,18 @@ full(int e)
 
 /*
  * Opens (making it if need be) the directory name inside dirfd.  With no
- * room to make it, a spare directory is renamed into place, so that a full
- * file system can still be drained.
+ * room to make it, a consumer (spares set) renames a spare directory into
+ * place, so that a full file system can still be drained.
  */
 static int
-subdir(struct mq_spool *sp, int dirfd, const char *name)
+subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
 {
 	int fd, i;
 
 	for (i = 0; i < RETRIES; i++) {
 		if (mq_mkdirat(dirfd, name, sp->dmode, NULL) == -1 &&
-		    (!full(errno) || mq_spare_take(sp, dirfd, name) == -1))
+		    (!spares || !full(errno) ||
+		    mq_spare_take(sp, dirfd, name) == -1))
 			return -1;
 		if ((fd = mq_opendirat(dirfd, name)) != -1 || errno != ENOENT)
 			return fd;
@@ -107,9 +108,10 @@ leaf_open(struct mq_placer *pl, uint64_t key)
 		return -1;
 	for (i = 0; i < RETRIES; i++) {
 		mq_placer_close(pl);
-		if ((pl->top = subdir(pl->sp, pl->sp->new, top)) != -1 &&
-		    (pl->mid = subdir(pl->sp, pl->top, mid)) != -1 &&
-		    (pl->leaf = subdir(pl->sp, pl->mid, leaf)) != -1) {
+		if ((pl->top = subdir(pl->sp, pl->sp->new, top,
+		    pl->spares)) != -1 &&
+		    (pl->mid = subdir(pl->sp, pl->top, mid, pl->spares)) != -1 &&
+		    (pl->leaf = subdir(pl->sp, pl->mid, leaf, pl->spares)) != -1) {
 			pl->key = key;
 			pl->count = 0;
 			return 0;
@@ -246,7 +248,7 @@ lease(struct mq_spool *sp, int from, const char *name, struct mq_name *nm,
 		return -1;
 	if (*bucket == -1 || strcmp(want, bucketname) != 0) {
 		closefd(bucket);
-		if ((*bucket = subdir(sp, sp->cur, want)) == -1)
+		if ((*bucket = subdir(sp, sp->cur, want, 1)) == -1)
 			return -1;
 		strlcpy(bucketname, want, bsize);
 	}
@@ -256,7 +258,7 @@ lease(struct mq_spool *sp, int from, const char *name, struct mq_name *nm,
 		if (errno != ENOENT || !exists(from, name))
 			return -1;
 		closefd(bucket);
-		if ((*bucket = subdir(sp, sp->cur, want)) == -1)
+		if ((*bucket = subdir(sp, sp->cur, want, 1)) == -1)
 			return -1;
 	}
 	return -1;
@@ -840,6 +842,7 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 	rc.now = mq_now_ms();
 	rc.report = report;
 	mq_placer_init(&rc.pl, sp, 0);
+	rc.pl.spares = 1;
 	r = scan_expired(sp, rc.now, INT32_MAX, reclaim_one, &rc, &wake);
 	if (mq_placer_flush(&rc.pl) == -1)
 		r = -1;

@@ -113,6 +113,7 @@ spool_open(struct acker *a, const char *path)
 	if (mq_spool_open(&a->sp, path, 0) == -1)
 		return -1;
 	mq_placer_init(&a->pl, &a->sp, 0);
+	a->pl.spares = 1;
 	a->rc.bucket = -1;
 	a->open = 1;
 	return 0;
@@ -281,6 +282,7 @@ main(int argc, char *argv[])
 	if (dir != NULL) {
 		mq_spool_xopen(&a.sp, dir, 0);
 		mq_placer_init(&a.pl, &a.sp, 0);
+		a.pl.spares = 1;
 		a.open = a.fixed = 1;
 	}
 	a.now = mq_now_ms();

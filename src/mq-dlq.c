@@ -19,8 +19,11 @@
 #include "mq.h"
 
 #define PREVIEW	32
-/* Only a bury on a full file system leaves a dead letter without reason. */
-#define NO_REASON	"(no reason recorded: file system was full)"
+/*
+ * A full file system at the time of death is the usual cause; a reason
+ * removed by hand, or by a redrive under way, looks the same.
+ */
+#define NO_REASON	"(no reason recorded)"
 
 static void __dead
 usage(void)

@@ -129,6 +129,12 @@ struct mq_placer {
 	int	 count;
 	int	 dirty;
 	int	 sync;
+	/*
+	 * Releases may take spare directories (see MQ_SPARES); sends and
+	 * redrives may not, or they would use up on a full file system
+	 * what consumers need to drain it.
+	 */
+	int	 spares;
 };
 
 /* spool.c */

@@ -715,6 +715,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	wk.sp = sp;
 	wk.rc.bucket = -1;
 	mq_placer_init(&wk.pl, sp, 0);
+	wk.pl.spares = 1;
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	sp->keep_leaf = 1;
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
