@@ -96,11 +96,13 @@ spool_done(struct acker *a)
 	if (a->pruned[0] != '\0')
 		mq_cur_prune(&a->sp, a->pruned);
 	a->pruned[0] = '\0';
-	if (mq_placer_flush(&a->pl) == -1 ||
-	    (a->ring && mq_ring(&a->sp) == -1)) {
+	if (mq_placer_flush(&a->pl) == -1) {
 		warn("%s", a->sp.path);
 		a->status = MQ_EX_SYS;
 	}
+	/* As for a send: a bell not rung fails nothing that was done. */
+	if (a->ring)
+		(void)mq_ring(&a->sp);
 	a->ring = 0;
 	mq_placer_close(&a->pl);
 	mq_spool_close(&a->sp);

@@ -5,9 +5,6 @@
  * shared by a group (setgid, group-writable) stays shared.  It also keeps
  * the spare directories that let a full file system be drained.
  */
-#ifdef __linux__
-#define _GNU_SOURCE	/* renameat2 */
-#endif
 #include <sys/stat.h>
 
 #include <err.h>
@@ -228,20 +225,6 @@ mq_spare_take(struct mq_spool *sp, int dirfd, const char *name)
 	}
 	errno = ENOSPC;
 	return -1;
-}
-
-int
-mq_rename_noreplace(int from, const char *fromname, int to,
-    const char *toname)
-{
-#if defined(__linux__) && defined(RENAME_NOREPLACE)
-	if (renameat2(from, fromname, to, toname, RENAME_NOREPLACE) == 0)
-		return 0;
-	/* EINVAL: this file system cannot; ENOSYS: this kernel. */
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-#endif
-	return renameat(from, fromname, to, toname);
 }
 
 /*

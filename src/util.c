@@ -4,7 +4,7 @@
  * for listings, and the x-wrappers that die on exhausted memory.
  */
 #ifdef __linux__
-#define _GNU_SOURCE	/* syncfs */
+#define _GNU_SOURCE	/* syncfs, renameat2 */
 #endif
 #include <sys/stat.h>
 
@@ -68,6 +68,20 @@ mq_syncfs(int dirfd)
 #else
 	return fsync(dirfd);
 #endif
+}
+
+int
+mq_rename_noreplace(int from, const char *fromname, int to,
+    const char *toname)
+{
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+	if (renameat2(from, fromname, to, toname, RENAME_NOREPLACE) == 0)
+		return 0;
+	/* EINVAL: this file system cannot; ENOSYS: this kernel. */
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	return renameat(from, fromname, to, toname);
 }
 
 int

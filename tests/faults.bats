@@ -179,3 +179,12 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 		assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-recv: $MQ_DIR: spool removed"
 	done
 }
+
+@test "faults: mq-ack -e that shortens a lease exits 0 when the bell for waiters cannot be rung" {
+	echo x | mq-send >/dev/null
+	r=$(mq-recv -t 60)
+	run -0 --separate-stderr fault 'futimens:errno=EIO' mq-ack -e 1 "$r"
+	[ -z "$stderr" ]
+	assert_file_exist "$output"
+	assert_file_not_exist "$r"
+}
