@@ -110,7 +110,7 @@ load helper
 	mq-recv -t 0.1 >/dev/null
 	sleep 0.3
 	# Still running after its first sweep: a service, not a usage error.
-	run -124 timeout 1 mq-sweep -w
+	run -124 timeout 3 mq-sweep -w
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 1
 	run -124 timeout 0.5 mq-sweep -w0.1
