@@ -1,9 +1,16 @@
 /*
- * dead.c: the dead-letter area.  dead/ID,DIED,ATTEMPTS holds the body;
- * reason/ID holds the reason, byte for byte, unless a full file system left
- * no room for it.  A redrive is one rename back into new/ (a copy, synced
- * before the original goes, when the target spool is on another file
- * system); the reason is removed after the body moved.
+ * dead.c: dead letters.  dead/ID,DIED,ATTEMPTS holds the body; reason/ID
+ * holds the reason, byte for byte, unless a full file system left no room
+ * for it.
+ *
+ *	bury	new/... or cur/...	-> dead/ID,DIED,A	(mq_bury)
+ *		tmp/ID,reason		-> reason/ID		(reason_put)
+ *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
+ *	purge	dead/ID,DIED,A		-> (unlinked)		(mq_dead_purge)
+ *
+ * A redrive into a spool on another file system copies the body to that
+ * spool's tmp/ and syncs it before the original goes; the reason is
+ * removed after the body moved, by redrive and purge alike.
  */
 #include <sys/stat.h>
 
@@ -24,6 +31,87 @@ is_dead(const char *s)
 	struct mq_name nm;
 
 	return mq_name_parse(s, MQ_DEAD, &nm) == 0;
+}
+
+/*
+ * Writes a reason as reason/ID, through tmp/ so that it is whole or absent.
+ * The errno of a failure is kept.
+ */
+static int
+reason_put(struct mq_spool *sp, const char *id, const char *reason,
+    size_t len)
+{
+	char tmpname[MQ_NAME_MAX];
+	ssize_t w;
+	size_t off;
+	int fd, saved;
+
+	snprintf(tmpname, sizeof(tmpname), "%s,reason", id);
+	/* A crashed bury may have left its tmp file. */
+	unlinkat(sp->tmp, tmpname, 0);
+	if ((fd = mq_create(sp->tmp, tmpname, sp->fmode)) == -1)
+		return -1;
+	for (off = 0; off < len; off += w) {
+		if ((w = write(fd, reason + off, len - off)) == -1) {
+			if (errno == EINTR) {
+				w = 0;
+				continue;
+			}
+			goto fail;
+		}
+	}
+	if (close(fd) == -1) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (renameat(sp->tmp, tmpname, sp->reason, id) == -1)
+		goto fail;
+	return 0;
+fail:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	unlinkat(sp->tmp, tmpname, 0);
+	errno = saved;
+	return -1;
+}
+
+/*
+ * The reason goes in first, so that a dead letter has one whenever there
+ * is room for it; if the message is gone by the time of the rename, the
+ * reason is taken back.  With no room for a reason the message is buried
+ * without one: the body must get out of the way of a full file system, and
+ * a missing reason says why it is missing (see mq-dlq(1)).
+ */
+int
+mq_bury(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm, const char *reason, size_t len)
+{
+	struct mq_name dead = *nm;
+	char deadname[MQ_NAME_MAX];
+	int saved, with;
+
+	dead.ms = mq_now_ms();
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
+		return -1;
+	with = reason_put(sp, nm->id, reason, len) == 0;
+	if (!with) {
+		if (!mq_spool_full(errno))
+			return -1;
+		/* A reason of an earlier death must not stand for this one. */
+		if (unlinkat(sp->reason, nm->id, 0) == -1 && errno != ENOENT)
+			return -1;
+	}
+	if (renameat(from, name, sp->dead, deadname) == -1) {
+		saved = errno;
+		if (with)
+			unlinkat(sp->reason, nm->id, 0);
+		errno = saved;
+		return -1;
+	}
+	return 0;
 }
 
 /* Every dead letter, in ID (enqueue) order. */

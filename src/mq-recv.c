@@ -135,6 +135,7 @@ main(int argc, char *argv[])
 	};
 	struct mq_spool sp;
 	struct mq_waiter w;
+	struct mq_claimer cl;
 	struct mq_work wo;
 	const char *dir = NULL, *wsecs = NULL;
 	uint64_t lease = MQ_DEFAULT_LEASE_MS, wait_ms = 0, wake, now, until;
@@ -249,8 +250,11 @@ main(int argc, char *argv[])
 	/* Watch before the first look, so that no ring falls in between. */
 	if (wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
+	/* One claim: no leaf to keep for a next one. */
+	mq_claimer_init(&cl, 0);
 	for (;;) {
-		got = mq_claim(&sp, n, lease, max, print_receipt, NULL, &wake);
+		got = mq_claim(&sp, &cl, n, lease, max, print_receipt, NULL,
+		    &wake);
 		if (got == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
@@ -268,6 +272,7 @@ main(int argc, char *argv[])
 	}
 	if (wflag)
 		mq_wait_close(&w);
+	mq_claimer_close(&cl);
 	mq_spool_close(&sp);
 	mq_stdout_close();
 	return got > 0 ? MQ_EX_OK : MQ_EX_NONE;

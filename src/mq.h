@@ -58,8 +58,13 @@
 /* tmp/ files older than this are fragments of crashed senders (qmail). */
 #define MQ_TMP_STALE_SECS	129600
 
+/* Tries when a directory keeps being removed under us (see place.c). */
+#define MQ_RETRIES	8
+
 #define MQ_ID_LEN	40	/* 16 hex time '.' pid '.' 12 hex random */
 #define MQ_NAME_MAX	96
+#define MQ_BUCKET_MAX	24	/* a cur/ bucket's name: decimal seconds */
+#define MQ_RECEIPT_MAX	4096
 
 #define MQ_ATTEMPTS_MAX	1000000
 #define MQ_SECS_MAX	1000000000LL	/* about 31 years */
@@ -87,8 +92,8 @@ enum mq_state {
 };
 
 /*
- * No allocation here: a claim or an ack that mallocs nothing pays no heap
- * set-up, and start-up is most of what one of those costs.
+ * Opening a spool allocates nothing: an ack that mallocs nothing pays no
+ * heap set-up, and start-up is most of what one costs.
  */
 struct mq_spool {
 	const char *path;	/* as chosen: -d, $MQ_DIR or the XDG default */
@@ -96,14 +101,6 @@ struct mq_spool {
 	char	 realbuf[PATH_MAX];
 	int	 fd;
 	int	 tmp, new, cur, dead, reason;
-	/*
-	 * A claimer that claims again and again (worker mode) keeps the rest
-	 * of the leaf it listed, sorted, for its next claims (see mq_claim).
-	 */
-	int	 keep_leaf;
-	int	 leaf;		/* that leaf, or -1 */
-	char	**leaf_names;
-	size_t	 leaf_n, leaf_next;
 	mode_t	 dmode;		/* directories are made like the spool root */
 	mode_t	 fmode;
 };
@@ -145,6 +142,8 @@ int	 mq_spool_real(struct mq_spool *);
 int	 mq_spool_need(struct mq_spool *, int);
 void	 mq_spool_spares(struct mq_spool *);
 int	 mq_spare_take(struct mq_spool *, int, const char *);
+int	 mq_spool_full(int);
+int	 mq_spool_subdir(struct mq_spool *, int, const char *, int);
 void	 mq_spool_close(struct mq_spool *);
 
 /* name.c */
@@ -160,20 +159,45 @@ int	 mq_cur_bucket_parse(const char *, uint64_t *);
 int	 mq_secs_parse(const char *, uint64_t *, const char **);
 void	 mq_time_iso(char *, size_t, uint64_t);
 
-/* move.c */
+/* place.c: the new/ tree */
 void	 mq_placer_init(struct mq_placer *, struct mq_spool *, int);
 int	 mq_place(struct mq_placer *, int, const char *, const char *,
 	    uint64_t);
 int	 mq_placer_flush(struct mq_placer *);
 void	 mq_placer_close(struct mq_placer *);
 
-typedef int (*mq_claim_fn)(void *, const char *, const char *);
-int	 mq_claim(struct mq_spool *, int, uint64_t, unsigned, mq_claim_fn,
-	    void *, uint64_t *);
-void	 mq_leaf_forget(struct mq_spool *);
+/*
+ * One descent of new/'s three levels (mq_tree_walk).  fn is given each
+ * directory with its level (MQ_TOP_DIGITS, MQ_MID_DIGITS, MQ_KEY_DIGITS)
+ * and key, and answers what to do with it, or -1 on error.
+ */
+enum mq_tree_step {
+	MQ_TREE_NEXT,		/* leave it, go on */
+	MQ_TREE_INTO,		/* walk its level (above the leaves only) */
+	MQ_TREE_USED,		/* done with it: remove it if empty, go on */
+	MQ_TREE_STOP		/* end the walk */
+};
+struct mq_tree {
+	int	(*fn)(void *, int, const char *, int, uint64_t);
+	void	*arg;
+	int	 sorted;	/* in key order (listed first), else as read */
+	int	 remove;	/* remove what is used, and levels passed */
+	int	 tolerant;	/* a level that cannot be read is passed */
+};
+int	 mq_tree_walk(const struct mq_tree *, int);
+
+/* receipt.c: leases in cur/ and their receipts */
+struct mq_bucket {
+	int	 fd;		/* cur/S, or -1 */
+	char	 name[MQ_BUCKET_MAX];
+};
+int	 mq_lease(struct mq_spool *, int, const char *, const struct mq_name *,
+	    struct mq_bucket *, char *, size_t);
+int	 mq_receipt_format(char *, size_t, const struct mq_spool *,
+	    const char *, const char *);
 struct mq_receipt {
 	int	 bucket;	/* cur/S, open, or -1 before the first */
-	char	 bname[24];	/* S */
+	char	 bname[MQ_BUCKET_MAX];	/* S */
 	const char *name;	/* the claimed name inside it */
 	struct mq_name n;
 };
@@ -185,10 +209,31 @@ void	 mq_cur_prune(struct mq_spool *, const char *);
 int	 mq_ack(int, const char *);
 int	 mq_release(struct mq_placer *, int, const char *,
 	    const struct mq_name *, uint64_t);
-int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
-	    const char *, size_t);
 int	 mq_extend(struct mq_spool *, int, const char *,
 	    const struct mq_name *, uint64_t, char *, size_t);
+
+/* claim.c */
+/*
+ * A claimer that claims again and again (worker mode) keeps the rest of
+ * the leaf it listed, sorted, for its next claims (see mq_claim).
+ */
+struct mq_claimer {
+	int	 keep;
+	int	 leaf;		/* that leaf, or -1 */
+	char	**names;
+	size_t	 n, next;
+};
+void	 mq_claimer_init(struct mq_claimer *, int);
+void	 mq_claimer_close(struct mq_claimer *);
+typedef int (*mq_claim_fn)(void *, const char *, const char *);
+int	 mq_claim(struct mq_spool *, struct mq_claimer *, int, uint64_t,
+	    unsigned, mq_claim_fn, void *, uint64_t *);
+typedef int (*mq_expired_fn)(void *, int, const char *,
+	    const struct mq_name *);
+int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
+	    void *, uint64_t *);
+
+/* sweep.c */
 int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
 	    const char *));
 void	 mq_prune(struct mq_spool *);
@@ -196,6 +241,8 @@ int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 
 /* dead.c */
+int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
+	    const char *, size_t);
 struct mq_dead {
 	char	 name[MQ_NAME_MAX];
 	struct mq_name n;
@@ -246,6 +293,8 @@ int	 mq_work(struct mq_spool *, const struct mq_work *);
 
 /* util.c */
 int	 mq_worse(int, int);
+int	 mq_exists(int, const char *);
+void	 mq_closefd(int *);
 int	 mq_fsync_dir(int);
 int	 mq_copy_fd(int, int);
 int	 mq_mkdirat(int, const char *, mode_t, int *);

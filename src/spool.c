@@ -3,7 +3,8 @@
  * if the caller may create it, and open its state directories as fds.
  * Directories are made with the spool root's permissions so that a spool
  * shared by a group (setgid, group-writable) stays shared.  It also keeps
- * the spare directories that let a full file system be drained.
+ * the spare directories that let a full file system be drained, and makes
+ * the directories that messages are renamed into (mq_spool_subdir).
  */
 #include <sys/stat.h>
 
@@ -114,7 +115,6 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 
 	memset(sp, 0, sizeof(*sp));
 	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
-	sp->leaf = -1;
 	sp->path = path;
 	if (*path == '\0') {
 		errno = ENOENT;
@@ -227,6 +227,34 @@ mq_spare_take(struct mq_spool *sp, int dirfd, const char *name)
 	return -1;
 }
 
+/* No room: no free block or inode, or the quota used up. */
+int
+mq_spool_full(int e)
+{
+	return e == ENOSPC || e == EDQUOT;
+}
+
+/*
+ * Opens (making it if need be) the directory name inside dirfd.  With no
+ * room to make it, a consumer (spares set) renames a spare directory into
+ * place, so that a full file system can still be drained.
+ */
+int
+mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
+{
+	int fd, i;
+
+	for (i = 0; i < MQ_RETRIES; i++) {
+		if (mq_mkdirat(dirfd, name, sp->dmode, NULL) == -1 &&
+		    (!spares || !mq_spool_full(errno) ||
+		    mq_spare_take(sp, dirfd, name) == -1))
+			return -1;
+		if ((fd = mq_opendirat(dirfd, name)) != -1 || errno != ENOENT)
+			return fd;
+	}
+	return -1;
+}
+
 /*
  * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
  * with the contract's status and a message that names it.
@@ -265,7 +293,6 @@ mq_spool_close(struct mq_spool *sp)
 	size_t i;
 	int saved = errno;
 
-	mq_leaf_forget(sp);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] != -1)
 			close(*fds[i]);

@@ -23,8 +23,6 @@
 struct counter {
 	struct mq_stats	*st;
 	uint64_t	 now;
-	int		 digits;	/* level of new/ being read */
-	uint64_t	 key;		/* of the leaf being read */
 	uint64_t	*count;		/* where a message of this leaf goes */
 };
 
@@ -82,22 +80,18 @@ count_in(int dirfd, const char *name, int type,
 	return r == -1 && errno == ENOENT ? 0 : r;
 }
 
+/* stat's step of the descent of new/: a leaf is ready once its key is due. */
 static int
-count_level(void *arg, int dirfd, const char *name)
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 {
 	struct counter *c = arg;
 	struct counter sub = *c;
-	uint64_t key;
 
-	if (mq_key_parse(name, c->digits, &key) == -1)
-		return 0;
-	if (c->digits == MQ_KEY_DIGITS) {
-		sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
-		return count_in(dirfd, name, DT_REG, count_new, &sub);
-	}
-	sub.digits = c->digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
-	    MQ_KEY_DIGITS;
-	return count_in(dirfd, name, DT_DIR, count_level, &sub);
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
+	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
+	    MQ_TREE_NEXT;
 }
 
 static int
@@ -146,15 +140,15 @@ int
 mq_stat(struct mq_spool *sp, uint64_t now, struct mq_stats *st)
 {
 	struct counter c;
+	struct mq_tree t = { count_step, &c, 0, 0, 0 };
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;
 	memset(&c, 0, sizeof(c));
 	c.st = st;
 	c.now = now;
-	c.digits = MQ_TOP_DIGITS;
 	if (mq_spool_need(sp, 0) == -1 ||
-	    mq_dir_each(sp->new, DT_DIR, count_level, &c) == -1 ||
+	    mq_tree_walk(&t, sp->new) == -1 ||
 	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||
 	    mq_dir_each(sp->dead, DT_REG, count_dead, &c) == -1)
 		return -1;

@@ -50,6 +50,23 @@ mq_worse(int a, int b)
 	return rank(b) > rank(a) ? b : a;
 }
 
+/* Whether dirfd/name is there, whatever it is. */
+int
+mq_exists(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void
+mq_closefd(int *fd)
+{
+	if (*fd != -1)
+		close(*fd);
+	*fd = -1;
+}
+
 int
 mq_fsync_dir(int dirfd)
 {

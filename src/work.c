@@ -70,6 +70,7 @@ struct worker {
 	const struct mq_work *opt;
 	struct mq_spool	*sp;
 	struct mq_receipt rc;
+	struct mq_claimer cl;
 	struct mq_placer pl;
 	struct job	*jobs;
 	int		 running;
@@ -717,7 +718,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	mq_placer_init(&wk.pl, sp, 0);
 	wk.pl.spares = 1;
 	/* One claim per free slot: list each leaf once, not once a claim. */
-	sp->keep_leaf = 1;
+	mq_claimer_init(&wk.cl, 1);
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
 	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
 	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
@@ -740,7 +741,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			n = opt->slots - wk.running;
 			if (opt->limit > 0 && opt->limit - wk.claimed < n)
 				n = (int)(opt->limit - wk.claimed);
-			got = mq_claim(sp, n, opt->lease_ms, opt->max, start,
+			got = mq_claim(sp, &wk.cl, n, opt->lease_ms, opt->max, start,
 			    &wk, &wake);
 			if (got == -1 && !wk.halt) {
 				warn("%s", sp->path);
@@ -835,6 +836,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 
 	mq_wait_close(&w);
 	mq_receipt_close(&wk.rc);
+	mq_claimer_close(&wk.cl);
 	mq_placer_close(&wk.pl);
 	close(sigpipe[0]);
 	close(sigpipe[1]);

@@ -1,0 +1,323 @@
+/*
+ * claim.c: claiming, and finding expired leases.
+ *
+ *	claim	new/T/M/L/ID,A		-> cur/S/ID,DEADLINE,A+1	(mq_lease)
+ *	reclaim	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1	(mq_lease)
+ *
+ * (an expired lease claimed again; one that has had its attempts is buried
+ * instead, see dead.c).  A claim takes the oldest ID of the oldest due
+ * leaf, so claiming never lists more than one leaf and one directory per
+ * level; cur/S holds the leases that end within second S, so expired
+ * leases are found by looking at the first buckets only.  Because a rename
+ * either happens whole or not at all, two workers racing for a message
+ * cannot both win: the loser gets ENOENT.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+/*
+ * What a claim run shares: the lease to give, the cur/ bucket it goes to,
+ * and where to report receipts.
+ */
+struct run {
+	struct mq_spool	*sp;
+	struct mq_claimer *cl;
+	uint64_t	 now, deadline;
+	unsigned	 max;
+	int		 want, got;
+	struct mq_bucket bucket;
+	mq_claim_fn	 fn;
+	void		*arg;
+	uint64_t	 wake;
+};
+
+/*
+ * Claims from/name for this run, or buries it if it has had its attempts.
+ * Returns 1 when claimed, 0 when someone else got there first, -1 on error.
+ */
+static int
+claim_one(struct run *c, int from, const char *name,
+    const struct mq_name *old)
+{
+	struct mq_name nm = *old;
+	char newname[MQ_NAME_MAX], receipt[MQ_RECEIPT_MAX];
+
+	if (old->attempts >= c->max) {
+		if (mq_bury(c->sp, from, name, old, MQ_REASON_MAX_ATTEMPTS,
+		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
+			return errno == ENOENT ? 0 : -1;
+		return 0;
+	}
+	/* Known before the first claim, and only once there is one. */
+	if (mq_spool_real(c->sp) == -1)
+		return -1;
+	nm.ms = c->deadline;
+	nm.attempts = old->attempts + 1;
+	if (mq_lease(c->sp, from, name, &nm, &c->bucket, newname,
+	    sizeof(newname)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (mq_receipt_format(receipt, sizeof(receipt), c->sp,
+	    c->bucket.name, newname) == -1)
+		return -1;
+	c->got++;
+	if (c->fn(c->arg, receipt, nm.id) == -1)
+		return -1;
+	return 1;
+}
+
+static int
+is_bucket(const char *s)
+{
+	uint64_t v;
+
+	return mq_cur_bucket_parse(s, &v) == 0;
+}
+
+static int
+u64cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Hands each expired lease to fn, oldest bucket first, until fn has taken
+ * `limit` (fn returns 1 for taken).  Sets *wake to the earliest lease still
+ * running.  Past buckets left empty are removed.
+ */
+int
+mq_expired_scan(struct mq_spool *sp, uint64_t now, int limit,
+    mq_expired_fn fn, void *arg, uint64_t *wake)
+{
+	struct mq_names buckets, names;
+	struct mq_name nm;
+	uint64_t *secs;
+	size_t i, j, nb;
+	int fd, r, taken = 0, done;
+	char name[MQ_BUCKET_MAX];
+
+	if (mq_names_read(sp->cur, DT_DIR, is_bucket, &buckets) == -1)
+		return -1;
+	secs = xreallocarray(NULL, buckets.n + 1, sizeof(*secs));
+	nb = buckets.n;
+	for (i = 0; i < nb; i++)
+		mq_cur_bucket_parse(buckets.v[i], &secs[i]);
+	mq_names_free(&buckets);
+	qsort(secs, nb, sizeof(*secs), u64cmp);
+	for (j = 0; j < nb && taken < limit; j++) {
+		/* Leases in bucket S end after (S-1) seconds. */
+		if ((secs[j] - 1) * 1000 >= now) {
+			if ((secs[j] - 1) * 1000 + 1 < *wake)
+				*wake = (secs[j] - 1) * 1000 + 1;
+			break;
+		}
+		snprintf(name, sizeof(name), "%" PRIu64, secs[j]);
+		if ((fd = mq_opendirat(sp->cur, name)) == -1)
+			continue;
+		if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {
+			close(fd);
+			free(secs);
+			return -1;
+		}
+		done = 1;
+		for (i = 0; i < names.n; i++) {
+			if (mq_name_parse(names.v[i], MQ_CUR, &nm) == -1)
+				continue;
+			if (nm.ms > now) {
+				if (nm.ms < *wake)
+					*wake = nm.ms;
+				continue;
+			}
+			if (taken >= limit) {
+				done = 0;
+				break;
+			}
+			if ((r = fn(arg, fd, names.v[i], &nm)) == -1) {
+				mq_names_free(&names);
+				close(fd);
+				free(secs);
+				return -1;
+			}
+			taken += r;
+		}
+		mq_names_free(&names);
+		close(fd);
+		if (done && secs[j] * 1000 <= now)
+			unlinkat(sp->cur, name, AT_REMOVEDIR);
+	}
+	free(secs);
+	return taken;
+}
+
+static int
+claim_expired(void *arg, int fd, const char *name, const struct mq_name *nm)
+{
+	return claim_one(arg, fd, name, nm);
+}
+
+static int
+is_new(const char *s)
+{
+	struct mq_name nm;
+
+	return mq_name_parse(s, MQ_NEW, &nm) == 0;
+}
+
+/* A claimer that keeps leaves is worker mode's; mq-recv's keeps none. */
+void
+mq_claimer_init(struct mq_claimer *cl, int keep)
+{
+	memset(cl, 0, sizeof(*cl));
+	cl->keep = keep;
+	cl->leaf = -1;
+}
+
+void
+mq_claimer_close(struct mq_claimer *cl)
+{
+	struct mq_names kept;
+
+	if (cl->leaf == -1)
+		return;
+	close(cl->leaf);
+	cl->leaf = -1;
+	kept.v = cl->names;
+	kept.n = cl->n;
+	mq_names_free(&kept);
+	cl->names = NULL;
+}
+
+/*
+ * Claims from the names of a leaf listed by an earlier claim, in order;
+ * a name another claimer took meanwhile costs one failed rename.  Returns
+ * 1 when they are used up (the leaf is then listed again: what came in
+ * since sorts after them), 0 when the run is complete, -1 on error.
+ */
+static int
+claim_kept(struct run *c)
+{
+	struct mq_claimer *cl = c->cl;
+	struct mq_name nm;
+	const char *name;
+
+	while (cl->next < cl->n && c->got < c->want) {
+		name = cl->names[cl->next++];
+		mq_name_parse(name, MQ_NEW, &nm);
+		if (claim_one(c, cl->leaf, name, &nm) == -1)
+			return -1;
+	}
+	if (cl->next < cl->n)
+		return 0;
+	mq_claimer_close(cl);
+	return c->got < c->want;
+}
+
+/*
+ * Claims from one due leaf in ID order.  Returns 1 when the leaf was
+ * used up, 0 when the run is complete, -1 on error.
+ */
+static int
+claim_leaf(struct run *c, int leaf)
+{
+	struct mq_claimer *cl = c->cl;
+	struct mq_names names;
+	struct mq_name nm;
+	size_t i;
+
+	if (mq_names_read(leaf, DT_REG, is_new, &names) == -1)
+		return -1;
+	mq_names_sort(&names);
+	for (i = 0; i < names.n && c->got < c->want; i++) {
+		mq_name_parse(names.v[i], MQ_NEW, &nm);
+		if (claim_one(c, leaf, names.v[i], &nm) == -1) {
+			mq_names_free(&names);
+			return -1;
+		}
+	}
+	if (i < names.n && cl->keep &&
+	    (cl->leaf = fcntl(leaf, F_DUPFD_CLOEXEC, 0)) != -1) {
+		cl->names = names.v;
+		cl->n = names.n;
+		cl->next = i;
+		return 0;
+	}
+	mq_names_free(&names);
+	return c->got < c->want;
+}
+
+/*
+ * The claim's step of the descent of new/: every level in key order; a
+ * leaf not yet due ends the walk (every later one is later still), and a
+ * leaf used up is removed.
+ */
+static int
+claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+{
+	struct run *c = arg;
+	int fd, r, saved;
+
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if (key > c->now) {
+		if (key < c->wake)
+			c->wake = key;
+		return MQ_TREE_STOP;
+	}
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	r = claim_leaf(c, fd);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return r == -1 ? -1 : r == 1 ? MQ_TREE_USED : MQ_TREE_STOP;
+}
+
+/*
+ * Claims up to want visible messages with a lease of lease_ms: expired
+ * leases first (they have waited longest), then new/ oldest first.  fn is
+ * called with each receipt as soon as its claim is made.  *wake is set to
+ * when something next becomes visible (UINT64_MAX: nothing known).
+ * With cl->keep, what is left of the leaf it listed is kept in cl for the
+ * next call, so that one claim at a time does not list and sort a whole
+ * leaf each time; anything sent since sorts after those names, as new
+ * leaves are keyed later than a due one.  Returns the number claimed or -1.
+ */
+int
+mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
+    uint64_t lease_ms, unsigned max, mq_claim_fn fn, void *arg,
+    uint64_t *wake)
+{
+	struct mq_tree t = { claim_step, NULL, 1, 1, 0 };
+	struct run c;
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	c.sp = sp;
+	c.cl = cl;
+	c.now = mq_now_ms();
+	c.deadline = c.now + lease_ms;
+	c.max = max;
+	c.want = want;
+	c.bucket.fd = -1;
+	c.fn = fn;
+	c.arg = arg;
+	c.wake = UINT64_MAX;
+	t.arg = &c;
+	r = mq_expired_scan(sp, c.now, want, claim_expired, &c, &c.wake);
+	if (r != -1 && c.got < c.want && cl->leaf != -1)
+		r = claim_kept(&c);
+	if (r != -1 && c.got < c.want)
+		r = mq_tree_walk(&t, sp->new);
+	mq_closefd(&c.bucket.fd);
+	*wake = c.wake;
+	return r == -1 ? -1 : c.got;
+}

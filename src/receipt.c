@@ -1,0 +1,216 @@
+/*
+ * receipt.c: leases and their receipts.  A lease is a file in cur/S/ (S:
+ * the second its deadline falls in); its receipt is the absolute path of
+ * that file, in one format (mq_receipt_format), checked by one parser
+ * (mq_receipt_open).  What a receipt's holder does with its lease:
+ *
+ *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A	(mq_lease)
+ *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place)
+ *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A	(mq_bury)
+ *	ack	cur/S/ID,DEADLINE,A	-> (unlinked)		(mq_ack)
+ *
+ * A receipt only selects names: the file is reached through the spool's
+ * own fds, and a lease that is gone (ENOENT) is a lease lost.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+static int
+bucket_name(char *buf, size_t size, uint64_t deadline)
+{
+	int n;
+
+	n = snprintf(buf, size, "%" PRIu64, mq_cur_bucket(deadline));
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/*
+ * Moves from/name into cur/ with the lease nm says (its deadline and
+ * attempts), as out.  b is the bucket the last lease went to: one kept
+ * open serves a batch whose deadlines share a second.
+ */
+int
+mq_lease(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm, struct mq_bucket *b, char *out, size_t osize)
+{
+	char want[MQ_BUCKET_MAX];
+	int i;
+
+	if (bucket_name(want, sizeof(want), nm->ms) == -1 ||
+	    mq_name_format(out, osize, MQ_CUR, nm) == -1)
+		return -1;
+	if (b->fd == -1 || strcmp(want, b->name) != 0) {
+		mq_closefd(&b->fd);
+		if ((b->fd = mq_spool_subdir(sp, sp->cur, want, 1)) == -1)
+			return -1;
+		strlcpy(b->name, want, sizeof(b->name));
+	}
+	for (i = 0; i < MQ_RETRIES; i++) {
+		if (renameat(from, name, b->fd, out) == 0)
+			return 0;
+		if (errno != ENOENT || !mq_exists(from, name))
+			return -1;
+		mq_closefd(&b->fd);
+		if ((b->fd = mq_spool_subdir(sp, sp->cur, want, 1)) == -1)
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * The receipt of the lease bucket/name: the one format that
+ * mq_receipt_open reads.  The spool's real path must be known.
+ */
+int
+mq_receipt_format(char *buf, size_t size, const struct mq_spool *sp,
+    const char *bucket, const char *name)
+{
+	int n;
+
+	n = snprintf(buf, size, "%s/%s/%s/%s", sp->real, MQ_DIR_CUR, bucket,
+	    name);
+	if (n < 0 || (size_t)n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Checks that receipt is a claimed message of this spool and opens its
+ * bucket.  Returns MQ_EX_OK, MQ_EX_USAGE (not a receipt; *why says why),
+ * MQ_EX_LOST (the lease is gone) or MQ_EX_SYS (errno set).
+ * rc keeps its bucket open for the next receipt (see mq_receipt_close).
+ */
+int
+mq_receipt_open(struct mq_spool *sp, const char *receipt,
+    struct mq_receipt *rc, const char **why)
+{
+	char bname[sizeof(rc->bname)];
+	const char *rest, *slash, *name;
+	struct mq_name nm;
+	struct stat st;
+	uint64_t secs;
+	size_t len;
+	int fresh;
+
+	*why = "not a receipt of this spool";
+	if (mq_spool_real(sp) == -1)
+		return MQ_EX_SYS;
+	len = strlen(sp->real);
+	if (strncmp(receipt, sp->real, len) != 0 || receipt[len] != '/')
+		return MQ_EX_USAGE;
+	rest = receipt + len + 1;
+	if (strncmp(rest, MQ_DIR_CUR "/", strlen(MQ_DIR_CUR) + 1) != 0)
+		return MQ_EX_USAGE;
+	rest += strlen(MQ_DIR_CUR) + 1;
+	if ((slash = strchr(rest, '/')) == NULL ||
+	    (size_t)(slash - rest) >= sizeof(bname))
+		return MQ_EX_USAGE;
+	memcpy(bname, rest, slash - rest);
+	bname[slash - rest] = '\0';
+	name = slash + 1;
+	if (mq_cur_bucket_parse(bname, &secs) == -1 ||
+	    mq_name_parse(name, MQ_CUR, &nm) == -1 ||
+	    mq_cur_bucket(nm.ms) != secs)
+		return MQ_EX_USAGE;
+	rc->name = name;
+	rc->n = nm;
+	*why = "lease lost";
+	/* A batch of receipts shares a bucket: keep it open between them. */
+	fresh = rc->bucket == -1 || strcmp(rc->bname, bname) != 0;
+	for (;;) {
+		if (fresh) {
+			mq_closefd(&rc->bucket);
+			rc->bname[0] = '\0';
+			if ((rc->bucket = mq_opendirat(sp->cur, bname)) == -1)
+				return errno == ENOENT ? MQ_EX_LOST : MQ_EX_SYS;
+			strlcpy(rc->bname, bname, sizeof(rc->bname));
+		}
+		if (fstatat(rc->bucket, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			break;
+		if (errno != ENOENT)
+			return MQ_EX_SYS;
+		/* The bucket kept open may have been removed and made anew. */
+		if (fresh)
+			return MQ_EX_LOST;
+		fresh = 1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		return MQ_EX_USAGE;
+	}
+	return MQ_EX_OK;
+}
+
+/* Names a receipt by its place in the spool when it has one. */
+const char *
+mq_receipt_shown(const struct mq_spool *sp, const char *receipt)
+{
+	size_t len;
+
+	if (sp->real != NULL) {
+		len = strlen(sp->real);
+		if (strncmp(receipt, sp->real, len) == 0 &&
+		    receipt[len] == '/')
+			return receipt + len + 1;
+	}
+	return receipt;
+}
+
+void
+mq_receipt_close(struct mq_receipt *rc)
+{
+	mq_closefd(&rc->bucket);
+}
+
+/* Removes a cur/ bucket if it is empty; a claim racing it makes it anew. */
+void
+mq_cur_prune(struct mq_spool *sp, const char *bname)
+{
+	unlinkat(sp->cur, bname, AT_REMOVEDIR);
+}
+
+int
+mq_ack(int bucket, const char *name)
+{
+	return unlinkat(bucket, name, 0);
+}
+
+int
+mq_release(struct mq_placer *pl, int bucket, const char *name,
+    const struct mq_name *nm, uint64_t due)
+{
+	char newname[MQ_NAME_MAX];
+
+	if (mq_name_format(newname, sizeof(newname), MQ_NEW, nm) == -1)
+		return -1;
+	return mq_place(pl, bucket, name, newname, due);
+}
+
+/* Moves a lease to a new deadline; out gets the new receipt. */
+int
+mq_extend(struct mq_spool *sp, int bucket, const char *name,
+    const struct mq_name *nm, uint64_t deadline, char *out, size_t size)
+{
+	struct mq_name ext = *nm;
+	struct mq_bucket b = { -1, "" };
+	char newname[MQ_NAME_MAX];
+	int r;
+
+	ext.ms = deadline;
+	r = mq_lease(sp, bucket, name, &ext, &b, newname, sizeof(newname));
+	mq_closefd(&b.fd);
+	if (r == -1)
+		return -1;
+	return mq_receipt_format(out, size, sp, b.name, newname);
+}

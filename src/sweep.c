@@ -1,0 +1,177 @@
+/*
+ * sweep.c: housekeeping, for mq-sweep.  Nothing here is needed for
+ * correctness, only for liveness and tidiness:
+ *
+ *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place)
+ *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
+ *	prune	empty past directories of new/ removed	(mq_prune)
+ *	tmp/	fragments of crashed senders and reasons whose dead letter
+ *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
+ *
+ * A claim does the first itself for the leases it comes across (claim.c);
+ * mq_reclaim makes expired messages visible to mq-stat and to waiting
+ * receivers without one.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+struct reclaimer {
+	struct mq_spool	*sp;
+	struct mq_placer pl;
+	unsigned	 max;
+	uint64_t	 now;
+	void		(*report)(const char *, const char *);
+};
+
+static int
+reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
+{
+	struct reclaimer *rc = arg;
+
+	if (nm->attempts >= rc->max) {
+		if (mq_bury(rc->sp, fd, name, nm, MQ_REASON_MAX_ATTEMPTS,
+		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
+			return errno == ENOENT ? 0 : -1;
+		if (rc->report != NULL)
+			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
+		return 1;
+	}
+	if (mq_release(&rc->pl, fd, name, nm, rc->now) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (rc->report != NULL)
+		rc->report(nm->id, "lease expired: back to new");
+	return 1;
+}
+
+/* Moves every expired lease back to new/, or to dead/ at max attempts. */
+int
+mq_reclaim(struct mq_spool *sp, unsigned max,
+    void (*report)(const char *, const char *))
+{
+	struct reclaimer rc;
+	uint64_t wake = UINT64_MAX;
+	int r, saved;
+
+	rc.sp = sp;
+	rc.max = max;
+	rc.now = mq_now_ms();
+	rc.report = report;
+	mq_placer_init(&rc.pl, sp, 0);
+	rc.pl.spares = 1;
+	r = mq_expired_scan(sp, rc.now, INT32_MAX, reclaim_one, &rc, &wake);
+	if (mq_placer_flush(&rc.pl) == -1)
+		r = -1;
+	saved = errno;
+	mq_placer_close(&rc.pl);
+	errno = saved;
+	return r;
+}
+
+struct pruner {
+	uint64_t	 before;
+};
+
+/* Every directory keyed before the cutoff is entered, then removed. */
+static int
+prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+{
+	struct pruner *p = arg;
+
+	(void)dirfd;
+	(void)name;
+	if (key >= p->before)
+		return MQ_TREE_NEXT;
+	return digits == MQ_KEY_DIGITS ? MQ_TREE_USED : MQ_TREE_INTO;
+}
+
+/*
+ * Removes empty directories of new/ whose time has passed.  A sender that
+ * loses its leaf this way makes it again (see mq_place).  An error below
+ * new/ stops nothing: what cannot be read is left as it is.
+ */
+void
+mq_prune(struct mq_spool *sp)
+{
+	struct pruner p;
+	struct mq_tree t = { prune_step, &p, 1, 1, 1 };
+
+	p.before = mq_now_ms() - MQ_LEAF_SPAN_MS;
+	(void)mq_tree_walk(&t, sp->new);
+}
+
+static int
+is_ours(const char *s)
+{
+	const char *comma = strchr(s, ',');
+	char id[MQ_ID_LEN + 1];
+	size_t len = comma ? (size_t)(comma - s) : strlen(s);
+
+	if (len > MQ_ID_LEN || (comma != NULL && strcmp(comma, ",reason")))
+		return 0;
+	memcpy(id, s, len);
+	id[len] = '\0';
+	return mq_id_valid(id);
+}
+
+/* Dead letters are listed in ID order, so an ID can be looked up. */
+static int
+dead_cmp(const void *id, const void *d)
+{
+	return strcmp(id, ((const struct mq_dead *)d)->n.id);
+}
+
+/*
+ * Removes tmp/ fragments of crashed senders and reasons whose dead letter
+ * is gone, once they are older than age seconds.
+ */
+int
+mq_tmp_clean(struct mq_spool *sp, uint64_t age,
+    void (*report)(const char *, const char *))
+{
+	struct mq_names names;
+	struct mq_dead *dead;
+	struct stat st;
+	size_t ndead;
+	time_t cutoff = mq_now_ms() / 1000 - age;
+	size_t i;
+
+	if (mq_spool_need(sp, 0) == -1 ||
+	    mq_names_read(sp->tmp, DT_REG, is_ours, &names) == -1)
+		return -1;
+	for (i = 0; i < names.n; i++) {
+		if (fstatat(sp->tmp, names.v[i], &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1 || st.st_mtime > cutoff)
+			continue;
+		if (unlinkat(sp->tmp, names.v[i], 0) == 0 && report != NULL)
+			report(names.v[i], "stale tmp file removed");
+	}
+	mq_names_free(&names);
+	/* One listing of dead/ serves every reason. */
+	if (mq_dead_list(sp, &dead, &ndead) == -1)
+		return -1;
+	if (mq_names_read(sp->reason, DT_REG, mq_id_valid, &names) == -1) {
+		free(dead);
+		return -1;
+	}
+	for (i = 0; i < names.n; i++) {
+		if (fstatat(sp->reason, names.v[i], &st, AT_SYMLINK_NOFOLLOW)
+		    == -1 || st.st_mtime > cutoff)
+			continue;
+		if (bsearch(names.v[i], dead, ndead, sizeof(*dead), dead_cmp))
+			continue;
+		if (unlinkat(sp->reason, names.v[i], 0) == 0 && report != NULL)
+			report(names.v[i], "orphan reason removed");
+	}
+	free(dead);
+	mq_names_free(&names);
+	return 0;
+}
