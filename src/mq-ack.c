@@ -32,7 +32,6 @@ struct acker {
 	uint64_t	 ms;	/* release delay or extension */
 	uint64_t	 now;
 	const char	*reason;
-	char		 pruned[24];
 	int		 zflag;
 };
 
@@ -93,9 +92,6 @@ spool_done(struct acker *a)
 	if (!a->open)
 		return;
 	mq_receipt_close(&a->rc);
-	if (a->pruned[0] != '\0')
-		mq_cur_prune(&a->sp, a->pruned);
-	a->pruned[0] = '\0';
 	if (mq_placer_flush(&a->pl) == -1) {
 		warn("%s", a->sp.path);
 		a->status = MQ_EX_SYS;
@@ -116,7 +112,7 @@ spool_open(struct acker *a, const char *path)
 		return -1;
 	mq_placer_init(&a->pl, &a->sp, 0);
 	a->pl.spares = 1;
-	a->rc.bucket = -1;
+	mq_receipt_init(&a->rc);
 	a->open = 1;
 	return 0;
 }
@@ -146,8 +142,8 @@ handle(struct acker *a, const char *receipt)
 {
 	struct mq_receipt *rc = &a->rc;
 	const char *why;
-	char out[4096], dir[PATH_MAX];
-	int st, r = 0;
+	char out[MQ_RECEIPT_MAX], dir[PATH_MAX];
+	int st;
 
 	/* Whatever the spool, a path of another form was never a receipt. */
 	if (receipt_spool(receipt, dir, sizeof(dir)) == -1) {
@@ -158,62 +154,41 @@ handle(struct acker *a, const char *receipt)
 	if ((st = spool_for(a, receipt, dir)) != MQ_EX_OK)
 		return st;
 	st = mq_receipt_open(&a->sp, receipt, rc, &why);
-	if (st == MQ_EX_LOST) {
-		warnx("%s: already acked, or lease lost",
-		    mq_receipt_shown(&a->sp, receipt));
-		return st;
-	}
-	if (st == MQ_EX_SYS) {
-		warn("%s", mq_receipt_shown(&a->sp, receipt));
-		return st;
-	}
-	if (st != MQ_EX_OK) {
-		warnx("%s: %s", mq_receipt_shown(&a->sp, receipt), why);
-		return st;
-	}
-	switch (a->mode) {
-	case DONE:
-		r = mq_ack(rc->bucket, rc->name);
-		break;
-	case RELEASE:
-		r = mq_release(&a->pl, rc->bucket, rc->name, &rc->n,
-		    a->now + a->ms);
-		break;
-	case BURY:
-		r = mq_bury(&a->sp, rc->bucket, rc->name, &rc->n, a->reason,
-		    strlen(a->reason));
-		break;
-	case EXTEND:
-		r = mq_extend(&a->sp, rc->bucket, rc->name, &rc->n,
-		    a->now + a->ms, out, sizeof(out));
-		/*
-		 * A waiting receiver sleeps until the deadline it last saw;
-		 * one made earlier must wake it.
-		 */
-		if (r == 0 && a->now + a->ms < rc->n.ms)
-			a->ring = 1;
-		if (r == 0) {
+	if (st == MQ_EX_OK) {
+		switch (a->mode) {
+		case DONE:
+			st = mq_receipt_ack(rc);
+			break;
+		case RELEASE:
+			st = mq_receipt_release(rc, &a->pl, a->now + a->ms);
+			break;
+		case BURY:
+			st = mq_receipt_bury(rc, a->reason, strlen(a->reason));
+			break;
+		case EXTEND:
+			st = mq_receipt_extend(rc, a->now + a->ms, out,
+			    sizeof(out));
+			if (st != MQ_EX_OK)
+				break;
+			/*
+			 * A waiting receiver sleeps until the deadline it
+			 * last saw; one made earlier must wake it.
+			 */
+			if (a->now + a->ms < rc->n.ms)
+				a->ring = 1;
 			fputs(out, stdout);
 			putchar(a->zflag ? '\0' : '\n');
+			break;
 		}
-		break;
 	}
-	if (r == -1) {
-		if (errno == ENOENT) {
-			warnx("%s: already acked, or lease lost",
-			    mq_receipt_shown(&a->sp, receipt));
-			return MQ_EX_LOST;
-		}
+	if (st == MQ_EX_LOST)
+		warnx("%s: already acked, or lease lost",
+		    mq_receipt_shown(&a->sp, receipt));
+	else if (st == MQ_EX_SYS)
 		warn("%s", mq_receipt_shown(&a->sp, receipt));
-		return MQ_EX_SYS;
-	}
-	/* Leave no empty bucket behind once a batch has moved on from it. */
-	if (a->mode != EXTEND && strcmp(a->pruned, rc->bname) != 0) {
-		if (a->pruned[0] != '\0')
-			mq_cur_prune(&a->sp, a->pruned);
-		strlcpy(a->pruned, rc->bname, sizeof(a->pruned));
-	}
-	return MQ_EX_OK;
+	else if (st != MQ_EX_OK)
+		warnx("%s: %s", mq_receipt_shown(&a->sp, receipt), why);
+	return st;
 }
 
 static void
@@ -239,7 +214,7 @@ main(int argc, char *argv[])
 	int ch, i, r, set = 0, seen = 0, status = MQ_EX_OK;
 
 	memset(&a, 0, sizeof(a));
-	a.rc.bucket = -1;
+	mq_receipt_init(&a.rc);
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:r::x:e:hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {

@@ -164,6 +164,8 @@ void	 mq_placer_init(struct mq_placer *, struct mq_spool *, int);
 int	 mq_place(struct mq_placer *, int, const char *, const char *,
 	    uint64_t);
 int	 mq_placer_flush(struct mq_placer *);
+int	 mq_place_back(struct mq_placer *, int, const char *,
+	    const struct mq_name *, uint64_t);
 void	 mq_placer_close(struct mq_placer *);
 
 /*
@@ -195,22 +197,28 @@ int	 mq_lease(struct mq_spool *, int, const char *, const struct mq_name *,
 	    struct mq_bucket *, char *, size_t);
 int	 mq_receipt_format(char *, size_t, const struct mq_spool *,
 	    const char *, const char *);
+/*
+ * A claimed message, as its receipt names it.  One mq_receipt serves a
+ * batch of receipts: the bucket of the last is kept open for the next.
+ */
 struct mq_receipt {
+	struct mq_spool *sp;
 	int	 bucket;	/* cur/S, open, or -1 before the first */
 	char	 bname[MQ_BUCKET_MAX];	/* S */
 	const char *name;	/* the claimed name inside it */
 	struct mq_name n;
+	char	 pruned[MQ_BUCKET_MAX];	/* a bucket to remove if empty */
 };
+void	 mq_receipt_init(struct mq_receipt *);
 int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
 	    const char **);
-void	 mq_receipt_close(struct mq_receipt *);
 const char *mq_receipt_shown(const struct mq_spool *, const char *);
-void	 mq_cur_prune(struct mq_spool *, const char *);
-int	 mq_ack(int, const char *);
-int	 mq_release(struct mq_placer *, int, const char *,
-	    const struct mq_name *, uint64_t);
-int	 mq_extend(struct mq_spool *, int, const char *,
-	    const struct mq_name *, uint64_t, char *, size_t);
+int	 mq_receipt_ack(struct mq_receipt *);
+int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t);
+int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);
+int	 mq_receipt_extend(struct mq_receipt *, uint64_t, char *, size_t);
+void	 mq_receipt_prune(struct mq_receipt *);
+void	 mq_receipt_close(struct mq_receipt *);
 
 /* claim.c */
 /*

@@ -4,7 +4,7 @@
  * into a leaf, which send, release, redrive and reclaim all end with:
  *
  *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_place)
- *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place)
+ *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
  *
  * and the one descent of the tree's three levels that claiming, pruning
@@ -152,6 +152,21 @@ mq_place(struct mq_placer *pl, int from, const char *fromname,
 		errno = EAGAIN;
 	}
 	return -1;
+}
+
+/*
+ * Puts from/name (a message named as nm) back into new/, visible at due,
+ * its attempts kept: what a release and an expired lease both come to.
+ */
+int
+mq_place_back(struct mq_placer *pl, int from, const char *name,
+    const struct mq_name *nm, uint64_t due)
+{
+	char newname[MQ_NAME_MAX];
+
+	if (mq_name_format(newname, sizeof(newname), MQ_NEW, nm) == -1)
+		return -1;
+	return mq_place(pl, from, name, newname, due);
 }
 
 static int

@@ -2,15 +2,21 @@
  * receipt.c: leases and their receipts.  A lease is a file in cur/S/ (S:
  * the second its deadline falls in); its receipt is the absolute path of
  * that file, in one format (mq_receipt_format), checked by one parser
- * (mq_receipt_open).  What a receipt's holder does with its lease:
+ * (mq_receipt_open).  What a receipt's holder does with its lease, each
+ * returning an mq_exit status (MQ_EX_LOST: the lease is gone):
  *
- *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A	(mq_lease)
- *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place)
- *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A	(mq_bury)
- *	ack	cur/S/ID,DEADLINE,A	-> (unlinked)		(mq_ack)
+ *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A
+ *			(mq_receipt_extend, by mq_lease)
+ *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A
+ *			(mq_receipt_release, by mq_place_back)
+ *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A
+ *			(mq_receipt_bury, by mq_bury)
+ *	ack	cur/S/ID,DEADLINE,A	-> (unlinked)
+ *			(mq_receipt_ack)
  *
  * A receipt only selects names: the file is reached through the spool's
- * own fds, and a lease that is gone (ENOENT) is a lease lost.
+ * own fds.  A bucket of cur/ left empty by a batch of receipts is removed
+ * once the batch has moved on from it, or when the receipt is closed.
  */
 #include <sys/stat.h>
 
@@ -123,6 +129,7 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 	    mq_name_parse(name, MQ_CUR, &nm) == -1 ||
 	    mq_cur_bucket(nm.ms) != secs)
 		return MQ_EX_USAGE;
+	rc->sp = sp;
 	rc->name = name;
 	rc->n = nm;
 	*why = "lease lost";
@@ -167,50 +174,110 @@ mq_receipt_shown(const struct mq_spool *sp, const char *receipt)
 	return receipt;
 }
 
-void
-mq_receipt_close(struct mq_receipt *rc)
+/*
+ * What becomes of a settled lease's status: ENOENT from its rename or
+ * unlink is the lease lost (acked, released or claimed again meanwhile).
+ */
+static int
+settled(int r)
 {
-	mq_closefd(&rc->bucket);
+	if (r == 0)
+		return MQ_EX_OK;
+	return errno == ENOENT ? MQ_EX_LOST : MQ_EX_SYS;
 }
 
-/* Removes a cur/ bucket if it is empty; a claim racing it makes it anew. */
-void
-mq_cur_prune(struct mq_spool *sp, const char *bname)
+/*
+ * A batch leaves no empty bucket behind once it has moved on from it: the
+ * bucket of the last lease settled is removed (if empty) when one in
+ * another bucket is settled, by mq_receipt_prune, or on close.
+ */
+static void
+moved_on(struct mq_receipt *rc)
 {
-	unlinkat(sp->cur, bname, AT_REMOVEDIR);
+	if (strcmp(rc->pruned, rc->bname) == 0)
+		return;
+	if (rc->pruned[0] != '\0')
+		unlinkat(rc->sp->cur, rc->pruned, AT_REMOVEDIR);
+	strlcpy(rc->pruned, rc->bname, sizeof(rc->pruned));
 }
 
+/* Done: the message is deleted. */
 int
-mq_ack(int bucket, const char *name)
+mq_receipt_ack(struct mq_receipt *rc)
 {
-	return unlinkat(bucket, name, 0);
+	int st;
+
+	if ((st = settled(unlinkat(rc->bucket, rc->name, 0))) == MQ_EX_OK)
+		moved_on(rc);
+	return st;
 }
 
+/* Back to new/, visible at due, with its attempts. */
 int
-mq_release(struct mq_placer *pl, int bucket, const char *name,
-    const struct mq_name *nm, uint64_t due)
+mq_receipt_release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due)
 {
-	char newname[MQ_NAME_MAX];
+	int st;
 
-	if (mq_name_format(newname, sizeof(newname), MQ_NEW, nm) == -1)
-		return -1;
-	return mq_place(pl, bucket, name, newname, due);
+	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, &rc->n,
+	    due))) == MQ_EX_OK)
+		moved_on(rc);
+	return st;
 }
 
-/* Moves a lease to a new deadline; out gets the new receipt. */
+/* Dead-lettered with reason (len bytes). */
 int
-mq_extend(struct mq_spool *sp, int bucket, const char *name,
-    const struct mq_name *nm, uint64_t deadline, char *out, size_t size)
+mq_receipt_bury(struct mq_receipt *rc, const char *reason, size_t len)
 {
-	struct mq_name ext = *nm;
+	int st;
+
+	if ((st = settled(mq_bury(rc->sp, rc->bucket, rc->name, &rc->n,
+	    reason, len))) == MQ_EX_OK)
+		moved_on(rc);
+	return st;
+}
+
+/*
+ * The lease moved to a new deadline; out gets the new receipt.  rc still
+ * describes the lease as it was.
+ */
+int
+mq_receipt_extend(struct mq_receipt *rc, uint64_t deadline, char *out,
+    size_t size)
+{
+	struct mq_name ext = rc->n;
 	struct mq_bucket b = { -1, "" };
 	char newname[MQ_NAME_MAX];
 	int r;
 
 	ext.ms = deadline;
-	r = mq_lease(sp, bucket, name, &ext, &b, newname, sizeof(newname));
+	r = mq_lease(rc->sp, rc->bucket, rc->name, &ext, &b, newname,
+	    sizeof(newname));
 	mq_closefd(&b.fd);
 	if (r == -1)
-		return -1;
-	return mq_receipt_format(out, size, sp, b.name, newname);
+		return settled(r);
+	return settled(mq_receipt_format(out, size, rc->sp, b.name, newname));
+}
+
+/* Removes the bucket of the last lease settled now, if it is empty. */
+void
+mq_receipt_prune(struct mq_receipt *rc)
+{
+	if (rc->pruned[0] != '\0')
+		unlinkat(rc->sp->cur, rc->pruned, AT_REMOVEDIR);
+	rc->pruned[0] = '\0';
+}
+
+void
+mq_receipt_init(struct mq_receipt *rc)
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->bucket = -1;
+}
+
+/* Closes the bucket kept open, and removes the last one settled if empty. */
+void
+mq_receipt_close(struct mq_receipt *rc)
+{
+	mq_closefd(&rc->bucket);
+	mq_receipt_prune(rc);
 }

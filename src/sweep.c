@@ -2,7 +2,7 @@
  * sweep.c: housekeeping, for mq-sweep.  Nothing here is needed for
  * correctness, only for liveness and tidiness:
  *
- *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place)
+ *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
  *	prune	empty past directories of new/ removed	(mq_prune)
  *	tmp/	fragments of crashed senders and reasons whose dead letter
@@ -45,7 +45,7 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
 		return 1;
 	}
-	if (mq_release(&rc->pl, fd, name, nm, rc->now) == -1)
+	if (mq_place_back(&rc->pl, fd, name, nm, rc->now) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (rc->report != NULL)
 		rc->report(nm->id, "lease expired: back to new");

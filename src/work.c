@@ -360,30 +360,37 @@ receipt(struct worker *wk, struct job *j)
 	return -1;
 }
 
-/* Says why settling j's message failed (errno); ENOENT: the lease is gone. */
-static void
-unsettled(struct worker *wk, struct job *j)
+/*
+ * Says why settling j's message failed (st; errno with MQ_EX_SYS), or
+ * removes the bucket it left if empty: a worker's settlements come one
+ * at a time, not as a batch.  Returns st.
+ */
+static int
+settled(struct worker *wk, struct job *j, int st)
 {
-	if (errno == ENOENT)
+	if (st == MQ_EX_OK)
+		mq_receipt_prune(&wk->rc);
+	else if (st == MQ_EX_LOST)
 		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
 	else {
 		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
 		wk->status = MQ_EX_SYS;
 	}
+	return st;
 }
 
 /* Visible again at due, attempt kept; what a failed job's message gets. */
 static void
 release(struct worker *wk, struct job *j, uint64_t due)
 {
+	int st;
+
 	if (receipt(wk, j) == -1)
 		return;
-	if (mq_release(&wk->pl, wk->rc.bucket, wk->rc.name, &wk->rc.n,
-	    due) == -1 || mq_placer_flush(&wk->pl) == -1) {
-		unsettled(wk, j);
-		return;
-	}
-	mq_cur_prune(wk->sp, wk->rc.bname);
+	if ((st = mq_receipt_release(&wk->rc, &wk->pl, due)) == MQ_EX_OK &&
+	    mq_placer_flush(&wk->pl) == -1)
+		st = MQ_EX_SYS;
+	settled(wk, j, st);
 }
 
 /* Leases are extended every third of their length. */
@@ -492,13 +499,9 @@ bury(struct worker *wk, struct job *j, const char *reason, const char *shown)
 {
 	if (receipt(wk, j) == -1)
 		return;
-	if (mq_bury(wk->sp, wk->rc.bucket, wk->rc.name, &wk->rc.n, reason,
-	    strlen(reason)) == -1) {
-		unsettled(wk, j);
-		return;
-	}
-	mq_cur_prune(wk->sp, wk->rc.bname);
-	warnx("%s: dead-lettered: %s", j->id, shown);
+	if (settled(wk, j, mq_receipt_bury(&wk->rc, reason,
+	    strlen(reason))) == MQ_EX_OK)
+		warnx("%s: dead-lettered: %s", j->id, shown);
 }
 
 static void
@@ -508,12 +511,10 @@ ack(struct worker *wk, struct job *j)
 		wk->failed = 1;
 		return;
 	}
-	if (mq_ack(wk->rc.bucket, wk->rc.name) == -1) {
+	if (settled(wk, j, mq_receipt_ack(&wk->rc)) != MQ_EX_OK) {
 		wk->failed = 1;
-		unsettled(wk, j);
 		return;
 	}
-	mq_cur_prune(wk->sp, wk->rc.bname);
 	if (wk->opt->verbose)
 		warnx("%s: done", j->id);
 }
@@ -590,6 +591,7 @@ static void
 heartbeat(struct worker *wk, struct job *j)
 {
 	char out[PATH_MAX];
+	int st;
 
 	j->beat = wk->now + beat_ms(wk->opt);
 	if (j->lost)
@@ -598,14 +600,16 @@ heartbeat(struct worker *wk, struct job *j)
 		j->lost = 1;
 		return;
 	}
-	if (mq_extend(wk->sp, wk->rc.bucket, wk->rc.name, &wk->rc.n,
-	    wk->now + wk->opt->lease_ms, out, sizeof(out)) == -1) {
-		if (errno == ENOENT) {
-			warnx("%s: lease lost",
-			    mq_receipt_shown(wk->sp, j->receipt));
-			j->lost = 1;
-		} else
-			warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+	st = mq_receipt_extend(&wk->rc, wk->now + wk->opt->lease_ms, out,
+	    sizeof(out));
+	if (st == MQ_EX_LOST) {
+		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
+		j->lost = 1;
+		return;
+	}
+	/* A heartbeat missed is tried again at the next. */
+	if (st != MQ_EX_OK) {
+		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
 		return;
 	}
 	strlcpy(j->receipt, out, sizeof(j->receipt));
@@ -714,7 +718,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	memset(&wk, 0, sizeof(wk));
 	wk.opt = opt;
 	wk.sp = sp;
-	wk.rc.bucket = -1;
+	mq_receipt_init(&wk.rc);
 	mq_placer_init(&wk.pl, sp, 0);
 	wk.pl.spares = 1;
 	/* One claim per free slot: list each leaf once, not once a claim. */

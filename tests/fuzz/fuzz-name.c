@@ -81,7 +81,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	/* As a receipt inside this spool, and as any path. */
-	rc.bucket = -1;
+	mq_receipt_init(&rc);
 	snprintf(receipt, sizeof(receipt), "%s/%s", sp.real, s);
 	if (mq_receipt_open(&sp, receipt, &rc, &why) == MQ_EX_OK &&
 	    strncmp(receipt, sp.real, strlen(sp.real)) != 0)
