@@ -9,7 +9,7 @@
  * make it up are the macros below and no tool spells them itself.
  *
  * Core functions return -1 with errno set (or an mq_exit status) and
- * leave reporting and exiting to the tool.
+ * leave reporting and exiting to the tool.  src/README maps the files.
  */
 #ifndef MQ_H
 #define MQ_H
