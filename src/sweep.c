@@ -1,6 +1,6 @@
 /*
- * sweep.c: housekeeping, for mq-sweep.  Nothing here is needed for
- * correctness, only for liveness and tidiness:
+ * sweep.c: housekeeping, for mq-sweep.  Receivers reclaim expired leases
+ * themselves, so nothing waits for it; it keeps the spool tidy:
  *
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
@@ -8,9 +8,9 @@
  *	tmp/	fragments of crashed senders and reasons whose dead letter
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
  *
- * A claim does the first itself for the leases it comes across (claim.c);
- * mq_reclaim makes expired messages visible to mq-stat and to waiting
- * receivers without one.
+ * mq_reclaim makes expired messages visible to tools that only look at
+ * new/; a claim takes expired leases itself (claim.c).  mq-sweep also
+ * makes the spares again (mq_spool_spares, spool.c).
  */
 #include <sys/stat.h>
 
@@ -76,35 +76,30 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 	return r;
 }
 
-struct pruner {
-	uint64_t	 before;
-};
-
 /* Every directory keyed before the cutoff is entered, then removed. */
 static int
 prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 {
-	struct pruner *p = arg;
+	const uint64_t *before = arg;
 
 	(void)dirfd;
 	(void)name;
-	if (key >= p->before)
+	if (key >= *before)
 		return MQ_TREE_NEXT;
 	return digits == MQ_KEY_DIGITS ? MQ_TREE_USED : MQ_TREE_INTO;
 }
 
 /*
  * Removes empty directories of new/ whose time has passed.  A sender that
- * loses its leaf this way makes it again (see mq_place).  An error below
- * new/ stops nothing: what cannot be read is left as it is.
+ * loses its leaf this way makes it again (see mq_place).  A level that
+ * cannot be read stops nothing: it is passed over (and removed if empty).
  */
 void
 mq_prune(struct mq_spool *sp)
 {
-	struct pruner p;
-	struct mq_tree t = { prune_step, &p, 1, 1, 1 };
+	uint64_t before = mq_now_ms() - MQ_LEAF_SPAN_MS;
+	struct mq_tree t = { prune_step, &before, 1, 1, 1 };
 
-	p.before = mq_now_ms() - MQ_LEAF_SPAN_MS;
 	(void)mq_tree_walk(&t, sp->new);
 }
 
