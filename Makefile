@@ -26,7 +26,8 @@ BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
 LIBOBJ = src/claim.o src/dead.o src/name.o src/place.o src/receipt.o \
-	src/spool.o src/stat.o src/sweep.o src/util.o src/wait.o src/work.o
+	src/send.o src/spool.o src/stat.o src/sweep.o src/util.o src/wait.o \
+	src/work.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat
 MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \

@@ -4,13 +4,13 @@
  * for it.
  *
  *	bury	new/... or cur/...	-> dead/ID,DIED,A	(mq_bury)
- *		tmp/ID,reason		-> reason/ID		(reason_put)
+ *		tmp/ID,reason		-> reason/ID		(mq_tmp_commit)
  *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
  *	purge	dead/ID,DIED,A		-> (unlinked)		(mq_dead_purge)
  *
  * A redrive into a spool on another file system copies the body to that
- * spool's tmp/ and syncs it before the original goes; the reason is
- * removed after the body moved, by redrive and purge alike.
+ * spool's tmp/ and syncs it before the original goes (send.c writes it);
+ * the reason is removed after the body moved, by redrive and purge alike.
  */
 #include <sys/stat.h>
 
@@ -41,40 +41,21 @@ static int
 reason_put(struct mq_spool *sp, const char *id, const char *reason,
     size_t len)
 {
+	struct mq_tmpfile tf;
 	char tmpname[MQ_NAME_MAX];
-	ssize_t w;
-	size_t off;
-	int fd, saved;
 
 	snprintf(tmpname, sizeof(tmpname), "%s,reason", id);
 	/* A crashed bury may have left its tmp file. */
-	unlinkat(sp->tmp, tmpname, 0);
-	if ((fd = mq_create(sp->tmp, tmpname, sp->fmode)) == -1)
+	mq_tmp_remove(sp, tmpname);
+	if (mq_tmp_create(&tf, sp, tmpname) == -1)
 		return -1;
-	for (off = 0; off < len; off += w) {
-		if ((w = write(fd, reason + off, len - off)) == -1) {
-			if (errno == EINTR) {
-				w = 0;
-				continue;
-			}
-			goto fail;
-		}
+	if (mq_tmp_write(&tf, reason, len) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NONE) == -1 ||
+	    mq_tmp_commit(&tf, sp->reason, id) == -1) {
+		mq_tmp_abort(&tf);
+		return -1;
 	}
-	if (close(fd) == -1) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (renameat(sp->tmp, tmpname, sp->reason, id) == -1)
-		goto fail;
 	return 0;
-fail:
-	saved = errno;
-	if (fd != -1)
-		close(fd);
-	unlinkat(sp->tmp, tmpname, 0);
-	errno = saved;
-	return -1;
 }
 
 /*
@@ -199,31 +180,28 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 static int
 copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
 {
-	int in, out, saved;
+	struct mq_tmpfile tf;
+	int in, saved;
 
 	if ((in = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC)) == -1)
 		return -1;
-	out = mq_create(to->tmp, d->n.id, to->fmode);
-	if (out == -1) {
+	if (mq_tmp_create(&tf, to, d->n.id) == -1) {
 		saved = errno;
 		close(in);
 		errno = saved;
 		return -1;
 	}
-	if (mq_copy_fd(in, out) == -1 || fsync(out) == -1) {
+	if (mq_copy_fd(in, tf.fd) == -1) {
 		saved = errno;
 		close(in);
-		close(out);
-		unlinkat(to->tmp, d->n.id, 0);
 		errno = saved;
+		mq_tmp_abort(&tf);
 		return -1;
 	}
 	close(in);
-	if (close(out) == -1) {
-		saved = errno;
-		unlinkat(to->tmp, d->n.id, 0);
-		errno = saved;
+	if (mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1) {
+		mq_tmp_abort(&tf);
 		return -1;
 	}
 	return 0;
@@ -246,8 +224,8 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)
 			return -1;
-		if (mq_place(pl, pl->sp->tmp, nm.id, newname,
-		    mq_now_ms()) == -1 || mq_placer_flush(pl) == -1)
+		if (mq_tmp_place(pl, nm.id, mq_now_ms()) == -1 ||
+		    mq_placer_flush(pl) == -1)
 			return -1;
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)
 			return -1;

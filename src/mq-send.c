@@ -31,7 +31,7 @@ struct sender {
 	struct mq_placer pl;
 	int		 sync;
 	uint64_t	 due;	/* 0: visible at once */
-	int		 fd;	/* the message being written, or -1 */
+	struct mq_tmpfile tf;	/* the message being written (tf.fd != -1) */
 	char		 id[MQ_ID_LEN + 1];
 	char		 batch[BATCH_MAX][MQ_ID_LEN + 1];
 	int		 nbatch;
@@ -71,12 +71,10 @@ fail(struct sender *s, const char *fmt, ...)
 	va_list ap;
 	int saved = errno, i;
 
-	if (s->fd != -1) {
-		close(s->fd);
-		unlinkat(s->sp.tmp, s->id, 0);
-	}
+	if (s->tf.fd != -1)
+		mq_tmp_abort(&s->tf);
 	for (i = 0; i < s->nbatch; i++)
-		unlinkat(s->sp.tmp, s->batch[i], 0);
+		mq_tmp_remove(&s->sp, s->batch[i]);
 	errno = saved;
 	va_start(ap, fmt);
 	verr(MQ_EX_SYS, fmt, ap);
@@ -93,49 +91,35 @@ static void
 begin(struct sender *s)
 {
 	mq_id_new(s->id);
-	s->fd = mq_create(s->sp.tmp, s->id, s->sp.fmode);
-	if (s->fd == -1)
+	if (mq_tmp_create(&s->tf, &s->sp, s->id) == -1)
 		fail_tmp(s, s->id);
 }
 
 static void
 put(struct sender *s, const char *p, size_t len)
 {
-	ssize_t w;
-
-	while (len > 0) {
-		if ((w = write(s->fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			fail_tmp(s, s->id);
-		}
-		p += w;
-		len -= w;
-	}
+	if (mq_tmp_write(&s->tf, p, len) == -1)
+		fail_tmp(s, s->id);
 }
 
 static void
 end(struct sender *s)
 {
-	int fd = s->fd;
-
-	/* Without a batch sync, each file is synced on its own. */
-	if (s->sync && !MQ_HAVE_SYNCFS && fsync(fd) == -1)
-		fail_tmp(s, s->id);
-	if (close(fd) == -1) {
-		s->fd = -1;
-		unlinkat(s->sp.tmp, s->id, 0);
+	/* A failed fsync leaves it open, and fail() takes it back. */
+	if (mq_tmp_close(&s->tf, s->sync ? MQ_TMP_SYNC_BATCH :
+	    MQ_TMP_SYNC_NONE) == -1) {
+		if (s->tf.fd == -1)
+			mq_tmp_abort(&s->tf);
 		fail_tmp(s, s->id);
 	}
-	s->fd = -1;
 	memcpy(s->batch[s->nbatch++], s->id, sizeof(s->id));
 	if (s->nbatch == BATCH_MAX)
 		flush(s);
 }
 
 /*
- * Makes the batch durable, visible, and known: data first (one syncfs for
- * a batch, fsync for a lone message), then one rename each into new/, then
+ * Makes the batch durable, visible, and known: data first (mq_tmp_sync),
+ * then one rename each into new/, then
  * the directories; an ID is printed only once its message would survive a
  * crash, or once it is in new/ when what follows fails: the rest of the
  * batch is then taken back.
@@ -143,26 +127,19 @@ end(struct sender *s)
 static void
 flush(struct sender *s)
 {
-	char name[MQ_NAME_MAX];
-	int i, fd, landed, saved = 0;
+	const char *failed;
+	int i, landed, saved = 0;
 
 	if (s->nbatch == 0)
 		return;
-	if (s->sync && MQ_HAVE_SYNCFS) {
-		if (s->nbatch > 1) {
-			if (mq_syncfs(s->sp.tmp) == -1)
-				fail(s, "%s/%s", s->sp.path, MQ_DIR_TMP);
-		} else {
-			fd = openat(s->sp.tmp, s->batch[0], O_RDONLY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			if (fd == -1 || fsync(fd) == -1)
-				fail_tmp(s, s->batch[0]);
-			close(fd);
-		}
+	if (s->sync && mq_tmp_sync(&s->sp, s->batch, s->nbatch,
+	    &failed) == -1) {
+		if (failed != NULL)
+			fail_tmp(s, failed);
+		fail(s, "%s/%s", s->sp.path, MQ_DIR_TMP);
 	}
 	for (i = 0; i < s->nbatch; i++) {
-		snprintf(name, sizeof(name), "%s,0", s->batch[i]);
-		if (mq_place(&s->pl, s->sp.tmp, s->batch[i], name,
+		if (mq_tmp_place(&s->pl, s->batch[i],
 		    s->due ? s->due : mq_now_ms()) == -1) {
 			saved = errno;
 			break;
@@ -222,13 +199,13 @@ send_records(struct sender *s, int fd, int delim, const char *name)
 			fail(s, "%s", name);
 		if (rc == 0)
 			break;
-		if (s->fd == -1)
+		if (s->tf.fd == -1)
 			begin(s);
 		put(s, p, len);
 		if (endrec)
 			end(s);
 	}
-	if (s->fd != -1)
+	if (s->tf.fd != -1)
 		end(s);
 	mq_reader_free(&r);
 }
@@ -247,7 +224,7 @@ main(int argc, char *argv[])
 
 	memset(&s, 0, sizeof(s));
 	s.sync = 1;
-	s.fd = -1;
+	s.tf.fd = -1;
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {

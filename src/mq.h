@@ -188,6 +188,27 @@ struct mq_tree {
 };
 int	 mq_tree_walk(const struct mq_tree *, int);
 
+/* send.c: writing into tmp/, then one rename */
+struct mq_tmpfile {
+	struct mq_spool *sp;
+	int	 fd;		/* while being written, else -1 */
+	char	 name[MQ_NAME_MAX];	/* in tmp/; "" once committed */
+};
+int	 mq_tmp_create(struct mq_tmpfile *, struct mq_spool *, const char *);
+int	 mq_tmp_write(struct mq_tmpfile *, const void *, size_t);
+enum mq_tmp_sync {
+	MQ_TMP_SYNC_NONE,
+	MQ_TMP_SYNC_BATCH,	/* mq_tmp_sync does it, where it can */
+	MQ_TMP_SYNC_NOW
+};
+int	 mq_tmp_close(struct mq_tmpfile *, enum mq_tmp_sync);
+void	 mq_tmp_abort(struct mq_tmpfile *);
+int	 mq_tmp_commit(struct mq_tmpfile *, int, const char *);
+int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
+	    const char **);
+int	 mq_tmp_place(struct mq_placer *, const char *, uint64_t);
+void	 mq_tmp_remove(struct mq_spool *, const char *);
+
 /* receipt.c: leases in cur/ and their receipts */
 struct mq_bucket {
 	int	 fd;		/* cur/S, or -1 */

@@ -3,7 +3,7 @@
  * since the epoch, hex; T and M are its prefixes).  It owns the rename
  * into a leaf, which send, release, redrive and reclaim all end with:
  *
- *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_place)
+ *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_tmp_place)
  *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
  *
