@@ -745,8 +745,8 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			n = opt->slots - wk.running;
 			if (opt->limit > 0 && opt->limit - wk.claimed < n)
 				n = (int)(opt->limit - wk.claimed);
-			got = mq_claim(sp, &wk.cl, n, opt->lease_ms, opt->max, start,
-			    &wk, &wake);
+			got = mq_claim(sp, &wk.cl, n, opt->lease_ms,
+			    opt->max, start, &wk, &wake);
 			if (got == -1 && !wk.halt) {
 				warn("%s", sp->path);
 				wk.status = MQ_EX_SYS;
