@@ -1,11 +1,12 @@
 /*
- * claim.c: claiming, and finding expired leases.
+ * claim.c: claiming (mq_claim), and finding expired leases.
  *
- *	claim	new/T/M/L/ID,A		-> cur/S/ID,DEADLINE,A+1	(mq_lease)
- *	reclaim	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1	(mq_lease)
+ *	claim	new/T/M/L/ID,A		-> cur/S/ID,DEADLINE,A+1
+ *	 or an expired lease:
+ *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *
- * (an expired lease claimed again; one that has had its attempts is buried
- * instead, see dead.c).  A claim takes the oldest ID of the oldest due
+ * each by mq_lease (receipt.c); a message that has had its attempts is
+ * buried instead (mq_bury, dead.c).  A claim takes the oldest ID of the oldest due
  * leaf, so claiming never lists more than one leaf and one directory per
  * level; cur/S holds the leases that end within second S, so expired
  * leases are found by looking at the first buckets only.  Because a rename
