@@ -6,12 +6,12 @@
  *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *
  * each by mq_lease (receipt.c); a message that has had its attempts is
- * buried instead (mq_bury, dead.c).  A claim takes the oldest ID of the oldest due
- * leaf, so claiming never lists more than one leaf and one directory per
- * level; cur/S holds the leases that end within second S, so expired
- * leases are found by looking at the first buckets only.  Because a rename
- * either happens whole or not at all, two workers racing for a message
- * cannot both win: the loser gets ENOENT.
+ * buried instead (mq_bury, dead.c).  A claim takes the oldest ID of the
+ * oldest due leaf, so claiming never lists more than one leaf and one
+ * directory per level; cur/S holds the leases that end within second S,
+ * so expired leases are found by looking at the first buckets only.
+ * Because a rename either happens whole or not at all, two workers racing
+ * for a message cannot both win: the loser gets ENOENT.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -5,8 +5,10 @@
  *
  *	bury	new/... or cur/...	-> dead/ID,DIED,A	(mq_bury)
  *		tmp/ID,reason		-> reason/ID		(mq_tmp_commit)
- *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
+ *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_dead_redrive)
  *	purge	dead/ID,DIED,A		-> (unlinked)		(mq_dead_purge)
+ *
+ * (a redrive's rename is mq_place's, place.c).
  *
  * A redrive into a spool on another file system copies the body to that
  * spool's tmp/ and syncs it before the original goes (send.c writes it);
