@@ -3,10 +3,10 @@
  * holds the reason, byte for byte, unless a full file system left no room
  * for it.
  *
- *	bury	new/... or cur/...	-> dead/ID,DIED,A	(mq_bury)
- *		tmp/ID,reason		-> reason/ID		(mq_tmp_commit)
- *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_dead_redrive)
- *	purge	dead/ID,DIED,A		-> (unlinked)		(mq_dead_purge)
+ *	bury	new/... or cur/...	-> dead/ID,DIED,A	mq_bury
+ *		tmp/ID,reason		-> reason/ID		mq_tmp_commit
+ *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	mq_dead_redrive
+ *	purge	dead/ID,DIED,A		-> (unlinked)		mq_dead_purge
  *
  * (a redrive's rename is mq_place's, place.c).
  *
@@ -178,6 +178,16 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 	return 0;
 }
 
+/* Opens a dead letter's body to be read. */
+int
+mq_dead_open(struct mq_spool *sp, const struct mq_dead *d)
+{
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	return openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC);
+}
+
 /* Copies a dead letter into another spool's tmp/, synced. */
 static int
 copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
@@ -185,8 +195,7 @@ copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
 	struct mq_tmpfile tf;
 	int in, saved;
 
-	if ((in = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC)) == -1)
+	if ((in = mq_dead_open(sp, d)) == -1)
 		return -1;
 	if (mq_tmp_create(&tf, to, d->n.id) == -1) {
 		saved = errno;

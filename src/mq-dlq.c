@@ -61,9 +61,7 @@ peek(struct mq_spool *sp, const struct mq_dead *d, char *buf, size_t *len,
 	ssize_t n;
 	int fd;
 
-	fd = openat(sp->dead, d->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC);
-	if (fd == -1)
+	if ((fd = mq_dead_open(sp, d)) == -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
 		close(fd);
@@ -145,9 +143,7 @@ cmd_show(struct mq_spool *sp, const char *id)
 		warnx("%s: no such dead letter", id);
 		return MQ_EX_NONE;
 	}
-	fd = openat(sp->dead, d.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC);
-	if (fd == -1 || fstat(fd, &st) == -1)
+	if ((fd = mq_dead_open(sp, &d)) == -1 || fstat(fd, &st) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	if (!S_ISREG(st.st_mode))
 		errx(MQ_EX_SYS, "%s/%s: not a regular file", MQ_DIR_DEAD,

@@ -149,6 +149,7 @@ void	 mq_spool_close(struct mq_spool *);
 /* name.c */
 uint64_t mq_now_ms(void);
 void	 mq_id_new(char *);
+uint64_t mq_id_ms(const char *);
 int	 mq_id_valid(const char *);
 int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
 int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
@@ -279,6 +280,7 @@ struct mq_dead {
 int	 mq_dead_list(struct mq_spool *, struct mq_dead **, size_t *);
 int	 mq_dead_find(struct mq_spool *, const char *, struct mq_dead *);
 int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
+int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
 	    struct mq_placer *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
