@@ -60,6 +60,18 @@ mq_id_new(char *id)
 	    rnd);
 }
 
+/* The enqueue time of a valid ID, in ms: its first 16 hex digits are ns. */
+uint64_t
+mq_id_ms(const char *id)
+{
+	uint64_t ns = 0;
+	int i;
+
+	for (i = 0; i < 16; i++)
+		ns = ns * 16 + (id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+	return ns / 1000000;
+}
+
 static int
 all(const char *s, size_t n, int (*cls)(int))
 {

@@ -26,18 +26,6 @@ struct counter {
 	uint64_t	*count;		/* where a message of this leaf goes */
 };
 
-/* The enqueue time of an ID, in ms: its first 16 hex digits are ns. */
-static uint64_t
-id_ms(const char *id)
-{
-	uint64_t ns = 0;
-	int i;
-
-	for (i = 0; i < 16; i++)
-		ns = ns * 16 + (id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
-	return ns / 1000000;
-}
-
 static void
 add_bytes(struct mq_stats *st, int dirfd, const char *name)
 {
@@ -58,7 +46,7 @@ count_new(void *arg, int dirfd, const char *name)
 		return 0;
 	(*c->count)++;
 	if (c->count == &c->st->ready) {
-		t = id_ms(nm.id);
+		t = mq_id_ms(nm.id);
 		if (t < c->st->oldest_ready_ms)
 			c->st->oldest_ready_ms = t;
 	}
