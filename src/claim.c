@@ -234,8 +234,9 @@ claim_leaf(struct run *c, int leaf)
 	struct mq_name nm;
 	size_t i;
 
+	/* A leaf removed since it was opened was empty: used up. */
 	if (mq_names_read(leaf, DT_REG, is_new, &names) == -1)
-		return -1;
+		return errno == ENOENT ? 1 : -1;
 	mq_names_sort(&names);
 	for (i = 0; i < names.n && c->got < c->want; i++) {
 		mq_name_parse(names.v[i], MQ_NEW, &nm);

@@ -227,8 +227,6 @@ visit(const struct mq_tree *t, int dirfd, const char *name, int digits,
 		saved = errno;
 		close(fd);
 		errno = saved;
-		if (r == -1 && errno == ENOENT)
-			return 1;
 		if (r == -1 && !t->tolerant)
 			return -1;
 		if (r == 0)
@@ -245,6 +243,7 @@ visit(const struct mq_tree *t, int dirfd, const char *name, int digits,
 struct streamed {
 	const struct mq_tree *t;
 	int	 digits;
+	int	 failed;	/* the error is t->fn's, not the listing's */
 };
 
 static int
@@ -257,6 +256,8 @@ visit_streamed(void *arg, int dirfd, const char *name)
 	if (mq_key_parse(name, s->digits, &key) == -1)
 		return 0;
 	r = visit(s->t, dirfd, name, s->digits, key);
+	if (r == -1)
+		s->failed = 1;
 	return r == 1 ? 0 : r == 0 ? 1 : -1;
 }
 
@@ -267,19 +268,26 @@ visit_streamed(void *arg, int dirfd, const char *name)
 static int
 level(const struct mq_tree *t, int dirfd, int digits)
 {
-	struct streamed s = { t, digits };
+	struct streamed s = { t, digits, 0 };
 	struct mq_names names;
 	uint64_t key;
 	size_t i;
 	int r = 1;
 
+	/*
+	 * Listing a directory removed since it was opened fails with ENOENT:
+	 * it was empty, so it is passed.  An error of t->fn is passed up,
+	 * whatever its errno.
+	 */
 	if (!t->sorted) {
 		r = mq_dir_each(dirfd, DT_DIR, visit_streamed, &s);
-		return r == -1 ? -1 : r == 0;
+		if (r == -1)
+			return !s.failed && errno == ENOENT ? 1 : -1;
+		return r == 0;
 	}
 	if (mq_names_read(dirfd, DT_DIR, digits == MQ_TOP_DIGITS ? is_top :
 	    digits == MQ_MID_DIGITS ? is_mid : is_leaf, &names) == -1)
-		return -1;
+		return errno == ENOENT ? 1 : -1;
 	mq_names_sort(&names);
 	for (i = 0; i < names.n && r == 1; i++) {
 		mq_key_parse(names.v[i], digits, &key);

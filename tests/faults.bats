@@ -188,3 +188,18 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	assert_file_exist "$output"
 	assert_file_not_exist "$r"
 }
+
+@test "faults: an error in the middle of a claim is an error (4), not an empty queue" {
+	echo x | mq-send >/dev/null
+	# The spool moves away while mq-recv lists cur/: the receipt's path
+	# can no longer be found when the message is claimed.
+	fault 'openat:delay=1s:at=/cur/.:times=1' mq-recv \
+	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	sleep 0.5
+	mv "$MQ_DIR" "$MQ_DIR.moved"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 4
+	[[ $(cat "$BATS_TEST_TMPDIR/err") == *"No such file or directory"* ]]
+}
