@@ -298,7 +298,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
     uint64_t lease_ms, unsigned max, mq_claim_fn fn, void *arg,
     uint64_t *wake)
 {
-	struct mq_tree t = { claim_step, NULL, 1, 1, 0 };
+	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0 };
 	struct run c;
 	int r;
 
@@ -314,6 +314,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.arg = arg;
 	c.wake = UINT64_MAX;
 	t.arg = &c;
+	t.now = c.now;
 	r = mq_expired_scan(sp, c.now, want, claim_expired, &c, &c.wake);
 	if (r != -1 && c.got < c.want && cl->leaf != -1)
 		r = claim_kept(&c);

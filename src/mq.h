@@ -186,6 +186,7 @@ struct mq_tree {
 	int	 sorted;	/* in key order (listed first), else as read */
 	int	 remove;	/* remove what is used, and levels passed */
 	int	 tolerant;	/* a level that cannot be read is passed */
+	uint64_t now;		/* with remove: only what no sender fills */
 };
 int	 mq_tree_walk(const struct mq_tree *, int);
 

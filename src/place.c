@@ -196,6 +196,22 @@ is_leaf(const char *s)
 static int	level(const struct mq_tree *, int, int);
 
 /*
+ * Whether no sender can be filling the directory of the level of digits
+ * keyed key any more: a sender fills a leaf for MQ_LEAF_SPAN_MS after its
+ * key, so a directory is settled that long after the end of its range.
+ * One removed before that would be made again by the sender at once, and
+ * a sender whose every mkdir wakes a receiver that removes it again could
+ * lose that race every time.
+ */
+static int
+settled(uint64_t key, int digits, uint64_t now)
+{
+	uint64_t range = (uint64_t)1 << 4 * (MQ_KEY_DIGITS - digits);
+
+	return key + range + MQ_LEAF_SPAN_MS <= now;
+}
+
+/*
  * Hands dirfd/name (a directory of the level of digits, with its key) to
  * the walker's function and does what it answers.  Returns 1 to go on, 0
  * when the walk is to stop, -1 on error.
@@ -235,7 +251,7 @@ visit(const struct mq_tree *t, int dirfd, const char *name, int digits,
 	default:
 		return -1;
 	}
-	if (t->remove)
+	if (t->remove && settled(key, digits, t->now))
 		unlinkat(dirfd, name, AT_REMOVEDIR);
 	return 1;
 }

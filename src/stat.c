@@ -128,7 +128,7 @@ int
 mq_stat(struct mq_spool *sp, uint64_t now, struct mq_stats *st)
 {
 	struct counter c;
-	struct mq_tree t = { count_step, &c, 0, 0, 0 };
+	struct mq_tree t = { count_step, &c, 0, 0, 0, 0 };
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;

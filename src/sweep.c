@@ -97,8 +97,8 @@ prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 void
 mq_prune(struct mq_spool *sp)
 {
-	uint64_t before = mq_now_ms() - MQ_LEAF_SPAN_MS;
-	struct mq_tree t = { prune_step, &before, 1, 1, 1 };
+	uint64_t now = mq_now_ms(), before = now - MQ_LEAF_SPAN_MS;
+	struct mq_tree t = { prune_step, &before, 1, 1, 1, now };
 
 	(void)mq_tree_walk(&t, sp->new);
 }

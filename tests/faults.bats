@@ -203,3 +203,17 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	assert_equal "$st" 4
 	[[ $(cat "$BATS_TEST_TMPDIR/err") == *"No such file or directory"* ]]
 }
+
+@test "faults: a waiting receiver woken by each directory a sender makes does not remove them under it" {
+	mq-recv -w 20 >"$BATS_TEST_TMPDIR/out" &
+	pid=$!
+	new="$(cd "$MQ_DIR" && pwd -P)/new"
+	for _ in $(seq 1 200); do holds_new "$pid" "$new" && break; sleep 0.05; done
+	# Each level the sender makes wakes the receiver, which looks before
+	# the next level is made.
+	run -0 --separate-stderr fault 'mkdirat:delay=100ms:at=/new/' mq-send <<<x
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$(cat "$BATS_TEST_TMPDIR/out")")" x
+}
