@@ -72,6 +72,56 @@ mq_die_with_parent(void)
 }
 #endif
 
+/*
+ * The bodies of the three functions above, compiled once, in util.c, which
+ * defines MQ_COMPAT_BODIES and _GNU_SOURCE before any header (syncfs,
+ * renameat2 and pipe2 are GNU extensions on glibc).
+ */
+#ifdef MQ_COMPAT_BODIES
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* Makes every file of dirfd's file system durable. */
+int
+mq_syncfs(int dirfd)
+{
+#if MQ_HAVE_SYNCFS
+	return syncfs(dirfd);
+#else
+	return fsync(dirfd);
+#endif
+}
+
+int
+mq_rename_noreplace(int from, const char *fromname, int to,
+    const char *toname)
+{
+#if defined(__linux__) && defined(RENAME_NOREPLACE)
+	if (renameat2(from, fromname, to, toname, RENAME_NOREPLACE) == 0)
+		return 0;
+	/* EINVAL: this file system cannot; ENOSYS: this kernel. */
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	return renameat(from, fromname, to, toname);
+}
+
+int
+mq_pipe_cloexec(int p[2])
+{
+#ifdef __linux__
+	return pipe2(p, O_CLOEXEC);
+#else
+	if (pipe(p) == -1)
+		return -1;
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	fcntl(p[1], F_SETFD, FD_CLOEXEC);
+	return 0;
+#endif
+}
+#endif /* MQ_COMPAT_BODIES */
+
 #ifndef __dead
 #define __dead	__attribute__((__noreturn__))
 #endif

@@ -3,9 +3,12 @@
  * streaming copy, directory listing, the '\n'/'\0' record reader, escaping
  * for listings, and the x-wrappers that die on exhausted memory.
  */
-#ifdef __linux__
-#define _GNU_SOURCE	/* syncfs, renameat2 */
-#endif
+/*
+ * compat.h's Linux bodies (syncfs, renameat2, pipe2) are compiled here, once,
+ * and need glibc's GNU declarations; other systems ignore this macro.
+ */
+#define _GNU_SOURCE
+#define MQ_COMPAT_BODIES
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -74,45 +77,6 @@ mq_fsync_dir(int dirfd)
 	if (fsync(dirfd) == -1 && errno != EINVAL && errno != EROFS)
 		return -1;
 	return 0;
-}
-
-/* Makes every file of dirfd's file system durable (see compat.h). */
-int
-mq_syncfs(int dirfd)
-{
-#if MQ_HAVE_SYNCFS
-	return syncfs(dirfd);
-#else
-	return fsync(dirfd);
-#endif
-}
-
-int
-mq_rename_noreplace(int from, const char *fromname, int to,
-    const char *toname)
-{
-#if defined(__linux__) && defined(RENAME_NOREPLACE)
-	if (renameat2(from, fromname, to, toname, RENAME_NOREPLACE) == 0)
-		return 0;
-	/* EINVAL: this file system cannot; ENOSYS: this kernel. */
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-#endif
-	return renameat(from, fromname, to, toname);
-}
-
-int
-mq_pipe_cloexec(int p[2])
-{
-#ifdef __linux__
-	return pipe2(p, O_CLOEXEC);
-#else
-	if (pipe(p) == -1)
-		return -1;
-	fcntl(p[0], F_SETFD, FD_CLOEXEC);
-	fcntl(p[1], F_SETFD, FD_CLOEXEC);
-	return 0;
-#endif
 }
 
 int
