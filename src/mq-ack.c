@@ -35,19 +35,21 @@ struct acker {
 	int		 zflag;
 };
 
+#define USAGE \
+	"usage: mq-ack [-0v] [-d dir] [-r [secs] | -x reason | -e secs] " \
+	"[receipt ...]\n"
+
 static void __dead
 usage(void)
 {
-	fprintf(stderr, "usage: mq-ack [-0v] [-d dir] "
-	    "[-r [secs] | -x reason | -e secs] [receipt ...]\n");
+	fputs(USAGE, stderr);
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-ack [-0v] [-d dir] [-r [secs] | -x reason | "
-	    "-e secs] [receipt ...]\n"
+	printf(USAGE
 	    "Finish claimed messages (receipts from arguments or stdin).\n"
 	    "  (none)     done: delete the message\n"
 	    "  -r [secs]  release: visible again now or after secs\n"

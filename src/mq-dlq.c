@@ -25,23 +25,23 @@
  */
 #define NO_REASON	"(no reason recorded)"
 
+#define USAGE \
+	"usage: mq-dlq [-v] [-d dir] [ls [--json]]\n" \
+	"       mq-dlq [-v] [-d dir] show id\n" \
+	"       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n" \
+	"       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
+
 static void __dead
 usage(void)
 {
-	fprintf(stderr, "usage: mq-dlq [-v] [-d dir] [ls [--json]]\n"
-	    "       mq-dlq [-v] [-d dir] show id\n"
-	    "       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n"
-	    "       mq-dlq [-v] [-d dir] purge [--all | id ...]\n");
+	fputs(USAGE, stderr);
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-dlq [-v] [-d dir] [ls [--json]]\n"
-	    "       mq-dlq [-v] [-d dir] show id\n"
-	    "       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n"
-	    "       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
+	printf(USAGE
 	    "ls: id, attempts, died, reason, size, start of body "
 	    "(tab-separated)\n"
 	    "show: the body; redrive: back to new/ (-t: another spool);\n"

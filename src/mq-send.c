@@ -39,18 +39,19 @@ struct sender {
 
 static void flush(struct sender *);
 
+#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n"
+
 static void __dead
 usage(void)
 {
-	fprintf(stderr,
-	    "usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n");
+	fputs(USAGE, stderr);
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n"
+	printf(USAGE
 	    "Add each file (or standard input) as a message; print its ID.\n"
 	    "  -0       every NUL-terminated record is a message\n"
 	    "  -l       every line is a message\n"

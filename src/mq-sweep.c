@@ -20,18 +20,19 @@
 
 static int vflag;
 
+#define USAGE	"usage: mq-sweep [-v] [-d dir] [-m max] [-w [secs]]\n"
+
 static void __dead
 usage(void)
 {
-	fprintf(stderr, "usage: mq-sweep [-v] [-d dir] [-m max] "
-	    "[-w [secs]]\n");
+	fputs(USAGE, stderr);
 	exit(MQ_EX_USAGE);
 }
 
 static void
 help(void)
 {
-	printf("usage: mq-sweep [-v] [-d dir] [-m max] [-w [secs]]\n"
+	printf(USAGE
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
 	    "remove tmp/ fragments older than 36 hours.\n"
 	    "  -m max     attempts before a message is dead (default 5)\n"
