@@ -78,14 +78,14 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 {
 	const char *path;
 	uint64_t now, making = 0;
-	int said = 0, e;
+	int said = 0, e, r;
 
 	if (!wflag || (dir != NULL && *dir == '\0') ||
 	    (path = mq_spool_dir(dir)) == NULL) {
 		mq_spool_xopen(sp, dir, 0);
 		return;
 	}
-	while (mq_spool_open(sp, path, 0) == -1) {
+	while ((r = mq_spool_open(sp, path, 0)) == -1) {
 		if ((e = errno) != ENOENT && e != ENOTDIR)
 			break;
 		now = mq_now_ms();
@@ -99,7 +99,7 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 		poll(NULL, 0, until - now < SPOOL_POLL_MS ? (int)(until - now) :
 		    SPOOL_POLL_MS);
 	}
-	if (sp->fd == -1)
+	if (r == -1)
 		mq_spool_xopen(sp, dir, 0);
 }
 

@@ -112,8 +112,7 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_DIR_TMP);
 			status = MQ_EX_SYS;
 		}
-		mq_prune(&sp);
-		mq_spool_spares(&sp);
+		mq_tidy(&sp);
 		if (every == 0)
 			break;
 		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);

@@ -240,6 +240,7 @@ int	 mq_receipt_ack(struct mq_receipt *);
 int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t);
 int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);
 int	 mq_receipt_extend(struct mq_receipt *, uint64_t, char *, size_t);
+int	 mq_receipt_body(const struct mq_receipt *);
 void	 mq_receipt_prune(struct mq_receipt *);
 void	 mq_receipt_close(struct mq_receipt *);
 
@@ -268,6 +269,7 @@ int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
 	    const char *));
 void	 mq_prune(struct mq_spool *);
+void	 mq_tidy(struct mq_spool *);
 int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 

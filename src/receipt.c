@@ -267,6 +267,13 @@ mq_receipt_prune(struct mq_receipt *rc)
 	rc->pruned[0] = '\0';
 }
 
+/* The claimed message's body, opened to read; -1 with errno. */
+int
+mq_receipt_body(const struct mq_receipt *rc)
+{
+	return openat(rc->bucket, rc->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
 void
 mq_receipt_init(struct mq_receipt *rc)
 {

@@ -9,8 +9,8 @@
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
  *
  * mq_reclaim makes expired messages visible to tools that only look at
- * new/; a claim takes expired leases itself (claim.c).  mq-sweep also
- * makes the spares again (mq_spool_spares, spool.c).
+ * new/; a claim takes expired leases itself (claim.c).  mq_tidy prunes
+ * and makes the spares again (mq_spool_spares, spool.c).
  */
 #include <sys/stat.h>
 
@@ -101,6 +101,17 @@ mq_prune(struct mq_spool *sp)
 	struct mq_tree t = { prune_step, &before, 1, 1, 1, now };
 
 	(void)mq_tree_walk(&t, sp->new);
+}
+
+/*
+ * What a sweep leaves tidy besides messages: the empty past of new/, and
+ * the spares of tmp/ that consumers took.
+ */
+void
+mq_tidy(struct mq_spool *sp)
+{
+	mq_prune(sp);
+	mq_spool_spares(sp);
 }
 
 static int

@@ -420,8 +420,7 @@ start(void *arg, const char *rcpt, const char *id)
 	if (receipt(wk, j) == -1)
 		return 0;
 	j->attempt = wk->rc.n.attempts;
-	body = openat(wk->rc.bucket, wk->rc.name, O_RDONLY | O_NOFOLLOW |
-	    O_CLOEXEC);
+	body = mq_receipt_body(&wk->rc);
 	if (body == -1 || spawn(wk, j, body) == -1) {
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
