@@ -33,6 +33,7 @@ struct acker {
 	uint64_t	 now;
 	const char	*reason;
 	int		 zflag;
+	int		 vflag;
 };
 
 #define USAGE \
@@ -139,6 +140,14 @@ spool_for(struct acker *a, const char *receipt, const char *dir)
 	return MQ_EX_SYS;
 }
 
+/* What -v says was done with a receipt, by mode. */
+static const char *const done[] = {
+	[DONE] = "acked",
+	[RELEASE] = "released",
+	[BURY] = "dead-lettered",
+	[EXTEND] = "extended",
+};
+
 static int
 handle(struct acker *a, const char *receipt)
 {
@@ -183,7 +192,10 @@ handle(struct acker *a, const char *receipt)
 			break;
 		}
 	}
-	if (st == MQ_EX_LOST)
+	if (st == MQ_EX_OK && a->vflag)
+		warnx("%s: %s", mq_receipt_shown(&a->sp, receipt),
+		    done[a->mode]);
+	else if (st == MQ_EX_LOST)
 		warnx("%s: already acked, or lease lost",
 		    mq_receipt_shown(&a->sp, receipt));
 	else if (st == MQ_EX_SYS)
@@ -224,6 +236,7 @@ main(int argc, char *argv[])
 			a.zflag = 1;
 			break;
 		case 'v':
+			a.vflag = 1;
 			break;
 		case 'd':
 			dir = optarg;

@@ -240,3 +240,23 @@ load helper
 	run -4 mq-ack /nonexistent/cur/1/x
 	assert_not_exist "$MQ_DIR"
 }
+
+@test "mq-ack -v: says on stderr what it did with each receipt; stdout unchanged" {
+	printf 'a\nb\nc\nd\n' | mq-send -l >/dev/null
+	r1=$(mq-recv); r2=$(mq-recv); r3=$(mq-recv); r4=$(mq-recv)
+	run --separate-stderr mq-ack -v "$r1"
+	assert_success
+	assert_output ""
+	assert_equal "$stderr" "mq-ack: cur/${r1#*/cur/}: acked"
+	run --separate-stderr mq-ack -v -r 60 "$r2"
+	assert_equal "$stderr" "mq-ack: cur/${r2#*/cur/}: released"
+	run --separate-stderr mq-ack -v -x bad "$r3"
+	assert_equal "$stderr" "mq-ack: cur/${r3#*/cur/}: dead-lettered"
+	run --separate-stderr mq-ack -v -e 60 "$r4"
+	assert_success
+	assert_equal "$stderr" "mq-ack: cur/${r4#*/cur/}: extended"
+	[[ $output == "$MQ_DIR"*/cur/* ]]
+	# A lost lease is reported as without -v, and nothing more.
+	run -3 --separate-stderr mq-ack -v "$r1"
+	assert_equal "$stderr" "mq-ack: cur/${r1#*/cur/}: already acked, or lease lost"
+}
