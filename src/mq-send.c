@@ -34,7 +34,10 @@ struct sender {
 	struct mq_tmpfile tf;	/* the message being written (tf.fd != -1) */
 	char		 id[MQ_ID_LEN + 1];
 	char		 batch[BATCH_MAX][MQ_ID_LEN + 1];
+	const char	*from[BATCH_MAX];	/* each one's input, for -v */
 	int		 nbatch;
+	const char	*input;	/* the file being read */
+	int		 vflag;
 };
 
 static void flush(struct sender *);
@@ -113,6 +116,7 @@ end(struct sender *s)
 			mq_tmp_abort(&s->tf);
 		fail_tmp(s, s->id);
 	}
+	s->from[s->nbatch] = s->input;
 	memcpy(s->batch[s->nbatch++], s->id, sizeof(s->id));
 	if (s->nbatch == BATCH_MAX)
 		flush(s);
@@ -150,10 +154,15 @@ flush(struct sender *s)
 	/* What did land is synced even when the rest failed. */
 	if (mq_placer_flush(&s->pl) == -1 && saved == 0)
 		saved = errno;
-	for (i = 0; i < landed; i++)
+	for (i = 0; i < landed; i++) {
 		puts(s->batch[i]);
+		if (s->vflag)
+			warnx("%s: queued from %s", s->batch[i], s->from[i]);
+	}
 	memmove(s->batch, s->batch + landed,
 	    (s->nbatch - landed) * sizeof(s->batch[0]));
+	memmove(s->from, s->from + landed,
+	    (s->nbatch - landed) * sizeof(s->from[0]));
 	s->nbatch -= landed;
 	if (fflush(stdout) == EOF)
 		fail(s, "stdout");
@@ -240,6 +249,7 @@ main(int argc, char *argv[])
 			s.sync = 0;
 			break;
 		case 'v':
+			s.vflag = 1;
 			break;
 		case 'd':
 			dir = optarg;
@@ -279,6 +289,7 @@ main(int argc, char *argv[])
 			status = MQ_EX_SYS;
 			continue;
 		}
+		s.input = name;
 		if (delim == -1)
 			send_whole(&s, fd, name);
 		else

@@ -216,3 +216,16 @@ load helper
 	exec {SEND[1]}>&-
 	wait
 }
+
+@test "mq-send -v: says on stderr which input each queued ID came from; stdout unchanged" {
+	echo one >"$BATS_TEST_TMPDIR/f"
+	run --separate-stderr mq-send -v -l "$BATS_TEST_TMPDIR/f" - <<<$'two\nthree'
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	assert_equal "$stderr" "mq-send: ${lines[0]}: queued from $BATS_TEST_TMPDIR/f
+mq-send: ${lines[1]}: queued from stdin
+mq-send: ${lines[2]}: queued from stdin"
+	run --separate-stderr mq-send <<<quiet
+	assert_success
+	[ -z "$stderr" ]
+}
