@@ -63,31 +63,6 @@ help(void)
 	    "Exit 3: already acked, or lease lost.  See mq-ack(1).\n");
 }
 
-/*
- * The spool a receipt names: its path up to /cur/S/NAME, in dir.  Returns
- * -1 when it does not have a receipt's form at all.
- */
-static int
-receipt_spool(const char *receipt, char *dir, size_t size)
-{
-	const char *p, *slash[3];
-	int n = 0;
-
-	if (receipt[0] != '/')
-		return -1;
-	for (p = receipt + strlen(receipt); p > receipt && n < 3; p--)
-		if (p[-1] == '/')
-			slash[n++] = p - 1;
-	if (n < 3 || slash[0][1] == '\0' || slash[0] == slash[1] + 1 ||
-	    (size_t)(slash[1] - slash[2]) != strlen(MQ_DIR_CUR) + 1 ||
-	    strncmp(slash[2] + 1, MQ_DIR_CUR, strlen(MQ_DIR_CUR)) != 0 ||
-	    slash[2] == receipt || (size_t)(slash[2] - receipt) >= size)
-		return -1;
-	memcpy(dir, receipt, slash[2] - receipt);
-	dir[slash[2] - receipt] = '\0';
-	return 0;
-}
-
 /* Done with a spool: what was left of its batch, then close it. */
 static void
 spool_done(struct acker *a)
@@ -157,7 +132,7 @@ handle(struct acker *a, const char *receipt)
 	int st;
 
 	/* Whatever the spool, a path of another form was never a receipt. */
-	if (receipt_spool(receipt, dir, sizeof(dir)) == -1) {
+	if (mq_receipt_spool(receipt, dir, sizeof(dir)) == -1) {
 		warnx("%s: not a receipt (a receipt is the path mq-recv "
 		    "printed)", receipt);
 		return MQ_EX_USAGE;

@@ -236,6 +236,7 @@ void	 mq_receipt_init(struct mq_receipt *);
 int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
 	    const char **);
 const char *mq_receipt_shown(const struct mq_spool *, const char *);
+int	 mq_receipt_spool(const char *, char *, size_t);
 int	 mq_receipt_ack(struct mq_receipt *);
 int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t);
 int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);

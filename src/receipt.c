@@ -2,7 +2,7 @@
  * receipt.c: leases and their receipts.  A lease is a file in cur/S/ (S:
  * the second its deadline falls in); its receipt is the absolute path of
  * that file, in one format (mq_receipt_format), checked by one parser
- * (mq_receipt_open).  What a receipt's holder does with its lease, each
+ * (mq_receipt_open; mq_receipt_spool, the spool it names).  What a receipt's holder does with its lease, each
  * returning an mq_exit status (MQ_EX_LOST: the lease is gone):
  *
  *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A
@@ -157,6 +157,31 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 		return MQ_EX_USAGE;
 	}
 	return MQ_EX_OK;
+}
+
+/*
+ * The spool a receipt names: its path up to /cur/S/NAME, in dir.  Returns
+ * -1 when it does not have a receipt's form at all.
+ */
+int
+mq_receipt_spool(const char *receipt, char *dir, size_t size)
+{
+	const char *p, *slash[3];
+	int n = 0;
+
+	if (receipt[0] != '/')
+		return -1;
+	for (p = receipt + strlen(receipt); p > receipt && n < 3; p--)
+		if (p[-1] == '/')
+			slash[n++] = p - 1;
+	if (n < 3 || slash[0][1] == '\0' || slash[0] == slash[1] + 1 ||
+	    (size_t)(slash[1] - slash[2]) != strlen(MQ_DIR_CUR) + 1 ||
+	    strncmp(slash[2] + 1, MQ_DIR_CUR, strlen(MQ_DIR_CUR)) != 0 ||
+	    slash[2] == receipt || (size_t)(slash[2] - receipt) >= size)
+		return -1;
+	memcpy(dir, receipt, slash[2] - receipt);
+	dir[slash[2] - receipt] = '\0';
+	return 0;
 }
 
 /* Names a receipt by its place in the spool when it has one. */
