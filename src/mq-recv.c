@@ -3,7 +3,8 @@
  * printed as soon as its claim is made; a claim whose receipt could not be
  * printed is not lost: its lease runs out and it is handed out again.
  * Given a command, it is a worker instead: it runs the command for each
- * message and settles the message by its exit status (work.c).
+ * message and settles the message by its exit status (work.c).  main
+ * parses (parse) and picks the mode: receive() or work().
  */
 #include <err.h>
 #include <errno.h>
@@ -122,8 +123,23 @@ print_receipt(void *arg, const char *receipt, const char *id)
 	return ferror(stdout) ? -1 : 0;
 }
 
-int
-main(int argc, char *argv[])
+/* What the command line asks for, in both modes. */
+struct recv_opts {
+	const char	*dir;
+	const char	*wsecs;	/* -w's seconds; NULL: -w alone, or none */
+	uint64_t	 lease;
+	uint64_t	 wait_ms;
+	int		 n;
+	int		 nflag;
+	int		 max;
+	int		 wflag;
+	const char	*worker_only;	/* an option only a worker takes */
+	struct mq_work	 wo;
+};
+
+/* Parses the options; returns the index of the command, argc if none. */
+static int
+parse(int argc, char *argv[], struct recv_opts *o)
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
@@ -133,22 +149,10 @@ main(int argc, char *argv[])
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct mq_spool sp;
-	struct mq_waiter w;
-	struct mq_claimer cl;
-	struct mq_work wo;
-	const char *dir = NULL, *wsecs = NULL;
-	uint64_t lease = MQ_DEFAULT_LEASE_MS, wait_ms = 0, wake, now, until;
-	int64_t timeout;
-	int ch, n = 1, nflag = 0, max = MQ_DEFAULT_MAX, wflag = 0, got;
-	const char *worker_only = NULL;
-	int status, dashdash, wbare = 0;
+	struct mq_work *wo = &o->wo;
 	char *lastarg = NULL;
+	int ch, dashdash, wbare = 0;
 
-	memset(&wo, 0, sizeof(wo));
-	wo.slots = 1;
-	wo.backoff_ms = 1000;
-	wo.backoff_max_ms = 300000;
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::P:hV"),
 	    longopts, NULL)) != -1) {
 		lastarg = optarg;
@@ -158,55 +162,55 @@ main(int argc, char *argv[])
 			zflag = 1;
 			break;
 		case 'v':
-			wo.verbose = 1;
+			wo->verbose = 1;
 			break;
 		case 'd':
-			dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'n':
-			n = xnumber("-n", optarg, 1, 1000000);
-			nflag = 1;
+			o->n = xnumber("-n", optarg, 1, 1000000);
+			o->nflag = 1;
 			break;
 		case 'P':
-			wo.slots = xnumber("-P", optarg, 1, 1024);
-			worker_only = "-P";
+			wo->slots = xnumber("-P", optarg, 1, 1024);
+			o->worker_only = "-P";
 			break;
 		case OPT_TAG:
-			wo.tag = 1;
-			worker_only = "--tag";
+			wo->tag = 1;
+			o->worker_only = "--tag";
 			break;
 		case OPT_TIMEOUT:
-			wo.timeout_ms = xsecs("--timeout", optarg, 1);
-			worker_only = "--timeout";
+			wo->timeout_ms = xsecs("--timeout", optarg, 1);
+			o->worker_only = "--timeout";
 			break;
 		case OPT_BACKOFF:
-			wo.backoff_ms = xsecs("--backoff", optarg, 0);
-			worker_only = "--backoff";
+			wo->backoff_ms = xsecs("--backoff", optarg, 0);
+			o->worker_only = "--backoff";
 			break;
 		case OPT_BACKOFF_MAX:
-			wo.backoff_max_ms = xsecs("--backoff-max", optarg, 0);
-			worker_only = "--backoff-max";
+			wo->backoff_max_ms = xsecs("--backoff-max", optarg, 0);
+			o->worker_only = "--backoff-max";
 			break;
 		case 't':
-			lease = xsecs("-t", optarg, 1);
+			o->lease = xsecs("-t", optarg, 1);
 			break;
 		case 'm':
-			max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
+			o->max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
 		case 'w':
-			wflag = 1;
-			wsecs = mq_optional_secs(optarg, argc, argv);
-			if (wsecs != NULL)
-				wait_ms = xsecs("-w", wsecs, 0);
+			o->wflag = 1;
+			o->wsecs = mq_optional_secs(optarg, argc, argv);
+			if (o->wsecs != NULL)
+				o->wait_ms = xsecs("-w", o->wsecs, 0);
 			else
 				wbare = 1;
 			break;
 		case 'h':
 			help();
-			return MQ_EX_OK;
+			exit(MQ_EX_OK);
 		case 'V':
 			mq_version();
-			return MQ_EX_OK;
+			exit(MQ_EX_OK);
 		default:
 			usage();
 		}
@@ -225,40 +229,36 @@ main(int argc, char *argv[])
 		    argv[optind]);
 		usage();
 	}
-	until = wsecs != NULL ? mq_now_ms() + wait_ms : UINT64_MAX;
-	if (optind < argc) {
-		if (zflag)
-			errx(MQ_EX_USAGE, "-0 prints receipts; a command "
-			    "gets no receipts to print");
-		wo.argv = argv + optind;
-		wo.limit = nflag ? n : 0;
-		wo.lease_ms = lease;
-		wo.max = max;
-		spool_open(&sp, dir, wflag, until, wo.verbose);
-		now = mq_now_ms();
-		wo.idle_ms = !wflag ? 0 : wsecs == NULL ? UINT64_MAX :
-		    until > now ? until - now : 0;
-		status = mq_work(&sp, &wo);
-		mq_spool_close(&sp);
-		mq_stdout_close();
-		return status;
-	}
-	if (worker_only != NULL)
-		errx(MQ_EX_USAGE, "%s needs a command to run", worker_only);
+	return optind;
+}
 
-	spool_open(&sp, dir, wflag, until, wo.verbose);
+/*
+ * Receive mode: claims up to n messages, printing a receipt for each,
+ * waiting until until for one with -w.
+ */
+static int
+receive(const struct recv_opts *o, uint64_t until)
+{
+	struct mq_spool sp;
+	struct mq_waiter w;
+	struct mq_claimer cl;
+	uint64_t wake, now;
+	int64_t timeout;
+	int got;
+
+	spool_open(&sp, o->dir, o->wflag, until, o->wo.verbose);
 	/* Watch before the first look, so that no ring falls in between. */
-	if (wflag && mq_wait_open(&w, &sp) == -1)
+	if (o->wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
 	for (;;) {
-		got = mq_claim(&sp, &cl, n, lease, max, print_receipt, NULL,
-		    &wake);
+		got = mq_claim(&sp, &cl, o->n, o->lease, o->max, print_receipt,
+		    NULL, &wake);
 		if (got == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
-		if (got > 0 || !wflag)
+		if (got > 0 || !o->wflag)
 			break;
 		now = mq_now_ms();
 		if (now >= until)
@@ -270,10 +270,59 @@ main(int argc, char *argv[])
 		if (mq_wait(&w, timeout) == -1)
 			wait_failed(&sp);
 	}
-	if (wflag)
+	if (o->wflag)
 		mq_wait_close(&w);
 	mq_claimer_close(&cl);
 	mq_spool_close(&sp);
 	mq_stdout_close();
 	return got > 0 ? MQ_EX_OK : MQ_EX_NONE;
+}
+
+/* Worker mode: runs argv for each message claimed (work.c). */
+static int
+work(struct recv_opts *o, char *argv[], uint64_t until)
+{
+	struct mq_spool sp;
+	struct mq_work *wo = &o->wo;
+	uint64_t now;
+	int status;
+
+	if (zflag)
+		errx(MQ_EX_USAGE, "-0 prints receipts; a command "
+		    "gets no receipts to print");
+	wo->argv = argv;
+	wo->limit = o->nflag ? o->n : 0;
+	wo->lease_ms = o->lease;
+	wo->max = o->max;
+	spool_open(&sp, o->dir, o->wflag, until, wo->verbose);
+	now = mq_now_ms();
+	wo->idle_ms = !o->wflag ? 0 : o->wsecs == NULL ? UINT64_MAX :
+	    until > now ? until - now : 0;
+	status = mq_work(&sp, wo);
+	mq_spool_close(&sp);
+	mq_stdout_close();
+	return status;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct recv_opts o;
+	uint64_t until;
+	int cmd;
+
+	memset(&o, 0, sizeof(o));
+	o.lease = MQ_DEFAULT_LEASE_MS;
+	o.n = 1;
+	o.max = MQ_DEFAULT_MAX;
+	o.wo.slots = 1;
+	o.wo.backoff_ms = 1000;
+	o.wo.backoff_max_ms = 300000;
+	cmd = parse(argc, argv, &o);
+	until = o.wsecs != NULL ? mq_now_ms() + o.wait_ms : UINT64_MAX;
+	if (cmd < argc)
+		return work(&o, argv + cmd, until);
+	if (o.worker_only != NULL)
+		errx(MQ_EX_USAGE, "%s needs a command to run", o.worker_only);
+	return receive(&o, until);
 }
