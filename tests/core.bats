@@ -30,3 +30,32 @@ core_calls() {
 	assert_success
 	refute_output --partial loop
 }
+
+@test "core: no platform #if in a .c file but wait.c (compat.h is the one place)" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run grep -n '^[[:space:]]*#[[:space:]]*if' $(ls "$src"/*.c | grep -v '/wait\.c$')
+	assert_failure 1
+	assert_output ""
+}
+
+@test "core: no main touches a state directory's fd or reads a receipt's layout" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(|(strlen|strn?cmp)\([^)]*MQ_DIR_' \
+	    "$src"/mq-*.c "$src"/work.c
+	assert_failure 1
+	assert_output ""
+}
+
+@test "core: each tool spells its usage once, for usage() and --help" {
+	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+		n=$(grep -c '"usage: mq-' "$f")
+		[ "$n" -eq 1 ] || fail "$f: usage spelled $n times"
+	done
+}
+
+@test "core: each main fits in about two screens (100 lines)" {
+	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+		n=$(awk '/^main\(/ { s = NR } s && /^}/ { print NR - s + 1; exit }' "$f")
+		[ -n "$n" ] && [ "$n" -le 100 ] || fail "$f: main is ${n:-no} lines"
+	done
+}
