@@ -16,7 +16,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,7 +120,7 @@ mq_expired_scan(struct mq_spool *sp, uint64_t now, int limit,
 				*wake = (secs[j] - 1) * 1000 + 1;
 			break;
 		}
-		snprintf(name, sizeof(name), "%" PRIu64, secs[j]);
+		mq_cur_bucket_format(name, sizeof(name), secs[j]);
 		if ((fd = mq_opendirat(sp->cur, name)) == -1)
 			continue;
 		if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {

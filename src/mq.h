@@ -156,6 +156,7 @@ int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
 int	 mq_key_format(char *, size_t, uint64_t, int);
 int	 mq_key_parse(const char *, int, uint64_t *);
 uint64_t mq_cur_bucket(uint64_t);
+int	 mq_cur_bucket_format(char *, size_t, uint64_t);
 int	 mq_cur_bucket_parse(const char *, uint64_t *);
 int	 mq_secs_parse(const char *, uint64_t *, const char **);
 void	 mq_time_iso(char *, size_t, uint64_t);

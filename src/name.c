@@ -240,6 +240,16 @@ mq_cur_bucket(uint64_t deadline_ms)
 	return (deadline_ms + 999) / 1000;
 }
 
+/* The name of bucket secs; -1 if it does not fit in size. */
+int
+mq_cur_bucket_format(char *buf, size_t size, uint64_t secs)
+{
+	int n;
+
+	n = snprintf(buf, size, "%" PRIu64, secs);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
 int
 mq_cur_bucket_parse(const char *s, uint64_t *secs)
 {

@@ -2,8 +2,9 @@
  * receipt.c: leases and their receipts.  A lease is a file in cur/S/ (S:
  * the second its deadline falls in); its receipt is the absolute path of
  * that file, in one format (mq_receipt_format), checked by one parser
- * (mq_receipt_open; mq_receipt_spool, the spool it names).  What a receipt's holder does with its lease, each
- * returning an mq_exit status (MQ_EX_LOST: the lease is gone):
+ * (mq_receipt_open; mq_receipt_spool, the spool it names).  What a
+ * receipt's holder does with its lease, each returning an mq_exit status
+ * (MQ_EX_LOST: the lease is gone):
  *
  *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A
  *			(mq_receipt_extend, by mq_lease)
@@ -22,7 +23,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,14 +30,6 @@
 #include "compat.h"
 #include "mq.h"
 
-static int
-bucket_name(char *buf, size_t size, uint64_t deadline)
-{
-	int n;
-
-	n = snprintf(buf, size, "%" PRIu64, mq_cur_bucket(deadline));
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
 
 /*
  * Moves from/name into cur/ with the lease nm says (its deadline and
@@ -51,7 +43,8 @@ mq_lease(struct mq_spool *sp, int from, const char *name,
 	char want[MQ_BUCKET_MAX];
 	int i;
 
-	if (bucket_name(want, sizeof(want), nm->ms) == -1 ||
+	if (mq_cur_bucket_format(want, sizeof(want),
+	    mq_cur_bucket(nm->ms)) == -1 ||
 	    mq_name_format(out, osize, MQ_CUR, nm) == -1)
 		return -1;
 	if (b->fd == -1 || strcmp(want, b->name) != 0) {
