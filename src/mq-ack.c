@@ -83,15 +83,22 @@ spool_done(struct acker *a)
 	a->open = 0;
 }
 
+/* A spool just opened, ready for receipts; releases may take spares. */
+static void
+spool_ready(struct acker *a)
+{
+	mq_placer_init(&a->pl, &a->sp, 0);
+	a->pl.spares = 1;
+	mq_receipt_init(&a->rc);
+	a->open = 1;
+}
+
 static int
 spool_open(struct acker *a, const char *path)
 {
 	if (mq_spool_open(&a->sp, path, 0) == -1)
 		return -1;
-	mq_placer_init(&a->pl, &a->sp, 0);
-	a->pl.spares = 1;
-	mq_receipt_init(&a->rc);
-	a->open = 1;
+	spool_ready(a);
 	return 0;
 }
 
@@ -248,9 +255,8 @@ main(int argc, char *argv[])
 		dir = env;
 	if (dir != NULL) {
 		mq_spool_xopen(&a.sp, dir, 0);
-		mq_placer_init(&a.pl, &a.sp, 0);
-		a.pl.spares = 1;
-		a.open = a.fixed = 1;
+		spool_ready(&a);
+		a.fixed = 1;
 	}
 	a.now = mq_now_ms();
 	if (argc > 0) {
