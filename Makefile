@@ -25,14 +25,16 @@ BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
-LIBOBJ = src/claim.o src/dead.o src/name.o src/place.o src/receipt.o \
+LIBOBJ = src/claim.o src/conf.o src/dead.o src/name.o src/place.o src/receipt.o \
 	src/send.o src/spool.o src/stat.o src/sweep.o src/util.o src/wait.o \
 	src/work.o
-PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat
-BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat
+PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf
+BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \
+	bin/mq-conf
 MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
-	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1
+	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
+	share/man/man1/mq-conf.1
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
@@ -47,7 +49,7 @@ build-deps:
 	    "run make BSD_CFLAGS= BSD_LIBS=" >&2; exit 1; }
 
 $(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
-    src/mq-dlq.o src/mq-stat.o: src/mq.h src/compat.h
+    src/mq-dlq.o src/mq-stat.o src/mq-conf.o: src/mq.h src/compat.h
 
 src/libmq.a: $(LIBOBJ)
 	rm -f $@
@@ -71,6 +73,9 @@ bin/mq-dlq: src/mq-dlq.o src/libmq.a
 bin/mq-stat: src/mq-stat.o src/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-stat.o src/libmq.a $(BSD_LIBS)
+bin/mq-conf: src/mq-conf.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-conf.o src/libmq.a $(BSD_LIBS)
 
 .c.o:
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<

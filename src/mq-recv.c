@@ -44,9 +44,10 @@ help(void)
 	    "or run command for each (body on stdin) and ack it on exit 0.\n"
 	    "  -n n     claim up to n messages (default 1; with a command, "
 	    "no limit)\n"
-	    "  -t secs  lease length, at least 0.001 (default 30)\n"
-	    "  -m max   dead-letter a message after max attempts "
-	    "(default 5)\n"
+	    "  -t secs  lease length, at least 0.001 (default: the spool's\n"
+	    "           lease, 30 unless set with mq-conf)\n"
+	    "  -m max   dead-letter a message after max attempts (default:\n"
+	    "           the spool's max-attempts, 5 unless set)\n"
 	    "  -w secs  wait up to secs (-w alone: forever) for a message,\n"
 	    "           and for the spool to be made\n"
 	    "  -0       end receipts with NUL, for xargs -0\n"
@@ -233,12 +234,27 @@ parse(int argc, char *argv[], struct recv_opts *o)
 }
 
 /*
+ * The spool's settings give what the command line left out (mq-conf(1)):
+ * a worker started with -m and one without agree on the spool's.
+ */
+static void
+settings(struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c)
+{
+	mq_conf_xread(sp, c);
+	if (o->max == 0)
+		o->max = c->max_attempts;
+	if (o->lease == 0)
+		o->lease = c->lease_ms;
+}
+
+/*
  * Receive mode: claims up to n messages, printing a receipt for each,
  * waiting until until for one with -w.
  */
 static int
-receive(const struct recv_opts *o, uint64_t until)
+receive(struct recv_opts *o, uint64_t until)
 {
+	struct mq_conf conf;
 	struct mq_spool sp;
 	struct mq_waiter w;
 	struct mq_claimer cl;
@@ -247,6 +263,7 @@ receive(const struct recv_opts *o, uint64_t until)
 	int got;
 
 	spool_open(&sp, o->dir, o->wflag, until, o->wo.verbose);
+	settings(o, &sp, &conf);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (o->wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
@@ -282,6 +299,7 @@ receive(const struct recv_opts *o, uint64_t until)
 static int
 work(struct recv_opts *o, char *argv[], uint64_t until)
 {
+	struct mq_conf conf;
 	struct mq_spool sp;
 	struct mq_work *wo = &o->wo;
 	uint64_t now;
@@ -290,11 +308,12 @@ work(struct recv_opts *o, char *argv[], uint64_t until)
 	if (zflag)
 		errx(MQ_EX_USAGE, "-0 prints receipts; a command "
 		    "gets no receipts to print");
+	spool_open(&sp, o->dir, o->wflag, until, wo->verbose);
+	settings(o, &sp, &conf);
 	wo->argv = argv;
 	wo->limit = o->nflag ? o->n : 0;
 	wo->lease_ms = o->lease;
 	wo->max = o->max;
-	spool_open(&sp, o->dir, o->wflag, until, wo->verbose);
 	now = mq_now_ms();
 	wo->idle_ms = !o->wflag ? 0 : o->wsecs == NULL ? UINT64_MAX :
 	    until > now ? until - now : 0;
@@ -312,9 +331,7 @@ main(int argc, char *argv[])
 	int cmd;
 
 	memset(&o, 0, sizeof(o));
-	o.lease = MQ_DEFAULT_LEASE_MS;
 	o.n = 1;
-	o.max = MQ_DEFAULT_MAX;
 	o.wo.slots = 1;
 	o.wo.backoff_ms = 1000;
 	o.wo.backoff_max_ms = 300000;

@@ -35,7 +35,8 @@ help(void)
 	printf(USAGE
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
 	    "remove tmp/ fragments older than 36 hours.\n"
-	    "  -m max     attempts before a message is dead (default 5)\n"
+	    "  -m max     attempts before a message is dead (default: the\n"
+	    "             spool's max-attempts, 5 unless set with mq-conf)\n"
 	    "  -w [secs]  sweep again every secs (default 60) until killed\n"
 	    "  -v         say what was moved or removed\n"
 	    "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -60,7 +61,8 @@ main(int argc, char *argv[])
 	struct mq_spool sp;
 	const char *dir = NULL, *secs;
 	uint64_t every = 0;
-	int ch, max = MQ_DEFAULT_MAX, status, wbare = 0;
+	struct mq_conf conf;
+	int ch, max = 0, status, wbare = 0;
 
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w::hV"), longopts,
 	    NULL)) != -1) {
@@ -104,7 +106,10 @@ main(int argc, char *argv[])
 	mq_spool_xopen(&sp, dir, 0);
 	for (;;) {
 		status = MQ_EX_OK;
-		if (mq_reclaim(&sp, max, report) == -1) {
+		/* Read each round: a sweeping service follows mq-conf. */
+		mq_conf_xread(&sp, &conf);
+		if (mq_reclaim(&sp, max != 0 ? (unsigned)max :
+		    conf.max_attempts, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_CUR);
 			status = MQ_EX_SYS;
 		}

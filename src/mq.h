@@ -31,6 +31,11 @@
 #define MQ_DIR_DEAD	"dead"
 #define MQ_DIR_REASON	"reason"
 
+/* The settings file in the spool root, and its name while written in tmp/. */
+#define MQ_CONF		"conf"
+#define MQ_CONF_TMP	",conf"
+#define MQ_CONF_MAX	4096
+
 /*
  * new/ is a three-level tree keyed by the time (ms since the epoch) at
  * which a message becomes visible, written as 11 lowercase hex digits:
@@ -302,6 +307,41 @@ int	 mq_wait_fd(struct mq_waiter *, int64_t *);
 int	 mq_wait_rung(struct mq_waiter *, int);
 void	 mq_wait_close(struct mq_waiter *);
 int	 mq_ring(struct mq_spool *);
+
+/* conf.c: the spool's settings (mq-conf(1)) */
+enum {
+	MQ_CONF_MAX_ATTEMPTS,
+	MQ_CONF_LEASE,
+	MQ_CONF_MAX_DEPTH,
+	MQ_CONF_OVERFLOW,
+	MQ_CONF_TTL,
+	MQ_CONF_PAUSED,
+	MQ_CONF_DEDUP_WINDOW,
+	MQ_CONF_NKEYS
+};
+struct mq_conf {
+	unsigned max_attempts;
+	uint64_t lease_ms;
+	uint64_t max_depth;	/* 0: no limit */
+	int	 drop_oldest;	/* overflow=drop-oldest, else reject */
+	uint64_t ttl_ms;	/* 0: none */
+	int	 paused;
+	uint64_t dedup_window_ms;
+	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
+	char	 other[1024];	/* lines of keys this version does not know */
+};
+const char	*mq_conf_name(int);
+int	 mq_conf_key(const char *, size_t);
+void	 mq_conf_init(struct mq_conf *);
+int	 mq_conf_set(struct mq_conf *, int, const char *, const char **);
+const char	*mq_conf_value(const struct mq_conf *, int);
+int	 mq_conf_isset(const struct mq_conf *, int);
+int	 mq_conf_read(struct mq_spool *, struct mq_conf *, int *,
+	    const char **);
+void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
+int	 mq_conf_lock(struct mq_spool *);
+void	 mq_conf_unlock(struct mq_spool *);
+int	 mq_conf_write(struct mq_spool *, const struct mq_conf *);
 
 /* stat.c */
 struct mq_stats {

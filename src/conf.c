@@ -1,0 +1,343 @@
+/*
+ * conf.c: a spool's settings, the file conf in its root.
+ *
+ * Every tool reads it on each call, so it is one small file read with one
+ * read(2), not something to scan.  It holds "key=value" lines for the keys
+ * set to something else than their default, values exactly as they were
+ * given, so that they print back as they were set.  It is replaced whole,
+ * by one rename(2) of a synced file from tmp/ (tmp/ID,conf) followed by a
+ * sync of the root: a reader sees the old settings or the new, never a
+ * mix, and mq-conf says nothing was set before it is durable.  Writers
+ * take an flock(2) on the spool root so that two of them setting
+ * different keys do not lose one of the two.
+ *
+ * Keys this version does not know are kept and ignored, so that a spool
+ * set up by a newer mq still works with this one; a known key with a
+ * value that does not parse is an error, never a silent default.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+static const struct {
+	const char *name;
+	const char *def;
+} keys[MQ_CONF_NKEYS] = {
+	[MQ_CONF_MAX_ATTEMPTS] = { "max-attempts", "5" },
+	[MQ_CONF_LEASE] = { "lease", "30" },
+	[MQ_CONF_MAX_DEPTH] = { "max-depth", "0" },
+	[MQ_CONF_OVERFLOW] = { "overflow", "reject" },
+	[MQ_CONF_TTL] = { "ttl", "0" },
+	[MQ_CONF_PAUSED] = { "paused", "no" },
+	[MQ_CONF_DEDUP_WINDOW] = { "dedup-window", "0" },
+};
+
+#define MAX_DEPTH_MAX	1000000000LL
+
+const char *
+mq_conf_name(int key)
+{
+	return keys[key].name;
+}
+
+int
+mq_conf_key(const char *name, size_t len)
+{
+	int k;
+
+	for (k = 0; k < MQ_CONF_NKEYS; k++)
+		if (strlen(keys[k].name) == len &&
+		    memcmp(keys[k].name, name, len) == 0)
+			return k;
+	return -1;
+}
+
+void
+mq_conf_init(struct mq_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_attempts = MQ_DEFAULT_MAX;
+	c->lease_ms = MQ_DEFAULT_LEASE_MS;
+}
+
+static int
+whole(const char *s, long long max, long long *n, const char **why)
+{
+	if (*s == '\0' || strspn(s, "0123456789") != strlen(s)) {
+		*why = "not a whole number";
+		return -1;
+	}
+	*n = strtonum(s, 0, max, why);
+	return *why == NULL ? 0 : -1;
+}
+
+/*
+ * Sets key to value, as given ("" for the default), after checking it.
+ * On a bad value returns -1 with *why saying what is wrong, c unchanged.
+ */
+int
+mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
+{
+	const char *v = *value == '\0' ? keys[key].def : value;
+	long long n = 0;
+	uint64_t ms = 0;
+
+	*why = NULL;
+	if (strlen(value) >= sizeof(c->value[key])) {
+		*why = "too long";
+		return -1;
+	}
+	switch (key) {
+	case MQ_CONF_MAX_ATTEMPTS:
+		if (whole(v, MQ_ATTEMPTS_MAX, &n, why) == -1)
+			return -1;
+		if (n == 0) {
+			*why = "too small (the least is 1)";
+			return -1;
+		}
+		c->max_attempts = n;
+		break;
+	case MQ_CONF_MAX_DEPTH:
+		if (whole(v, MAX_DEPTH_MAX, &n, why) == -1)
+			return -1;
+		c->max_depth = n;
+		break;
+	case MQ_CONF_LEASE:
+	case MQ_CONF_TTL:
+	case MQ_CONF_DEDUP_WINDOW:
+		if (mq_secs_parse(v, &ms, why) == -1)
+			return -1;
+		if (key == MQ_CONF_LEASE && ms == 0) {
+			*why = "too small (the least is 0.001)";
+			return -1;
+		}
+		if (key == MQ_CONF_LEASE)
+			c->lease_ms = ms;
+		else if (key == MQ_CONF_TTL)
+			c->ttl_ms = ms;
+		else
+			c->dedup_window_ms = ms;
+		break;
+	case MQ_CONF_OVERFLOW:
+		if (strcmp(v, "reject") != 0 && strcmp(v, "drop-oldest") != 0) {
+			*why = "not reject or drop-oldest";
+			return -1;
+		}
+		c->drop_oldest = strcmp(v, "drop-oldest") == 0;
+		break;
+	case MQ_CONF_PAUSED:
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0) {
+			*why = "not yes or no";
+			return -1;
+		}
+		c->paused = strcmp(v, "yes") == 0;
+		break;
+	}
+	/* Set to its default, a key is as if never set. */
+	if (strcmp(v, keys[key].def) == 0)
+		value = "";
+	strlcpy(c->value[key], value, sizeof(c->value[key]));
+	return 0;
+}
+
+/* The value as it was set, or the default. */
+const char *
+mq_conf_value(const struct mq_conf *c, int key)
+{
+	return c->value[key][0] != '\0' ? c->value[key] : keys[key].def;
+}
+
+/* 1 when key was set to something else than its default. */
+int
+mq_conf_isset(const struct mq_conf *c, int key)
+{
+	return c->value[key][0] != '\0';
+}
+
+/*
+ * Parses the text of a conf file.  Lines of unknown keys are kept in
+ * c->other, to be written back; blank lines and lines starting with # are
+ * comments.  On a bad line returns -1 with errno EINVAL, *line its number
+ * and *why the cause.
+ */
+static int
+parse(struct mq_conf *c, char *text, int *line, const char **why)
+{
+	char *p, *nl, *eq;
+	size_t olen = 0;
+	int k;
+
+	*line = 0;
+	for (p = text; *p != '\0'; p = nl) {
+		++*line;
+		if ((nl = strchr(p, '\n')) != NULL)
+			*nl++ = '\0';
+		else
+			nl = p + strlen(p);
+		if (*p == '\0' || *p == '#')
+			continue;
+		if ((eq = strchr(p, '=')) == NULL) {
+			*why = "not key=value";
+			goto bad;
+		}
+		if ((k = mq_conf_key(p, eq - p)) == -1) {
+			if (olen + strlen(p) + 2 > sizeof(c->other)) {
+				*why = "too many unknown keys";
+				goto bad;
+			}
+			olen += snprintf(c->other + olen, sizeof(c->other) -
+			    olen, "%s\n", p);
+			continue;
+		}
+		if (mq_conf_set(c, k, eq + 1, why) == -1)
+			goto bad;
+	}
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * Reads the settings of sp into c (the defaults where there is no conf).
+ * On a conf that does not parse returns -1 with errno EINVAL, *line and
+ * *why saying where and what.
+ */
+int
+mq_conf_read(struct mq_spool *sp, struct mq_conf *c, int *line,
+    const char **why)
+{
+	char buf[MQ_CONF_MAX + 1];
+	ssize_t n;
+	size_t len = 0;
+	int fd, saved;
+
+	mq_conf_init(c);
+	*line = 0;
+	*why = NULL;
+	if ((fd = openat(sp->fd, MQ_CONF, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC | O_NONBLOCK)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	while (len < sizeof(buf) - 1 &&
+	    (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		len += n;
+	}
+	close(fd);
+	if (len == sizeof(buf) - 1 || memchr(buf, '\0', len) != NULL) {
+		*why = len == sizeof(buf) - 1 ? "too large" : "not text";
+		errno = EINVAL;
+		return -1;
+	}
+	buf[len] = '\0';
+	return parse(c, buf, line, why);
+}
+
+/* For the tools: reads the settings or dies saying where they are wrong. */
+void
+mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
+{
+	const char *why;
+	int line;
+
+	if (mq_conf_read(sp, c, &line, &why) == 0)
+		return;
+	if (why != NULL && line > 0)
+		errx(MQ_EX_SYS, "%s/%s: line %d: %s", sp->path, MQ_CONF, line,
+		    why);
+	if (why != NULL)
+		errx(MQ_EX_SYS, "%s/%s: %s", sp->path, MQ_CONF, why);
+	err(MQ_EX_SYS, "%s/%s", sp->path, MQ_CONF);
+}
+
+/* The text of c, as mq_conf_read reads it. */
+static int
+format(const struct mq_conf *c, char *buf, size_t size)
+{
+	size_t len = 0;
+	int k, n;
+
+	for (k = 0; k < MQ_CONF_NKEYS; k++) {
+		if (!mq_conf_isset(c, k))
+			continue;
+		n = snprintf(buf + len, size - len, "%s=%s\n", keys[k].name,
+		    c->value[k]);
+		if (n < 0 || (size_t)n >= size - len)
+			goto big;
+		len += n;
+	}
+	if (strlcpy(buf + len, c->other, size - len) >= size - len)
+		goto big;
+	return len + strlen(c->other);
+big:
+	errno = EFBIG;
+	return -1;
+}
+
+/*
+ * Takes the lock that mq_conf_write's callers hold from their read of the
+ * settings to their write, and reads them.  mq_conf_unlock lets it go.
+ */
+int
+mq_conf_lock(struct mq_spool *sp)
+{
+	while (flock(sp->fd, LOCK_EX) == -1)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+void
+mq_conf_unlock(struct mq_spool *sp)
+{
+	flock(sp->fd, LOCK_UN);
+}
+
+/*
+ * Replaces the settings of sp by c, durably, then rings the doorbell so
+ * that waiters (a paused worker, a sender waiting for room) look again.
+ * The caller holds mq_conf_lock.
+ */
+int
+mq_conf_write(struct mq_spool *sp, const struct mq_conf *c)
+{
+	struct mq_tmpfile tf;
+	char text[MQ_CONF_MAX], id[MQ_ID_LEN + 1], name[MQ_NAME_MAX];
+	int len;
+
+	if ((len = format(c, text, sizeof(text))) == -1)
+		return -1;
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	mq_id_new(id);
+	snprintf(name, sizeof(name), "%s%s", id, MQ_CONF_TMP);
+	if (mq_tmp_create(&tf, sp, name) == -1)
+		return -1;
+	if (mq_tmp_write(&tf, text, len) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||
+	    mq_tmp_commit(&tf, sp->fd, MQ_CONF) == -1) {
+		mq_tmp_abort(&tf);
+		return -1;
+	}
+	if (mq_fsync_dir(sp->fd) == -1)
+		return -1;
+	(void)mq_ring(sp);
+	return 0;
+}
