@@ -13,7 +13,8 @@
 #include "mq.h"
 
 #define USAGE \
-	"usage: mq-conf [-v] [-d dir] [key ... | key=[value] ...]\n"
+	"usage: mq-conf [-v] [-d dir] [key ...]\n" \
+	"       mq-conf [-v] [-d dir] key=[value] ...\n"
 
 static void __dead
 usage(void)

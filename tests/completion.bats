@@ -2,7 +2,7 @@ load helper
 
 comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
 comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf"
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {
@@ -55,6 +55,25 @@ purge"
 	assert_output "$id"
 	run complete_bash mq-recv -P 4 -- ech
 	assert_line echo
+}
+
+@test "completion (bash): mq-conf's keys, and the words of overflow and paused" {
+	run complete_bash mq-conf max-d
+	assert_output "max-depth="
+	run complete_bash mq-conf ""
+	assert_equal "$(echo "$output" | wc -l)" 7
+	assert_line "dedup-window="
+	# As bash splits it at "=" ...
+	run complete_bash mq-conf overflow = d
+	assert_output "drop-oldest"
+	run complete_bash mq-conf paused =
+	assert_output "yes
+no"
+	# ... and as it is when "=" does not split words.
+	run complete_bash mq-conf overflow=r
+	assert_output "overflow=reject"
+	run complete_bash mq-conf ttl = ""
+	assert_output ""
 }
 
 @test "completion (zsh): parses, covers every tool and every option" {

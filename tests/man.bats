@@ -7,7 +7,7 @@ load helper
 }
 
 @test "man pages: one per tool, plus mq-spool(5) and mq(7)" {
-	for t in mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat; do
+	for t in mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf; do
 		assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
 	done
 	assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man5/mq-spool.5"
@@ -42,7 +42,7 @@ check_table() {
 		    { echo "row not on one line: $row"; echo "$rendered"; return 1; }
 		n=$((n + 1))
 	done < <(table_rows)
-	assert_equal "$n" 10
+	assert_equal "$n" 11
 }
 
 @test "mq(7): the comparison table renders one row per line with mandoc" {

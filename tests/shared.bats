@@ -63,3 +63,15 @@ teardown() {
 	assert_equal "$(stat -c '%a' "$MQ_DIR")" 700
 	assert_equal "$(stat -c '%a' "$(find "$MQ_DIR/new" -type f)")" 600
 }
+
+@test "shared: settings set by one member are read and changed by the others, not by outsiders" {
+	as 4001 4242 mq-conf -d "$Q" max-attempts=2 paused=yes
+	assert_equal "$(stat -c '%a %g' "$Q/conf")" "660 4242"
+	assert_equal "$(as 4002 4242 mq-conf -d "$Q" max-attempts)" 2
+	as 4002 4242 mq-conf -d "$Q" paused=no
+	assert_equal "$(stat -c '%a %g' "$Q/conf")" "660 4242"
+	assert_equal "$(as 4001 4242 mq-conf -d "$Q" paused)" no
+	run -4 as 4003 "" mq-conf -d "$Q" max-attempts
+	run -4 as 4003 "" mq-conf -d "$Q" max-attempts=9
+	assert_equal "$(mq-conf -d "$Q" max-attempts)" 2
+}

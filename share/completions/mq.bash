@@ -12,7 +12,32 @@ _mq_options() {
 	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
 	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
 	mq-stat) echo "-v -d --json --prometheus -h --help -V --version" ;;
+	mq-conf) echo "-v -d -h --help -V --version" ;;
 	esac
+}
+
+# mq-conf: its keys as "key=", then the values of the keys that have
+# words for values.  bash splits "key=value" at "=" (COMP_WORDBREAKS), so
+# the key may be two words back; whole when "=" does not split.
+_mq_conf() {
+	local cur=$1 prev=$2 key="" val="" pre="" w
+	if [ "$cur" = "=" ]; then
+		key=$prev
+	elif [ "$prev" = "=" ] && [ "$COMP_CWORD" -ge 2 ]; then
+		key=${COMP_WORDS[COMP_CWORD - 2]} val=$cur
+	elif [[ $cur == *=* ]]; then
+		key=${cur%%=*} val=${cur#*=} pre=$key=
+	fi
+	case $key in
+	"")
+		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window=" -- "$cur")
+		compopt -o nospace 2>/dev/null
+		return ;;
+	overflow) w="reject drop-oldest" ;;
+	paused) w="yes no" ;;
+	*) return ;;
+	esac
+	mapfile -t COMPREPLY < <(compgen -P "$pre" -W "$w" -- "$val")
 }
 
 _mq() {
@@ -71,9 +96,13 @@ _mq() {
 		mapfile -t COMPREPLY < <(compgen -W "$(_mq_options "$cmd")" -- "$cur")
 		return
 	fi
+	if [ "$cmd" = mq-conf ]; then
+		_mq_conf "$cur" "$prev"
+		return
+	fi
 	case $cmd in
 	mq-send | mq-ack) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	esac
 }
 
-complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat
+complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf

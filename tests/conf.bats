@@ -1,0 +1,206 @@
+load helper
+
+# The settings mq-conf prints for a spool that has none.
+defaults="max-attempts=5
+lease=30
+max-depth=0
+overflow=reject
+ttl=0
+paused=no
+dedup-window=0"
+
+# The conf file and its inode, to see that a refused change left it alone.
+conf_state() {
+	if [ -e "$MQ_DIR/conf" ]; then stat -c %i "$MQ_DIR/conf"; cat "$MQ_DIR/conf"; else echo none; fi
+}
+
+@test "mq-conf: a new spool has every default, key=value a line" {
+	mq-conf max-depth= >/dev/null
+	run mq-conf
+	assert_success
+	assert_output "$defaults"
+}
+
+@test "mq-conf: every key is set, read back alone and in the listing, as it was given" {
+	mq-conf max-attempts=3 lease=2.50 max-depth=100 overflow=drop-oldest \
+	    ttl=3600 paused=yes dedup-window=0.5
+	run mq-conf
+	assert_output "max-attempts=3
+lease=2.50
+max-depth=100
+overflow=drop-oldest
+ttl=3600
+paused=yes
+dedup-window=0.5"
+	run mq-conf lease paused max-depth
+	assert_output "2.50
+yes
+100"
+	# The file holds only what is not a default.
+	mq-conf overflow=reject ttl=0
+	run cat "$MQ_DIR/conf"
+	refute_line --partial overflow
+	refute_line --partial ttl
+	assert_line "max-depth=100"
+}
+
+@test "mq-conf: key= puts a key back to its default" {
+	mq-conf max-attempts=3 paused=yes
+	mq-conf paused=
+	assert_equal "$(mq-conf paused)" no
+	assert_equal "$(mq-conf max-attempts)" 3
+	mq-conf max-attempts=
+	assert_equal "$(mq-conf)" "$defaults"
+}
+
+@test "mq-conf: every bad value is a usage error (2) that changes nothing" {
+	mq-conf max-attempts=4 lease=9 max-depth=7 overflow=drop-oldest ttl=60 \
+	    paused=yes dedup-window=5
+	before=$(conf_state)
+	for bad in max-attempts=0 max-attempts=-1 max-attempts=x max-attempts=1.5 \
+	    max-attempts=1000001 max-attempts=' 3' \
+	    lease=0 lease=0.000 lease=-1 lease=abc lease=1.2345 lease=1e3 lease=. \
+	    max-depth=-1 max-depth=1.5 max-depth=ten max-depth=1000000001 \
+	    overflow=drop overflow=REJECT overflow=drop_oldest \
+	    ttl=-5 ttl=1h ttl=1.0000 ttl=99999999999 \
+	    paused=true paused=1 paused=YES paused=y \
+	    dedup-window=-1 dedup-window=x; do
+		run -2 --separate-stderr mq-conf "$bad"
+		[[ $stderr == "mq-conf: $bad: "*"; nothing changed" ]] ||
+		    { echo "$bad: $stderr"; false; }
+		assert_equal "$(conf_state)" "$before"
+	done
+}
+
+@test "mq-conf: one bad setting of several: none is set" {
+	mq-conf max-depth=7
+	before=$(conf_state)
+	run -2 mq-conf max-attempts=2 ttl=60 paused=maybe
+	assert_equal "$(conf_state)" "$before"
+	run -2 mq-conf max-attempts=2 colour=blue
+	assert_output --partial "colour: unknown key"
+	assert_equal "$(conf_state)" "$before"
+}
+
+@test "mq-conf: an unknown key, or showing and setting at once, is a usage error" {
+	mq-conf max-depth=7
+	run -2 --separate-stderr mq-conf colour
+	assert_equal "$stderr" "mq-conf: colour: unknown key (one of max-attempts, lease, max-depth, overflow, ttl, paused, dedup-window)"
+	run -2 mq-conf ttl paused=yes
+	assert_output --partial "showing and setting do not mix"
+	assert_equal "$(mq-conf paused)" no
+	run -2 mq-conf =5
+	assert_output --partial "unknown key"
+}
+
+@test "mq-conf: a bad setting makes no spool; a good one makes it, as mq-send would" {
+	run -2 mq-conf ttl=never
+	assert_not_exist "$MQ_DIR"
+	mq-conf ttl=60
+	assert_dir_exist "$MQ_DIR/new"
+	echo hi | mq-send >/dev/null
+	assert_equal "$(mq-conf ttl)" 60
+}
+
+@test "mq-conf: showing the settings of a missing spool exits 4 and makes nothing" {
+	run -4 --separate-stderr mq-conf
+	assert_equal "$stderr" "mq-conf: $MQ_DIR: No such file or directory"
+	run -4 mq-conf ttl
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-conf: -v says what changed on stderr, and nothing on stdout" {
+	mq-conf max-depth=5
+	run --separate-stderr mq-conf -v max-depth=6 ttl=0 paused=yes
+	assert_output ""
+	assert_equal "$stderr" "mq-conf: $MQ_DIR: max-depth=6 (was 5)
+mq-conf: $MQ_DIR: paused=yes (was no)"
+}
+
+@test "mq-conf: a change is one rename of a synced file, then a sync of the spool" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-conf max-depth=1
+	ino=$(stat -c %i "$MQ_DIR/conf")
+	run strace -f -e trace=fsync,fdatasync,rename,renameat,renameat2 -o "$BATS_TEST_TMPDIR/trace" \
+	    mq-conf max-depth=2
+	assert_success
+	# The file is synced, renamed over conf, and the directory synced.
+	calls=$(grep -oE '^[0-9]+ +(fsync|fdatasync|renameat2?|rename)\(' "$BATS_TEST_TMPDIR/trace" |
+	    sed 's/^[0-9]* *//; s/($//' | tr '\n' ' ')
+	assert_equal "$calls" "fsync renameat fsync "
+	grep -q 'renameat([0-9]*, "[0-9a-f.]*,conf", [0-9]*, "conf")' "$BATS_TEST_TMPDIR/trace"
+	[ "$(stat -c %i "$MQ_DIR/conf")" != "$ino" ]
+	# Nothing is left in tmp/.
+	assert_equal "$(find "$MQ_DIR/tmp" -type f | wc -l)" 0
+}
+
+@test "mq-conf: a failed write changes nothing and leaves nothing behind" {
+	mq-conf max-depth=1
+	before=$(conf_state)
+	MQ_FAULT='fsync:errno=EIO' LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so \
+	    ASAN_OPTIONS=verify_asan_link_order=0 run -4 --separate-stderr mq-conf max-depth=2
+	[[ $stderr == "mq-conf: $MQ_DIR/conf: nothing changed: "* ]]
+	assert_equal "$(conf_state)" "$before"
+	assert_equal "$(find "$MQ_DIR/tmp" -type f | wc -l)" 0
+}
+
+@test "mq-conf: writers at the same time lose none of each other's keys" {
+	mq-conf max-depth=1
+	for round in 1 2 3 4 5; do
+		mq-conf max-attempts= ttl= lease= paused= dedup-window=
+		mq-conf max-attempts=$((round + 1)) &
+		mq-conf ttl=$round &
+		mq-conf lease=$round &
+		mq-conf paused=yes &
+		mq-conf dedup-window=$round &
+		wait
+		assert_equal "$(mq-conf max-attempts ttl lease paused dedup-window | tr '\n' ' ')" \
+		    "$((round + 1)) $round $round yes $round "
+	done
+}
+
+@test "mq-conf: a conf that does not parse stops every tool (4), naming the file and line" {
+	mq-conf max-depth=5
+	printf 'max-depth=5\nlease=soon\n' >"$MQ_DIR/conf"
+	echo x >"$BATS_TEST_TMPDIR/x"
+	for t in "mq-conf" "mq-recv" "mq-sweep" "mq-send $BATS_TEST_TMPDIR/x"; do
+		run -4 --separate-stderr $t
+		[[ $stderr == "${t%% *}: $MQ_DIR/conf: line 2: "* ]] || { echo "$t: $stderr"; false; }
+	done
+	# Setting does not overwrite what it cannot read.
+	run -4 mq-conf ttl=5
+	assert_equal "$(cat "$MQ_DIR/conf")" "max-depth=5
+lease=soon"
+}
+
+@test "mq-conf: keys it does not know are kept, comments and blank lines allowed" {
+	printf '# set by hand\nmax-depth=5\n\nfuture-key=1\n' >"$BATS_TEST_TMPDIR/c"
+	mq-conf ttl=1
+	cp "$BATS_TEST_TMPDIR/c" "$MQ_DIR/conf"
+	assert_equal "$(mq-conf max-depth)" 5
+	mq-conf ttl=7
+	run cat "$MQ_DIR/conf"
+	assert_line "future-key=1"
+	assert_line "ttl=7"
+	assert_line "max-depth=5"
+}
+
+@test "mq-conf: a conf that is not a regular file is not followed" {
+	mq-conf ttl=1
+	rm "$MQ_DIR/conf"
+	printf 'max-depth=99\n' >"$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$MQ_DIR/conf"
+	run -4 --separate-stderr mq-conf max-depth
+	[[ $stderr == "mq-conf: $MQ_DIR/conf: "* ]]
+}
+
+@test "mq-conf: every tool reads the settings with one small read, no scan" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-conf max-attempts=3
+	seq 1 2000 | mq-send -l -S >/dev/null
+	strace -e trace=openat,read -o "$BATS_TEST_TMPDIR/trace" mq-recv >/dev/null
+	assert_equal "$(grep -c '"conf"' "$BATS_TEST_TMPDIR/trace")" 1
+	fd=$(sed -n 's/.*"conf".* = \([0-9]*\)$/\1/p' "$BATS_TEST_TMPDIR/trace")
+	# One read that returns the file, one that finds its end.
+	assert_equal "$(grep -cE "^read\($fd," "$BATS_TEST_TMPDIR/trace")" 2
+}
