@@ -2,7 +2,9 @@
 # A guided run of mq on a temporary spool: a producer; workers as a plain
 # pipeline (mq-recv | xargs -P) with a job that fails once and is retried;
 # then mq-recv's worker mode on 30 messages, one of them poison, which ends
-# as a dead letter after 3 attempts.  Run it with `make demo`.
+# as a dead letter after 3 attempts; then a bounded queue (mq-conf
+# max-depth=5) whose fast producer waits for a slow consumer.  Run it with
+# `make demo`.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,6 +41,14 @@ if [ "${1:-}" = job ]; then
 	sleep 0.1
 	echo "   $body: done (attempt $MQ_ATTEMPT)"
 	echo "$MQ_ID" >>"$work/done"
+	exit 0
+fi
+
+# One job of the bounded queue: slow, and it notes the order of the work.
+if [ "${1:-}" = slow-job ]; then
+	cat >>"$work/bounded-done"
+	echo >>"$work/bounded-done"
+	sleep 0.05
 	exit 0
 fi
 
@@ -111,10 +121,50 @@ echo "   body: $(mq-dlq show "$id")"
 mq-dlq purge --all
 echo "   purged; dead letters left: $(mq-dlq ls | wc -l | tr -d ' ')"
 
+cat <<'TXT'
+
+6. A bounded queue pushes back on its producer.  The spool's settings
+   (mq-conf) say it holds at most 5 waiting messages:
+     mq-conf max-depth=5
+   A send into a full spool sends what fits and exits 6:
+TXT
+mq-conf max-depth=5
+mq-conf -d "$work/full" max-depth=5
+st=0
+seq 1 8 | mq-send -d "$work/full" -l >"$work/full-ids" 2>"$work/full-err" ||
+    st=$?
+echo "     seq 1 8 | mq-send -l"
+echo "   $(wc -l <"$work/full-ids" | tr -d ' ') IDs printed, then: $(cat "$work/full-err") (exit $st)"
+cat <<'TXT'
+   With -w the producer waits for room instead: 50 jobs, one slow
+   consumer (50 ms a job), the depth sampled while the producer runs:
+     seq 1 50 | mq-send -l -w &  mq-recv -w 1 -- <slow job>
+TXT
+seq 1 50 | sed 's/^/order-/' | mq-send -l -w 60 >"$work/bounded-ids" &
+producer=$!
+(
+	max=0
+	while kill -0 "$producer" 2>/dev/null; do
+		d=$(count new)
+		[ "$d" -gt "$max" ] && max=$d
+		sleep 0.01
+	done
+	echo "$max" >"$work/max-depth"
+) &
+sampler=$!
+mq-recv -w 1 -- sh "$here/demo.sh" slow-job
+wait "$producer"
+wait "$sampler"
+inorder=no
+[ "$(cat "$work/bounded-done")" = "$(seq 1 50 | sed 's/^/order-/')" ] && inorder=yes
+echo "   50 sent, $(grep -c . "$work/bounded-done") done, in the order sent: $inorder;"
+echo "   the most waiting at any sample: $(cat "$work/max-depth") (max-depth 5)"
+
 cat <<TXT
 
 Summary: pipeline: 6 jobs sent, $(wc -l <"$work/pipe-done" | tr -d ' ') done;
 worker mode: 30 jobs sent, $(wc -l <"$work/done" | tr -d ' ') done, $dead dead-lettered after $attempts attempts;
+bounded queue: 50 jobs sent through a queue of 5, $(grep -c . "$work/bounded-done") done in order, at most $(cat "$work/max-depth") waiting;
 the spool is empty: new/ $(count new), cur/ $(count cur), dead/ $(count dead).
 Next: man mq (share/man/man7/mq.7), README.md.
 TXT
