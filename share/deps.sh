@@ -11,11 +11,12 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # Test tools: bats and its libraries, mandoc (man-page lint), strace (the
 # syscall tests), python3 (JSON checks), faketime (clock jumps), valgrind,
 # clang with its runtime (fuzzing), shellcheck, systemd (unit checks), zsh
-# (completion), e2fsprogs/mount (full file-system tests on loop mounts)
-# and man-db (pages as man shows them).
+# (completion), e2fsprogs/mount (full file-system tests on loop mounts),
+# man-db (pages as man shows them) and prometheus (for promtool, which
+# checks mq-stat --prometheus; its server is not run).
 test="$build bats bats-support bats-assert bats-file mandoc strace python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
-    e2fsprogs mount man-db"
+    e2fsprogs mount man-db prometheus"
 bench="$test python3-dirq"
 need=$test
 purpose="test"
