@@ -6,7 +6,10 @@
  *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *
  * each by mq_lease (receipt.c); a message that has had its attempts is
- * buried instead (mq_bury, dead.c).  A claim takes the oldest ID of the
+ * buried instead (mq_bury, dead.c), and so is one whose time to live has
+ * passed (with the reason "expired", mq_burial_bury: the burials of one
+ * claim share their reason file), as the claim meets it: a run of expired
+ * messages is passed over once, by the claim that buries it.  A claim takes the oldest ID of the
  * oldest due leaf, so claiming never lists more than one leaf and one
  * directory per level; cur/S holds the leases that end within second S,
  * so expired leases are found by looking at the first buckets only.
@@ -37,6 +40,7 @@ struct run {
 	mq_claim_fn	 fn;
 	void		*arg;
 	uint64_t	 wake;
+	struct mq_burial expired;
 };
 
 /*
@@ -53,6 +57,11 @@ claim_one(struct run *c, int from, const char *name,
 	if (old->attempts >= c->max) {
 		if (mq_bury(c->sp, from, name, old, MQ_REASON_MAX_ATTEMPTS,
 		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
+			return errno == ENOENT ? 0 : -1;
+		return 0;
+	}
+	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
+		if (mq_burial_bury(&c->expired, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
 		return 0;
 	}
@@ -284,7 +293,8 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 
 /*
  * Claims up to want visible messages with a lease of lease_ms: expired
- * leases first (they have waited longest), then new/ oldest first.  fn is
+ * leases first (they have waited longest), then new/ oldest first; those
+ * whose time to live (theirs, or cl->ttl_ms) has passed are buried.  fn is
  * called with each receipt as soon as its claim is made.  *wake is set to
  * when something next becomes visible (UINT64_MAX: nothing known).
  * With cl->keep, what is left of the leaf it listed is kept in cl for the
@@ -312,6 +322,8 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.fn = fn;
 	c.arg = arg;
 	c.wake = UINT64_MAX;
+	mq_burial_init(&c.expired, sp, MQ_REASON_EXPIRED,
+	    strlen(MQ_REASON_EXPIRED));
 	t.arg = &c;
 	t.now = c.now;
 	r = mq_expired_scan(sp, c.now, want, claim_expired, &c, &c.wake);
@@ -320,6 +332,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	if (r != -1 && c.got < c.want)
 		r = mq_tree_walk(&t, sp->new);
 	mq_closefd(&c.bucket.fd);
+	mq_burial_end(&c.expired);
 	*wake = c.wake;
 	return r == -1 ? -1 : c.got;
 }

@@ -3,12 +3,15 @@
  * holds the reason, byte for byte, unless a full file system left no room
  * for it.
  *
- *	bury	new/... or cur/...	-> dead/ID,DIED,A	mq_bury
- *		tmp/ID,reason		-> reason/ID		mq_tmp_commit
- *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	mq_dead_redrive
- *	purge	dead/ID,DIED,A		-> (unlinked)		mq_dead_purge
+ *	bury	new/... or cur/...	-> dead/ID,DIED,A[,TTL]	mq_burial_bury
+ *		tmp/ID',reason		=> reason/ID (a link)	mq_burial_bury
+ *	redrive	dead/ID,DIED,A[,TTL]	-> new/T/M/L/ID,0,NOW,TTL mq_dead_redrive
+ *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked)		mq_dead_purge
  *
- * (a redrive's rename is mq_place's, place.c).
+ * (a redrive's rename is mq_place's, place.c).  A run of burials for one
+ * reason (a claim that meets expired messages, a sweep) writes the reason
+ * once, in tmp/, and links it as reason/ID for each: mq_bury is a run of
+ * one.  A reason is never written in place, so reasons may share a file.
  *
  * A redrive into a spool on another file system copies the body to that
  * spool's tmp/ and syncs it before the original goes (send.c writes it);
@@ -37,7 +40,8 @@ is_dead(const char *s)
 
 /*
  * Writes a reason as reason/ID, through tmp/ so that it is whole or absent.
- * The errno of a failure is kept.
+ * The errno of a failure is kept.  This is what a burial does where hard
+ * links cannot be made.
  */
 static int
 reason_put(struct mq_spool *sp, const char *id, const char *reason,
@@ -60,17 +64,96 @@ reason_put(struct mq_spool *sp, const char *id, const char *reason,
 	return 0;
 }
 
+/* Writes the reason that the burials of b share, as tmp/ID,reason. */
+static int
+shared_make(struct mq_burial *b)
+{
+	struct mq_tmpfile tf;
+	char id[MQ_ID_LEN + 1];
+
+	mq_id_new(id);
+	snprintf(b->shared, sizeof(b->shared), "%s,reason", id);
+	if (mq_tmp_create(&tf, b->sp, b->shared) == -1) {
+		b->shared[0] = '\0';
+		return -1;
+	}
+	if (mq_tmp_write(&tf, b->reason, b->len) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NONE) == -1) {
+		mq_tmp_abort(&tf);
+		b->shared[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+static void
+shared_drop(struct mq_burial *b)
+{
+	if (b->shared[0] != '\0')
+		mq_tmp_remove(b->sp, b->shared);
+	b->shared[0] = '\0';
+}
+
+/*
+ * Gives message id its reason: a hard link to the shared one (made at the
+ * first burial), which costs one link(2) where writing a file costs four
+ * calls and an inode.  A reason of an earlier death in the way goes; a
+ * shared reason with all the links it can have is replaced by a new one.
+ */
+static int
+reason_link(struct mq_burial *b, const char *id)
+{
+	int i;
+
+	if (b->nolink)
+		return reason_put(b->sp, id, b->reason, b->len);
+	for (i = 0; i < MQ_RETRIES; i++) {
+		if (b->shared[0] == '\0' && shared_make(b) == -1)
+			return -1;
+		if (linkat(b->sp->tmp, b->shared, b->sp->reason, id, 0) == 0)
+			return 0;
+		if (errno == EEXIST) {
+			if (unlinkat(b->sp->reason, id, 0) == -1 &&
+			    errno != ENOENT)
+				return -1;
+		} else if (errno == EMLINK) {
+			shared_drop(b);
+		} else if (errno == EPERM || errno == ENOTSUP ||
+		    errno == EOPNOTSUPP || errno == EXDEV) {
+			/* No hard links here (a file system without them). */
+			shared_drop(b);
+			b->nolink = 1;
+			return reason_put(b->sp, id, b->reason, b->len);
+		} else
+			return -1;
+	}
+	return -1;
+}
+
+/* A run of burials for one reason; nothing is made before the first. */
+void
+mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
+    size_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->sp = sp;
+	b->reason = reason;
+	b->len = len;
+}
+
 /*
  * The reason goes in first, so that a dead letter has one whenever there
  * is room for it; if the message is gone by the time of the rename, the
  * reason is taken back.  With no room for a reason the message is buried
  * without one: the body must get out of the way of a full file system, and
- * a missing reason says why it is missing (see mq-dlq(1)).
+ * a missing reason says why it is missing (see mq-dlq(1)).  Nothing is
+ * synced: the rename either happened or the message is where it was.
  */
 int
-mq_bury(struct mq_spool *sp, int from, const char *name,
-    const struct mq_name *nm, const char *reason, size_t len)
+mq_burial_bury(struct mq_burial *b, int from, const char *name,
+    const struct mq_name *nm)
 {
+	struct mq_spool *sp = b->sp;
 	struct mq_name dead = *nm;
 	char deadname[MQ_NAME_MAX];
 	int saved, with;
@@ -79,7 +162,7 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
 		return -1;
-	with = reason_put(sp, nm->id, reason, len) == 0;
+	with = reason_link(b, nm->id) == 0;
 	if (!with) {
 		if (!mq_spool_full(errno))
 			return -1;
@@ -95,6 +178,30 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 		return -1;
 	}
 	return 0;
+}
+
+/* Ends a run of burials: the shared reason leaves tmp/. */
+void
+mq_burial_end(struct mq_burial *b)
+{
+	int saved = errno;
+
+	shared_drop(b);
+	errno = saved;
+}
+
+/* One burial: from/name, a message named as nm, with reason (len bytes). */
+int
+mq_bury(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm, const char *reason, size_t len)
+{
+	struct mq_burial b;
+	int r;
+
+	mq_burial_init(&b, sp, reason, len);
+	r = mq_burial_bury(&b, from, name, nm);
+	mq_burial_end(&b);
+	return r;
 }
 
 /* Every dead letter, in ID (enqueue) order. */
@@ -218,24 +325,29 @@ copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
 	return 0;
 }
 
-/* Back to new/ of the placer's spool, attempts reset. */
+/*
+ * Back to new/ of the placer's spool, attempts reset, enqueued anew: its
+ * time to live (kept) counts from now.
+ */
 int
 mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
     struct mq_placer *pl)
 {
 	struct mq_name nm = d->n;
 	char newname[MQ_NAME_MAX];
+	uint64_t now = mq_now_ms();
 
 	nm.attempts = 0;
+	nm.sent = now;
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
-	if (mq_place(pl, sp->dead, d->name, newname, mq_now_ms()) == -1) {
+	if (mq_place(pl, sp->dead, d->name, newname, now) == -1) {
 		if (errno != EXDEV)
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)
 			return -1;
-		if (mq_tmp_place(pl, nm.id, mq_now_ms()) == -1 ||
+		if (mq_place(pl, pl->sp->tmp, nm.id, newname, now) == -1 ||
 		    mq_placer_flush(pl) == -1)
 			return -1;
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)

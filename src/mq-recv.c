@@ -269,6 +269,7 @@ receive(struct recv_opts *o, uint64_t until)
 		wait_failed(&sp);
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
+	cl.ttl_ms = conf.ttl_ms;
 	for (;;) {
 		got = mq_claim(&sp, &cl, o->n, o->lease, o->max, print_receipt,
 		    NULL, &wake);
@@ -314,6 +315,7 @@ work(struct recv_opts *o, char *argv[], uint64_t until)
 	wo->limit = o->nflag ? o->n : 0;
 	wo->lease_ms = o->lease;
 	wo->max = o->max;
+	wo->ttl_ms = conf.ttl_ms;
 	now = mq_now_ms();
 	wo->idle_ms = !o->wflag ? 0 : o->wsecs == NULL ? UINT64_MAX :
 	    until > now ? until - now : 0;

@@ -31,6 +31,7 @@ struct sender {
 	struct mq_placer pl;
 	int		 sync;
 	uint64_t	 due;	/* 0: visible at once */
+	uint64_t	 ttl;	/* --ttl, ms; 0: none */
 	struct mq_tmpfile tf;	/* the message being written (tf.fd != -1) */
 	char		 id[MQ_ID_LEN + 1];
 	char		 batch[BATCH_MAX][MQ_ID_LEN + 1];
@@ -42,7 +43,11 @@ struct sender {
 
 static void flush(struct sender *);
 
-#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [file ...]\n"
+#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [--ttl secs] " \
+		"[file ...]\n"
+
+/* The long option without a short one. */
+#define OPT_TTL	256
 
 static void __dead
 usage(void)
@@ -59,6 +64,8 @@ help(void)
 	    "  -0       every NUL-terminated record is a message\n"
 	    "  -l       every line is a message\n"
 	    "  -D secs  not visible before secs from now\n"
+	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
+	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
 	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
 	    "           else ~/.local/state/mq; made if missing)\n"
@@ -145,7 +152,7 @@ flush(struct sender *s)
 	}
 	for (i = 0; i < s->nbatch; i++) {
 		if (mq_tmp_place(&s->pl, s->batch[i],
-		    s->due ? s->due : mq_now_ms()) == -1) {
+		    s->due ? s->due : mq_now_ms(), s->ttl) == -1) {
 			saved = errno;
 			break;
 		}
@@ -225,6 +232,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
+		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct sender s;
@@ -256,6 +264,9 @@ main(int argc, char *argv[])
 			break;
 		case 'D':
 			delay = xsecs("-D", optarg, 0);
+			break;
+		case OPT_TTL:
+			s.ttl = xsecs("--ttl", optarg, 1);
 			break;
 		case 'h':
 			help();

@@ -1,8 +1,9 @@
 /*
  * mq-sweep: housekeeping.  Expired leases go back to new/ (or to dead/ at
- * max attempts), tmp/ fragments of crashed senders and reasons of purged
- * dead letters go after 36 hours, empty buckets are removed, spare
- * directories used up on a full file system are made again.  Receivers do
+ * max attempts), waiting messages past their time to live go to dead/,
+ * tmp/ fragments of crashed senders and reasons of purged dead letters go
+ * after 36 hours, empty buckets are removed, spare directories used up on
+ * a full file system are made again.  Receivers do
  * the lease part themselves; sweeping only keeps the spool tidy.
  */
 #include <err.h>
@@ -34,6 +35,7 @@ help(void)
 {
 	printf(USAGE
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
+	    "bury messages past their time to live (reason expired),\n"
 	    "remove tmp/ fragments older than 36 hours.\n"
 	    "  -m max     attempts before a message is dead (default: the\n"
 	    "             spool's max-attempts, 5 unless set with mq-conf)\n"
@@ -109,8 +111,12 @@ main(int argc, char *argv[])
 		/* Read each round: a sweeping service follows mq-conf. */
 		mq_conf_xread(&sp, &conf);
 		if (mq_reclaim(&sp, max != 0 ? (unsigned)max :
-		    conf.max_attempts, report) == -1) {
+		    conf.max_attempts, conf.ttl_ms, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_CUR);
+			status = MQ_EX_SYS;
+		}
+		if (mq_expire(&sp, conf.ttl_ms, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_NEW);
 			status = MQ_EX_SYS;
 		}
 		if (mq_tmp_clean(&sp, MQ_TMP_STALE_SECS, report) == -1) {

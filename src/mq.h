@@ -67,6 +67,11 @@
 #define MQ_RETRIES	8
 
 #define MQ_ID_LEN	40	/* 16 hex time '.' pid '.' 12 hex random */
+/*
+ * The longest name is one of cur/ with its expiry: ID (40), ",DEADLINE"
+ * (12 digits, '.', 3: 17), ",ATTEMPT" (8), ",SENT" (15 digits: 16),
+ * ",TTL" (13 digits: 14): 95 bytes and a NUL.
+ */
 #define MQ_NAME_MAX	96
 #define MQ_BUCKET_MAX	24	/* a cur/ bucket's name: decimal seconds */
 #define MQ_RECEIPT_MAX	4096
@@ -77,6 +82,7 @@
 #define MQ_DEFAULT_MAX	5
 
 #define MQ_REASON_MAX_ATTEMPTS	"max attempts"
+#define MQ_REASON_EXPIRED	"expired"
 
 enum mq_exit {
 	MQ_EX_OK = 0,
@@ -112,12 +118,17 @@ struct mq_spool {
 
 /*
  * A parsed message name.  ms is the lease deadline in cur/, the time of
- * death in dead/ and unused in new/.
+ * death in dead/ and unused in new/.  sent and ttl are what its expiry
+ * needs (mq_name_expiry): when it was enqueued (its send, or its last
+ * redrive; 0 stands for the ID's own time) and its own time to live (0:
+ * none), in ms.  dead/ keeps ttl only: a redrive enqueues it anew.
  */
 struct mq_name {
 	char	 id[MQ_ID_LEN + 1];
 	uint64_t ms;
 	unsigned attempts;
+	uint64_t sent;
+	uint64_t ttl;
 };
 
 /*
@@ -158,6 +169,7 @@ uint64_t mq_id_ms(const char *);
 int	 mq_id_valid(const char *);
 int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
 int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
+uint64_t mq_name_expiry(const struct mq_name *, uint64_t);
 int	 mq_key_format(char *, size_t, uint64_t, int);
 int	 mq_key_parse(const char *, int, uint64_t *);
 uint64_t mq_cur_bucket(uint64_t);
@@ -214,7 +226,7 @@ void	 mq_tmp_abort(struct mq_tmpfile *);
 int	 mq_tmp_commit(struct mq_tmpfile *, int, const char *);
 int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
 	    const char **);
-int	 mq_tmp_place(struct mq_placer *, const char *, uint64_t);
+int	 mq_tmp_place(struct mq_placer *, const char *, uint64_t, uint64_t);
 void	 mq_tmp_remove(struct mq_spool *, const char *);
 
 /* receipt.c: leases in cur/ and their receipts */
@@ -257,6 +269,7 @@ void	 mq_receipt_close(struct mq_receipt *);
  * the leaf it listed, sorted, for its next claims (see mq_claim).
  */
 struct mq_claimer {
+	uint64_t ttl_ms;	/* the spool's ttl (0: none), set by the caller */
 	int	 keep;
 	int	 leaf;		/* that leaf, or -1 */
 	char	**names;
@@ -273,7 +286,9 @@ int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
 
 /* sweep.c */
-int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
+int	 mq_reclaim(struct mq_spool *, unsigned, uint64_t,
+	    void (*)(const char *, const char *));
+int	 mq_expire(struct mq_spool *, uint64_t, void (*)(const char *,
 	    const char *));
 void	 mq_prune(struct mq_spool *);
 void	 mq_tidy(struct mq_spool *);
@@ -283,6 +298,19 @@ int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 /* dead.c */
 int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
 	    const char *, size_t);
+/* A run of burials for one reason, which they share (see dead.c). */
+struct mq_burial {
+	struct mq_spool *sp;
+	const char *reason;
+	size_t	 len;
+	char	 shared[MQ_NAME_MAX];	/* in tmp/, or "" */
+	int	 nolink;	/* no hard links here: each writes its own */
+};
+void	 mq_burial_init(struct mq_burial *, struct mq_spool *, const char *,
+	    size_t);
+int	 mq_burial_bury(struct mq_burial *, int, const char *,
+	    const struct mq_name *);
+void	 mq_burial_end(struct mq_burial *);
 struct mq_dead {
 	char	 name[MQ_NAME_MAX];
 	struct mq_name n;
@@ -359,6 +387,7 @@ struct mq_work {
 	long long limit;	/* claims in all; 0: no limit */
 	uint64_t lease_ms;
 	unsigned max;
+	uint64_t ttl_ms;	/* the spool's ttl; 0: none */
 	uint64_t idle_ms;	/* how long to wait for work; UINT64_MAX: ever */
 	uint64_t timeout_ms;	/* a job's time; 0: no limit */
 	uint64_t backoff_ms, backoff_max_ms;

@@ -7,11 +7,19 @@
  * bytewise in enqueue order.  A message's name is its ID and, after commas,
  * what its state needs:
  *
- *	new/.../ID,ATTEMPTS		claims so far
- *	cur/SECS/ID,DEADLINE,ATTEMPT	DEADLINE is epoch seconds with ms
- *	dead/ID,DIED,ATTEMPTS		DIED is epoch seconds
+ *	new/.../ID,ATTEMPTS[,SENT,TTL]		claims so far
+ *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL]	DEADLINE is epoch seconds
+ *						with ms
+ *	dead/ID,DIED,ATTEMPTS[,TTL]		DIED is epoch seconds
  *
- * Parsing is strict: anything else is a foreign name and is left alone.
+ * SENT (ms since the epoch: the send, or the last redrive) and TTL (the
+ * message's own time to live in ms) are what its expiry needs; they are
+ * written only when TTL is set or SENT is not the ID's own time, so that
+ * a message sent without --ttl is named as before they existed.
+ *
+ * Parsing is strict, and a name that parses formats back to itself: a
+ * long form that says what the short one would is refused too.  Anything
+ * else is a foreign name and is left alone.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -26,6 +34,8 @@
 #define ID_TIME_DIGITS	16
 #define ID_RAND_DIGITS	12
 #define ID_PID_MAX	10
+#define SENT_DIGITS	15	/* as a deadline's 12 digits and 3 of ms */
+#define TTL_DIGITS	13	/* MQ_SECS_MAX seconds, in ms */
 
 uint64_t
 mq_now_ms(void)
@@ -145,10 +155,12 @@ int
 mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 {
 	const char *comma, *p;
-	uint64_t v, ms = 0;
+	uint64_t v, ms = 0, sent = 0, ttl = 0;
+	size_t idlen;
 
 	if ((comma = strchr(s, ',')) == NULL || id_span(s, comma) == 0)
 		return -1;
+	idlen = comma - s;
 	p = comma + 1;
 	if (st != MQ_NEW) {
 		if ((p = number(p, 12, UINT64_MAX / 1000 - 1000, &v)) == NULL)
@@ -164,12 +176,29 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 		if (*p++ != ',')
 			return -1;
 	}
-	if ((p = number(p, 7, MQ_ATTEMPTS_MAX, &v)) == NULL || *p != '\0')
+	if ((p = number(p, 7, MQ_ATTEMPTS_MAX, &v)) == NULL)
 		return -1;
-	memcpy(n->id, s, comma - s);
-	n->id[comma - s] = '\0';
+	memcpy(n->id, s, idlen);
+	n->id[idlen] = '\0';
+	if (*p == ',' && st != MQ_DEAD) {
+		if ((p = number(p + 1, SENT_DIGITS, UINT64_MAX, &sent)) ==
+		    NULL || sent == 0 || *p != ',')
+			return -1;
+		if ((p = number(p + 1, TTL_DIGITS, MQ_SECS_MAX * 1000,
+		    &ttl)) == NULL ||
+		    (ttl == 0 && sent == mq_id_ms(n->id)))
+			return -1;
+	} else if (*p == ',') {
+		if ((p = number(p + 1, TTL_DIGITS, MQ_SECS_MAX * 1000,
+		    &ttl)) == NULL || ttl == 0)
+			return -1;
+	}
+	if (*p != '\0')
+		return -1;
 	n->ms = ms;
 	n->attempts = v;
+	n->sent = sent != 0 ? sent : mq_id_ms(n->id);
+	n->ttl = ttl;
 	return 0;
 }
 
@@ -177,7 +206,8 @@ int
 mq_name_format(char *buf, size_t size, enum mq_state st,
     const struct mq_name *n)
 {
-	int len;
+	uint64_t own = mq_id_ms(n->id), sent = n->sent != 0 ? n->sent : own;
+	int len, more;
 
 	switch (st) {
 	case MQ_NEW:
@@ -192,11 +222,38 @@ mq_name_format(char *buf, size_t size, enum mq_state st,
 		    n->ms / 1000, n->attempts);
 		break;
 	}
+	if (len >= 0 && (size_t)len < size) {
+		more = 0;
+		if (st != MQ_DEAD && (n->ttl != 0 || sent != own))
+			more = snprintf(buf + len, size - len, ",%" PRIu64
+			    ",%" PRIu64, sent, n->ttl);
+		else if (st == MQ_DEAD && n->ttl != 0)
+			more = snprintf(buf + len, size - len, ",%" PRIu64,
+			    n->ttl);
+		len = more < 0 ? more : len + more;
+	}
 	if (len < 0 || (size_t)len >= size) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * When a waiting message named n expires, given the spool's ttl (0:
+ * none): the lower of its own ttl and the spool's counts from its send
+ * (or last redrive).  UINT64_MAX: never.
+ */
+uint64_t
+mq_name_expiry(const struct mq_name *n, uint64_t spool_ttl)
+{
+	uint64_t ttl = n->ttl;
+
+	if (spool_ttl != 0 && (ttl == 0 || spool_ttl < ttl))
+		ttl = spool_ttl;
+	if (ttl == 0)
+		return UINT64_MAX;
+	return (n->sent != 0 ? n->sent : mq_id_ms(n->id)) + ttl;
 }
 
 /* The first `digits` hex digits of a visibility key (ms since the epoch). */

@@ -7,6 +7,9 @@
  *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
  *
+ * (each name with its ",SENT,TTL" when it has them: a release keeps them,
+ * a redrive makes SENT now; see name.c)
+ *
  * and the one descent of the tree's three levels that claiming, pruning
  * and counting share (mq_tree_walk).
  *

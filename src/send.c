@@ -5,7 +5,8 @@
  * leaves nothing visible; what is left is removed here, or after a crash
  * by mq-sweep.
  *
- *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_tmp_place)
+ *	send	tmp/ID			-> new/T/M/L/ID,0[,SENT,TTL]
+ *						(mq_tmp_place)
  *	redrive	(to another file system: a copy in its tmp/, the same rename)
  *	bury	tmp/ID,reason		-> reason/ID		(mq_tmp_commit)
  *
@@ -133,10 +134,11 @@ mq_tmp_sync(struct mq_spool *sp, char (*ids)[MQ_ID_LEN + 1], int n,
 
 /*
  * Puts tmp/id into new/ (of pl's spool) as a new message, ID,0, visible
- * at due.
+ * at due, with its own time to live ttl (ms; 0: none) counted from the
+ * time of its ID.
  */
 int
-mq_tmp_place(struct mq_placer *pl, const char *id, uint64_t due)
+mq_tmp_place(struct mq_placer *pl, const char *id, uint64_t due, uint64_t ttl)
 {
 	struct mq_name nm;
 	char name[MQ_NAME_MAX];
@@ -146,6 +148,7 @@ mq_tmp_place(struct mq_placer *pl, const char *id, uint64_t due)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	nm.ttl = ttl;
 	if (mq_name_format(name, sizeof(name), MQ_NEW, &nm) == -1)
 		return -1;
 	return mq_place(pl, pl->sp->tmp, id, name, due);

@@ -7,7 +7,9 @@
  *
  * Every leaf of new/ and bucket of cur/ is read once, names are not kept
  * (memory does not grow with depth), and a file is stat'ed only for its
- * size.
+ * size.  A waiting message past its time to live (its name and the
+ * spool's ttl tell) is counted as dead, as the next claim or sweep will
+ * bury it: it is never ready.
  */
 #include <sys/stat.h>
 
@@ -23,6 +25,7 @@
 struct counter {
 	struct mq_stats	*st;
 	uint64_t	 now;
+	uint64_t	 ttl;		/* the spool's */
 	uint64_t	*count;		/* where a message of this leaf goes */
 };
 
@@ -35,6 +38,20 @@ add_bytes(struct mq_stats *st, int dirfd, const char *name)
 		st->bytes += sb.st_size;
 }
 
+/* A waiting message past its time to live: dead, not yet buried. */
+static int
+expired(struct counter *c, const struct mq_name *nm)
+{
+	uint64_t t = mq_name_expiry(nm, c->ttl);
+
+	if (c->now < t)
+		return 0;
+	c->st->dead++;
+	if (t < c->st->oldest_dead_ms)
+		c->st->oldest_dead_ms = t;
+	return 1;
+}
+
 static int
 count_new(void *arg, int dirfd, const char *name)
 {
@@ -44,13 +61,15 @@ count_new(void *arg, int dirfd, const char *name)
 
 	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
 		return 0;
+	add_bytes(c->st, dirfd, name);
+	if (expired(c, &nm))
+		return 0;
 	(*c->count)++;
 	if (c->count == &c->st->ready) {
 		t = mq_id_ms(nm.id);
 		if (t < c->st->oldest_ready_ms)
 			c->st->oldest_ready_ms = t;
 	}
-	add_bytes(c->st, dirfd, name);
 	return 0;
 }
 
@@ -90,11 +109,12 @@ count_cur(void *arg, int dirfd, const char *name)
 
 	if (mq_name_parse(name, MQ_CUR, &nm) == -1)
 		return 0;
-	if (nm.ms <= c->now)
-		c->st->expired++;
-	else
-		c->st->in_flight++;
 	add_bytes(c->st, dirfd, name);
+	/* A lease that has run out leaves a waiting message. */
+	if (nm.ms > c->now)
+		c->st->in_flight++;
+	else if (!expired(c, &nm))
+		c->st->expired++;
 	return 0;
 }
 
@@ -129,12 +149,18 @@ mq_stat(struct mq_spool *sp, uint64_t now, struct mq_stats *st)
 {
 	struct counter c;
 	struct mq_tree t = { count_step, &c, 0, 0, 0, 0 };
+	struct mq_conf conf;
+	const char *why;
+	int line;
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;
 	memset(&c, 0, sizeof(c));
 	c.st = st;
 	c.now = now;
+	/* Settings that do not parse are the tool's to report. */
+	if (mq_conf_read(sp, &conf, &line, &why) == 0)
+		c.ttl = conf.ttl_ms;
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_tree_walk(&t, sp->new) == -1 ||
 	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||

@@ -4,12 +4,17 @@
  *
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
+ *		or, past its ttl	-> dead/ID,DIED,A	(mq_burial_bury)
+ *	ttl	new/T/M/L/ID,A past its time to live
+ *					-> dead/ID,DIED,A	(mq_expire)
  *	prune	empty past directories of new/ removed	(mq_prune)
  *	tmp/	fragments of crashed senders and reasons whose dead letter
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
  *
  * mq_reclaim makes expired messages visible to tools that only look at
- * new/; a claim takes expired leases itself (claim.c).  mq_tidy prunes
+ * new/; a claim takes expired leases itself (claim.c).  mq_expire buries
+ * what has outlived its time to live without waiting for a claim to meet
+ * it; it reads every leaf of new/, due or not (names only: no stat).  mq_tidy prunes
  * and makes the spares again (mq_spool_spares, spool.c).
  */
 #include <sys/stat.h>
@@ -28,14 +33,38 @@ struct reclaimer {
 	struct mq_spool	*sp;
 	struct mq_placer pl;
 	unsigned	 max;
+	uint64_t	 ttl;
 	uint64_t	 now;
+	struct mq_burial expired;
+	int		 failed;	/* mq_expire: the errno of a failure */
 	void		(*report)(const char *, const char *);
 };
+
+/*
+ * Buries fd/name (named nm) if its time to live has passed.  Returns 1
+ * when buried, 0 when not expired (or gone meanwhile: *gone), -1 on error.
+ */
+static int
+expire_one(struct reclaimer *rc, int fd, const char *name,
+    const struct mq_name *nm, int *gone)
+{
+	*gone = 0;
+	if (rc->now < mq_name_expiry(nm, rc->ttl))
+		return 0;
+	if (mq_burial_bury(&rc->expired, fd, name, nm) == -1) {
+		*gone = errno == ENOENT;
+		return *gone ? 0 : -1;
+	}
+	if (rc->report != NULL)
+		rc->report(nm->id, "dead: " MQ_REASON_EXPIRED);
+	return 1;
+}
 
 static int
 reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 {
 	struct reclaimer *rc = arg;
+	int r, gone;
 
 	if (nm->attempts >= rc->max) {
 		if (mq_bury(rc->sp, fd, name, nm, MQ_REASON_MAX_ATTEMPTS,
@@ -45,6 +74,8 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
 		return 1;
 	}
+	if ((r = expire_one(rc, fd, name, nm, &gone)) != 0 || gone)
+		return r;
 	if (mq_place_back(&rc->pl, fd, name, nm, rc->now) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (rc->report != NULL)
@@ -52,19 +83,33 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 	return 1;
 }
 
-/* Moves every expired lease back to new/, or to dead/ at max attempts. */
+static void
+reclaimer_init(struct reclaimer *rc, struct mq_spool *sp, unsigned max,
+    uint64_t ttl, void (*report)(const char *, const char *))
+{
+	memset(rc, 0, sizeof(*rc));
+	rc->sp = sp;
+	rc->max = max;
+	rc->ttl = ttl;
+	rc->now = mq_now_ms();
+	rc->report = report;
+	mq_burial_init(&rc->expired, sp, MQ_REASON_EXPIRED,
+	    strlen(MQ_REASON_EXPIRED));
+}
+
+/*
+ * Moves every expired lease back to new/, or to dead/ at max attempts or
+ * past its time to live (its own, or the spool's ttl; 0: none).
+ */
 int
-mq_reclaim(struct mq_spool *sp, unsigned max,
+mq_reclaim(struct mq_spool *sp, unsigned max, uint64_t ttl,
     void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
 	uint64_t wake = UINT64_MAX;
 	int r, saved;
 
-	rc.sp = sp;
-	rc.max = max;
-	rc.now = mq_now_ms();
-	rc.report = report;
+	reclaimer_init(&rc, sp, max, ttl, report);
 	mq_placer_init(&rc.pl, sp, 0);
 	rc.pl.spares = 1;
 	r = mq_expired_scan(sp, rc.now, INT32_MAX, reclaim_one, &rc, &wake);
@@ -72,8 +117,71 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 		r = -1;
 	saved = errno;
 	mq_placer_close(&rc.pl);
+	mq_burial_end(&rc.expired);
 	errno = saved;
 	return r;
+}
+
+/*
+ * mq_expire's step: every level, every leaf read whole, due or not.  A
+ * leaf that fails is passed (its error kept for the end): one unreadable
+ * leaf must not keep the others from being swept.
+ */
+static int
+expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+{
+	struct reclaimer *rc = arg;
+	struct mq_names names;
+	struct mq_name nm;
+	size_t i;
+	int fd, gone;
+
+	(void)key;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if ((fd = mq_opendirat(dirfd, name)) == -1) {
+		if (errno != ENOENT)
+			rc->failed = errno;
+		return MQ_TREE_NEXT;
+	}
+	/* Listed first: what is renamed away must not upset the listing. */
+	if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {
+		if (errno != ENOENT)
+			rc->failed = errno;
+		close(fd);
+		return MQ_TREE_NEXT;
+	}
+	for (i = 0; i < names.n; i++)
+		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0 &&
+		    expire_one(rc, fd, names.v[i], &nm, &gone) == -1)
+			rc->failed = errno;
+	mq_names_free(&names);
+	close(fd);
+	return MQ_TREE_NEXT;
+}
+
+/*
+ * Buries every message of new/ whose time to live (its own, or the
+ * spool's ttl; 0: none) has passed, delayed ones too.  It reads every
+ * leaf, one at a time.  What cannot be read or moved is passed over, and
+ * the last such error returned at the end.
+ */
+int
+mq_expire(struct mq_spool *sp, uint64_t ttl,
+    void (*report)(const char *, const char *))
+{
+	struct reclaimer rc;
+	struct mq_tree t = { expire_step, &rc, 0, 0, 1, 0 };
+	int r;
+
+	reclaimer_init(&rc, sp, 0, ttl, report);
+	r = mq_tree_walk(&t, sp->new);
+	mq_burial_end(&rc.expired);
+	if (r != -1 && rc.failed != 0) {
+		errno = rc.failed;
+		r = -1;
+	}
+	return r == -1 ? -1 : 0;
 }
 
 /* Every directory keyed before the cutoff is entered, then removed. */

@@ -722,6 +722,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	wk.pl.spares = 1;
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	mq_claimer_init(&wk.cl, 1);
+	wk.cl.ttl_ms = opt->ttl_ms;
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
 	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
 	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
