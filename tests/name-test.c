@@ -117,6 +117,130 @@ main(void)
 	ok(mq_name_format(buf, 10, MQ_CUR, &nm) == -1,
 	    "formatting into a short buffer fails");
 
+	/* The ID's own time: 0x18ec9688cb923ac3 ns. */
+	ok(mq_id_ms("18ec9688cb923ac3.2475.fd4836da3b66") == 1795975865689ULL,
+	    "an ID's time in ms");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,0", MQ_NEW,
+	    &nm) == 0 && nm.sent == 1795975865689ULL && nm.ttl == 0,
+	    "a short new name: sent at the ID's time, no ttl");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,2,"
+	    "1795975865689,200", MQ_NEW, &nm) == 0 && nm.attempts == 2 &&
+	    nm.sent == 1795975865689ULL && nm.ttl == 200,
+	    "a new name with its ttl parses");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895.696,3,"
+	    "1795975870000,0", MQ_CUR, &nm) == 0 && nm.ms == 1795975895696ULL &&
+	    nm.attempts == 3 && nm.sent == 1795975870000ULL && nm.ttl == 0,
+	    "a cur name redriven (sent later than its ID) parses");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895,5,"
+	    "60000", MQ_DEAD, &nm) == 0 && nm.ms == 1795975895000ULL &&
+	    nm.attempts == 5 && nm.ttl == 60000,
+	    "a dead name keeps its ttl");
+	{
+		static const struct {
+			enum mq_state st;
+			const char *s;
+		} bad[] = {
+			/* what the short form says: not canonical */
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689,0" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,0,200" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "01795975865689,200" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689,0200" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689," },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689,200," },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689,200,1" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "1795975865689,1000000000001" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "9999999999999999,200" },
+			{ MQ_NEW, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "-1,200" },
+			{ MQ_CUR, "18ec9688cb923ac3.2475.fd4836da3b66,"
+			    "1795975895.696,3,1795975865689,0" },
+			{ MQ_CUR, "18ec9688cb923ac3.2475.fd4836da3b66,"
+			    "1795975895.696,3,200" },
+			{ MQ_DEAD, "18ec9688cb923ac3.2475.fd4836da3b66,"
+			    "1795975895,5,0" },
+			{ MQ_DEAD, "18ec9688cb923ac3.2475.fd4836da3b66,"
+			    "1795975895,5,1795975865689,200" },
+			{ MQ_DEAD, "18ec9688cb923ac3.2475.fd4836da3b66,"
+			    "1795975895,5," },
+		};
+		int all_bad = 1;
+		size_t k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(*bad); k++)
+			if (mq_name_parse(bad[k].s, bad[k].st, &nm) == 0) {
+				printf("# accepted: %s\n", bad[k].s);
+				all_bad = 0;
+			}
+		ok(all_bad, "malformed or non-canonical expiry fields are "
+		    "rejected");
+	}
+
+	memset(&nm, 0, sizeof(nm));
+	strcpy(nm.id, "18ec9688cb923ac3.2475.fd4836da3b66");
+	ok(mq_name_format(buf, sizeof(buf), MQ_NEW, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,0") == 0,
+	    "no ttl, sent unset: the short form");
+	nm.sent = 1795975865689ULL;
+	ok(mq_name_format(buf, sizeof(buf), MQ_NEW, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,0") == 0,
+	    "no ttl, sent at the ID's time: the short form");
+	nm.ttl = 1500;
+	ok(mq_name_format(buf, sizeof(buf), MQ_NEW, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+	    "1795975865689,1500") == 0, "a ttl: the long form");
+	nm.ms = 1795975895000ULL;
+	nm.attempts = 5;
+	ok(mq_name_format(buf, sizeof(buf), MQ_DEAD, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,1795975895,5,"
+	    "1500") == 0, "dead/ keeps the ttl, not the time sent");
+	nm.ttl = 0;
+	nm.sent = 1795975870000ULL;
+	nm.attempts = 0;
+	ok(mq_name_format(buf, sizeof(buf), MQ_NEW, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,0,"
+	    "1795975870000,0") == 0, "sent later than the ID: the long form");
+	{
+		char big[MQ_NAME_MAX];
+
+		/* The longest name there is: cur/, every field at its widest. */
+		strcpy(nm.id, "18ec9688cb923ac3.1234567890.fd4836da3b66");
+		nm.ms = 999999999999999ULL;
+		nm.attempts = MQ_ATTEMPTS_MAX;
+		nm.sent = 999999999999999ULL;
+		nm.ttl = MQ_SECS_MAX * 1000;
+		ok(strlen(nm.id) == MQ_ID_LEN &&
+		    mq_name_format(big, sizeof(big), MQ_CUR, &nm) == 0 &&
+		    mq_name_parse(big, MQ_CUR, &nm) == 0 &&
+		    strlen(big) == MQ_NAME_MAX - 1,
+		    "the longest cur name fits MQ_NAME_MAX and parses");
+	}
+
+	memset(&nm, 0, sizeof(nm));
+	strcpy(nm.id, "18ec9688cb923ac3.2475.fd4836da3b66");
+	nm.sent = 1795975865689ULL;
+	ok(mq_name_expiry(&nm, 0) == UINT64_MAX,
+	    "no ttl of its own nor of the spool: never expires");
+	ok(mq_name_expiry(&nm, 3000) == 1795975868689ULL,
+	    "the spool's ttl counts from the send");
+	nm.ttl = 1000;
+	ok(mq_name_expiry(&nm, 3000) == 1795975866689ULL &&
+	    mq_name_expiry(&nm, 500) == 1795975866189ULL &&
+	    mq_name_expiry(&nm, 0) == 1795975866689ULL,
+	    "the lower of its ttl and the spool's wins");
+	nm.sent = 0;
+	ok(mq_name_expiry(&nm, 0) == 1795975866689ULL,
+	    "sent unset counts from the ID's time");
+
 	ok(mq_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_KEY_DIGITS) ==
 	    0 && strcmp(buf, "1a22880e559") == 0, "leaf key formats");
 	ok(mq_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_TOP_DIGITS) ==
