@@ -5,7 +5,8 @@
 #
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
-# BENCH_ONLY (some of: rates startup workers depth delayed worker memory),
+# BENCH_ONLY (some of: rates startup workers depth delayed worker memory
+# expired),
 # BENCH_JOBS (jobs per worker-mode run, 2000).
 set -eu
 
@@ -213,6 +214,40 @@ bench_delayed() { # fs: delayed messages ahead of a ready one
 	rm -rf "$w"
 }
 
+bench_expired() { # fs: claims when most of a deep queue has expired
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=50
+	dead=$((DEPTH * 9 / 10))
+	say "$name: expired: two spools of $DEPTH, $dead of one past their ttl"
+	# The same names in both (long forms for 90%), only the ttl differs.
+	seq 1 "$dead" | MQ_DIR="$w/exp" mq-send -l -S --ttl 1 >/dev/null
+	seq 1 $((DEPTH - dead)) | MQ_DIR="$w/exp" mq-send -l -S >/dev/null
+	seq 1 "$dead" | MQ_DIR="$w/live" mq-send -l -S --ttl 36000 >/dev/null
+	seq 1 $((DEPTH - dead)) | MQ_DIR="$w/live" mq-send -l -S >/dev/null
+	sleep 1.2
+	# The first claim meets the run of expired messages and buries it.
+	sync; MQ_DIR="$w/exp" spawn -o /dev/null 1 mq-recv -t 3600 >"$w/first.t"
+	buried=$(find "$w/exp/dead" -type f | wc -l)
+	for r in $(seq 1 "$R"); do
+		say "$name: expired, run $r of $R"
+		MQ_DIR="$w/exp" spawn -o /dev/null "$k" mq-recv -t 3600 >>"$w/exp.t"
+		MQ_DIR="$w/live" spawn -o /dev/null "$k" mq-recv -t 3600 >>"$w/live.t"
+	done
+	live=$(cut -d' ' -f1 "$w/live.t" | median)
+	once=$(cut -d' ' -f1 "$w/first.t")
+	row "$name" "first claim, burying $buried expired of $DEPTH" "$once" us \
+	    "claim one, $DEPTH ready, none expired" "$live" "-"
+	per=$(awk -v f="$once" -v n="$buried" 'BEGIN { if (n > 0) printf "%.2f", f / n; else print 0 }')
+	RATIO=$per
+	row "$name" "that first claim, per message buried" "$per" us \
+	    "(none)" 0 "-"
+	row "$name" "claim one, after $buried expired were buried" "$(cut -d' ' -f1 "$w/exp.t" | median)" us \
+	    "claim one, $DEPTH ready, none expired" "$live" "<= 1.3"
+	row "$name" "peak RSS of the first claim" "$(cut -d' ' -f2 "$w/first.t")" KiB \
+	    "16 MiB" 16384 "<= 1"
+	rm -rf "$w"
+}
+
 bench_workers() { # fs: one worker against two
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	worker() { # spool, log prefix: claim 100, ack them, keep the receipts
@@ -315,7 +350,7 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -327,6 +362,7 @@ first=${FSLIST%% *}
 want delayed && bench_delayed "$first"
 want worker && bench_worker "$first"
 want memory && bench_memory "$first"
+want expired && bench_expired "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
