@@ -69,6 +69,7 @@ static int
 shared_make(struct mq_burial *b)
 {
 	struct mq_tmpfile tf;
+	struct stat st;
 	char id[MQ_ID_LEN + 1];
 
 	mq_id_new(id);
@@ -78,11 +79,14 @@ shared_make(struct mq_burial *b)
 		return -1;
 	}
 	if (mq_tmp_write(&tf, b->reason, b->len) == -1 ||
+	    fstat(tf.fd, &st) == -1 ||
 	    mq_tmp_close(&tf, MQ_TMP_SYNC_NONE) == -1) {
 		mq_tmp_abort(&tf);
 		b->shared[0] = '\0';
 		return -1;
 	}
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
 	return 0;
 }
 
@@ -97,14 +101,16 @@ shared_drop(struct mq_burial *b)
 /*
  * Gives message id its reason: a hard link to the shared one (made at the
  * first burial), which costs one link(2) where writing a file costs four
- * calls and an inode.  A reason of an earlier death in the way goes; a
- * shared reason with all the links it can have is replaced by a new one.
+ * calls and an inode.  A reason in the way goes: an earlier death's, or
+ * that of another burier racing for the same message; *mine is then 0.
+ * A shared reason with all the links it can have is replaced by a new one.
  */
 static int
-reason_link(struct mq_burial *b, const char *id)
+reason_link(struct mq_burial *b, const char *id, int *mine)
 {
 	int i;
 
+	*mine = 1;
 	if (b->nolink)
 		return reason_put(b->sp, id, b->reason, b->len);
 	for (i = 0; i < MQ_RETRIES; i++) {
@@ -113,6 +119,7 @@ reason_link(struct mq_burial *b, const char *id)
 		if (linkat(b->sp->tmp, b->shared, b->sp->reason, id, 0) == 0)
 			return 0;
 		if (errno == EEXIST) {
+			*mine = 0;
 			if (unlinkat(b->sp->reason, id, 0) == -1 &&
 			    errno != ENOENT)
 				return -1;
@@ -130,6 +137,22 @@ reason_link(struct mq_burial *b, const char *id)
 	return -1;
 }
 
+/*
+ * Whether reason/id is still the link this run made, not one that another
+ * burier of the same message put in its place.  (Where each reason is a
+ * file of its own, it is taken to be.)
+ */
+static int
+still_mine(struct mq_burial *b, const char *id)
+{
+	struct stat st;
+
+	if (b->nolink)
+		return 1;
+	return fstatat(b->sp->reason, id, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_ino == b->ino && st.st_dev == b->dev;
+}
+
 /* A run of burials for one reason; nothing is made before the first. */
 void
 mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
@@ -144,7 +167,9 @@ mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
 /*
  * The reason goes in first, so that a dead letter has one whenever there
  * is room for it; if the message is gone by the time of the rename, the
- * reason is taken back.  With no room for a reason the message is buried
+ * reason is taken back, unless it found another's in its way: two buriers
+ * racing for one message (two workers meeting the same expired one) would
+ * otherwise leave the winner's dead letter without its reason.  With no room for a reason the message is buried
  * without one: the body must get out of the way of a full file system, and
  * a missing reason says why it is missing (see mq-dlq(1)).  Nothing is
  * synced: the rename either happened or the message is where it was.
@@ -156,13 +181,13 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	struct mq_spool *sp = b->sp;
 	struct mq_name dead = *nm;
 	char deadname[MQ_NAME_MAX];
-	int saved, with;
+	int saved, with, mine;
 
 	dead.ms = mq_now_ms();
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
 		return -1;
-	with = reason_link(b, nm->id) == 0;
+	with = reason_link(b, nm->id, &mine) == 0;
 	if (!with) {
 		if (!mq_spool_full(errno))
 			return -1;
@@ -172,7 +197,7 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	}
 	if (renameat(from, name, sp->dead, deadname) == -1) {
 		saved = errno;
-		if (with)
+		if (with && mine && still_mine(b, nm->id))
 			unlinkat(sp->reason, nm->id, 0);
 		errno = saved;
 		return -1;

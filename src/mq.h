@@ -304,6 +304,8 @@ struct mq_burial {
 	const char *reason;
 	size_t	 len;
 	char	 shared[MQ_NAME_MAX];	/* in tmp/, or "" */
+	dev_t	 dev;		/* of the shared reason */
+	ino_t	 ino;
 	int	 nolink;	/* no hard links here: each writes its own */
 };
 void	 mq_burial_init(struct mq_burial *, struct mq_spool *, const char *,

@@ -354,3 +354,18 @@ now_ms() {
 	# Counting moved nothing.
 	assert_equal "$(count new)" 2
 }
+
+@test "ttl: receivers racing through the same expired messages leave each dead letter its reason" {
+	seq 1 2000 | mq-send -l -S --ttl 0.2 >/dev/null
+	sleep 0.4
+	for i in 1 2 3 4; do
+		timeout 60 mq-recv -n 1 >"$W/out.$i" &
+	done
+	wait
+	assert_equal "$(cat "$W"/out.*)" ""
+	assert_equal "$(count new)" 0
+	assert_equal "$(count dead)" 2000
+	assert_equal "$(count reason)" 2000
+	assert_equal "$(reasons | sort | uniq -c | tr -s ' ')" " 2000 expired"
+	assert_equal "$(count tmp)" 0
+}
