@@ -99,11 +99,36 @@ shared_drop(struct mq_burial *b)
 }
 
 /*
+ * Puts a link to the shared reason in place of reason/id, which is there:
+ * linked in tmp/ first and renamed over it, so that a burier killed half
+ * way leaves a reason there all the same.
+ */
+static int
+reason_replace(struct mq_burial *b, const char *id)
+{
+	char tid[MQ_ID_LEN + 1], tname[MQ_NAME_MAX];
+	int saved;
+
+	mq_id_new(tid);
+	snprintf(tname, sizeof(tname), "%s,reason", tid);
+	if (linkat(b->sp->tmp, b->shared, b->sp->tmp, tname, 0) == -1)
+		return -1;
+	if (renameat(b->sp->tmp, tname, b->sp->reason, id) == -1) {
+		saved = errno;
+		unlinkat(b->sp->tmp, tname, 0);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Gives message id its reason: a hard link to the shared one (made at the
  * first burial), which costs one link(2) where writing a file costs four
- * calls and an inode.  A reason in the way goes: an earlier death's, or
- * that of another burier racing for the same message; *mine is then 0.
- * A shared reason with all the links it can have is replaced by a new one.
+ * calls and an inode.  A reason in the way is replaced: an earlier
+ * death's, or that of another burier racing for the same message; *mine
+ * is then 0.  A shared reason with all the links it can have is replaced
+ * by a new one.
  */
 static int
 reason_link(struct mq_burial *b, const char *id, int *mine)
@@ -120,10 +145,10 @@ reason_link(struct mq_burial *b, const char *id, int *mine)
 			return 0;
 		if (errno == EEXIST) {
 			*mine = 0;
-			if (unlinkat(b->sp->reason, id, 0) == -1 &&
-			    errno != ENOENT)
-				return -1;
-		} else if (errno == EMLINK) {
+			if (reason_replace(b, id) == 0)
+				return 0;
+		}
+		if (errno == EMLINK) {
 			shared_drop(b);
 		} else if (errno == EPERM || errno == ENOTSUP ||
 		    errno == EOPNOTSUPP || errno == EXDEV) {
