@@ -9,10 +9,11 @@
  * buried instead (mq_bury, dead.c), and so is one whose time to live has
  * passed (with the reason "expired", mq_burial_bury: the burials of one
  * claim share their reason file), as the claim meets it: a run of expired
- * messages is passed over once, by the claim that buries it.  A claim takes the oldest ID of the
- * oldest due leaf, so claiming never lists more than one leaf and one
- * directory per level; cur/S holds the leases that end within second S,
- * so expired leases are found by looking at the first buckets only.
+ * messages is passed over once, by the claim that buries it.  A claim
+ * takes the oldest ID of the oldest due leaf, so claiming never lists more
+ * than one leaf and one directory per level; cur/S holds the leases that
+ * end within second S, so expired leases are found by looking at the first
+ * buckets only.
  * Because a rename either happens whole or not at all, two workers racing
  * for a message cannot both win: the loser gets ENOENT.
  */

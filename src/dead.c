@@ -194,10 +194,11 @@ mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
  * is room for it; if the message is gone by the time of the rename, the
  * reason is taken back, unless it found another's in its way: two buriers
  * racing for one message (two workers meeting the same expired one) would
- * otherwise leave the winner's dead letter without its reason.  With no room for a reason the message is buried
- * without one: the body must get out of the way of a full file system, and
- * a missing reason says why it is missing (see mq-dlq(1)).  Nothing is
- * synced: the rename either happened or the message is where it was.
+ * otherwise leave the winner's dead letter without its reason.  With no
+ * room for a reason the message is buried without one: the body must get
+ * out of the way of a full file system, and a missing reason says why it
+ * is missing (see mq-dlq(1)).  Nothing is synced: after a crash the rename
+ * happened or the message is where it was, and is buried again.
  */
 int
 mq_burial_bury(struct mq_burial *b, int from, const char *name,

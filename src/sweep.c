@@ -5,8 +5,8 @@
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
  *		or, past its ttl	-> dead/ID,DIED,A	(mq_burial_bury)
- *	ttl	new/T/M/L/ID,A past its time to live
- *					-> dead/ID,DIED,A	(mq_expire)
+ *	ttl	new/T/M/L/ID,A,SENT,TTL (or ID,A, with the spool's ttl)
+ *		past its time to live	-> dead/ID,DIED,A	(mq_expire)
  *	prune	empty past directories of new/ removed	(mq_prune)
  *	tmp/	fragments of crashed senders and reasons whose dead letter
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
@@ -14,8 +14,8 @@
  * mq_reclaim makes expired messages visible to tools that only look at
  * new/; a claim takes expired leases itself (claim.c).  mq_expire buries
  * what has outlived its time to live without waiting for a claim to meet
- * it; it reads every leaf of new/, due or not (names only: no stat).  mq_tidy prunes
- * and makes the spares again (mq_spool_spares, spool.c).
+ * it; it reads every leaf of new/, due or not (names only: no stat).
+ * mq_tidy prunes and makes the spares again (mq_spool_spares, spool.c).
  */
 #include <sys/stat.h>
 
