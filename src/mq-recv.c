@@ -249,7 +249,9 @@ settings(struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c)
 
 /*
  * Receive mode: claims up to n messages, printing a receipt for each,
- * waiting until until for one with -w.
+ * waiting until until for one with -w.  A paused spool hands out nothing;
+ * under -w mq-conf's ring of the doorbell says when to read the settings
+ * again, so a resume is seen as a new message is.
  */
 static int
 receive(struct recv_opts *o, uint64_t until)
@@ -260,20 +262,27 @@ receive(struct recv_opts *o, uint64_t until)
 	struct mq_claimer cl;
 	uint64_t wake, now;
 	int64_t timeout;
-	int got;
+	int got, said = 0, r;
 
 	spool_open(&sp, o->dir, o->wflag, until, o->wo.verbose);
 	settings(o, &sp, &conf);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (o->wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
+	/* A resume between the read above and the watch rang unheard. */
+	if (o->wflag && conf.paused)
+		mq_conf_xread(&sp, &conf);
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
 	cl.ttl_ms = conf.ttl_ms;
 	for (;;) {
-		got = mq_claim(&sp, &cl, o->n, o->lease, o->max, print_receipt,
-		    NULL, &wake);
-		if (got == -1)
+		got = 0;
+		wake = UINT64_MAX;
+		if (conf.paused) {
+			if (o->wo.verbose && !said++)
+				warnx("%s: paused", sp.path);
+		} else if ((got = mq_claim(&sp, &cl, o->n, o->lease, o->max,
+		    print_receipt, NULL, &wake)) == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
 		if (got > 0 || !o->wflag)
@@ -285,8 +294,13 @@ receive(struct recv_opts *o, uint64_t until)
 			wake = until;
 		timeout = wake == UINT64_MAX ? -1 : wake > now ?
 		    (int64_t)(wake - now) : 0;
-		if (mq_wait(&w, timeout) == -1)
+		if ((r = mq_wait(&w, timeout)) == -1)
 			wait_failed(&sp);
+		if (r == 1) {
+			mq_conf_xread(&sp, &conf);
+			if (!conf.paused)
+				said = 0;
+		}
 	}
 	if (o->wflag)
 		mq_wait_close(&w);

@@ -1,8 +1,9 @@
 /*
  * mq-stat: how many messages each spool holds in each state, how old the
  * oldest ready message and the oldest dead letter are, and how many bytes
- * they take: as a table, as JSON lines, or in the Prometheus text format
- * for node_exporter's textfile collector.  It only reads (stat.c).
+ * they take, with the settings that differ from the defaults (mq-conf):
+ * as a table, as JSON lines, or in the Prometheus text format for
+ * node_exporter's textfile collector.  It only reads (stat.c, conf.c).
  */
 #include <err.h>
 #include <errno.h>
@@ -23,6 +24,7 @@ enum { OPT_JSON = 256, OPT_PROMETHEUS };
 struct result {
 	const char	*path;
 	struct mq_stats	 st;
+	struct mq_conf	 conf;
 };
 
 static void __dead
@@ -75,23 +77,54 @@ human_age(char *buf, size_t size, uint64_t then, uint64_t now)
 	return buf;
 }
 
+/*
+ * The settings that differ from the defaults as one word, key=value
+ * joined by commas (no value has a space or a comma), or "-".  paused
+ * comes first, so that a paused spool shows at a glance.
+ */
+static const char *
+settings_word(char *buf, size_t size, const struct mq_conf *c)
+{
+	size_t len = 0;
+	int k, i;
+
+	buf[0] = '\0';
+	for (i = -1; i < MQ_CONF_NKEYS; i++) {
+		k = i == -1 ? MQ_CONF_PAUSED : i;
+		if ((i == MQ_CONF_PAUSED) || !mq_conf_isset(c, k))
+			continue;
+		len += snprintf(buf + len, size - len, "%s%s=%s",
+		    len > 0 ? "," : "", mq_conf_name(k), mq_conf_value(c, k));
+	}
+	return len > 0 ? buf : "-";
+}
+
+/* Room for every key, "=" and its longest value (31), and a comma. */
+#define SETTINGS_MAX	(MQ_CONF_NKEYS * (16 + 32 + 1))
+
 static void
 table(const struct result *r, size_t n, uint64_t now)
 {
-	char a[32], b[32];
+	char a[32], b[32], set[SETTINGS_MAX];
 	size_t i;
+	int w = strlen("SETTINGS"), len;
 
-	printf("%7s %7s %9s %7s %7s %13s %12s %12s  %s\n", "READY",
+	for (i = 0; i < n; i++)
+		if ((len = strlen(settings_word(set, sizeof(set),
+		    &r[i].conf))) > w)
+			w = len;
+	printf("%7s %7s %9s %7s %7s %13s %12s %12s  %-*s  %s\n", "READY",
 	    "DELAYED", "IN-FLIGHT", "EXPIRED", "DEAD", "OLDEST-READY",
-	    "OLDEST-DEAD", "BYTES", "SPOOL");
+	    "OLDEST-DEAD", "BYTES", w, "SETTINGS", "SPOOL");
 	for (i = 0; i < n; i++) {
 		printf("%7" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
-		    " %7" PRIu64 " %13s %12s %12" PRIu64 "  ", r[i].st.ready,
-		    r[i].st.delayed, r[i].st.in_flight, r[i].st.expired,
-		    r[i].st.dead,
+		    " %7" PRIu64 " %13s %12s %12" PRIu64 "  %-*s  ",
+		    r[i].st.ready, r[i].st.delayed, r[i].st.in_flight,
+		    r[i].st.expired, r[i].st.dead,
 		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
 		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now),
-		    r[i].st.bytes);
+		    r[i].st.bytes, w,
+		    settings_word(set, sizeof(set), &r[i].conf));
 		mq_escape(stdout, r[i].path, strlen(r[i].path));
 		putchar('\n');
 	}
@@ -104,6 +137,29 @@ json_age(const char *key, uint64_t then, uint64_t now)
 		printf(",\"%s\":null", key);
 	else
 		printf(",\"%s\":%.3f", key, age(then, now));
+}
+
+/* Keys and values as mq-conf prints them; only those not the default. */
+static void
+json_settings(const struct mq_conf *c)
+{
+	const char *v;
+	int k, first = 1;
+
+	fputs(",\"settings\":{", stdout);
+	for (k = 0; k < MQ_CONF_NKEYS; k++) {
+		if (!mq_conf_isset(c, k))
+			continue;
+		if (!first)
+			putchar(',');
+		first = 0;
+		mq_json_string(stdout, mq_conf_name(k),
+		    strlen(mq_conf_name(k)));
+		putchar(':');
+		v = mq_conf_value(c, k);
+		mq_json_string(stdout, v, strlen(v));
+	}
+	putchar('}');
 }
 
 static void
@@ -122,7 +178,9 @@ json(const struct result *r, size_t n, uint64_t now)
 		    now);
 		json_age("oldest_dead_age_seconds", r[i].st.oldest_dead_ms,
 		    now);
-		printf(",\"bytes\":%" PRIu64 "}\n", r[i].st.bytes);
+		printf(",\"bytes\":%" PRIu64, r[i].st.bytes);
+		json_settings(&r[i].conf);
+		puts("}");
 	}
 }
 
@@ -143,30 +201,44 @@ label(const char *s)
 }
 
 static double
-oldest_ready(const struct mq_stats *st, uint64_t now)
+oldest_ready(const struct result *r, uint64_t now)
 {
-	return st->oldest_ready_ms == UINT64_MAX ? 0 :
-	    age(st->oldest_ready_ms, now);
+	return r->st.oldest_ready_ms == UINT64_MAX ? 0 :
+	    age(r->st.oldest_ready_ms, now);
 }
 
 static double
-oldest_dead(const struct mq_stats *st, uint64_t now)
+oldest_dead(const struct result *r, uint64_t now)
 {
-	return st->oldest_dead_ms == UINT64_MAX ? 0 :
-	    age(st->oldest_dead_ms, now);
+	return r->st.oldest_dead_ms == UINT64_MAX ? 0 :
+	    age(r->st.oldest_dead_ms, now);
 }
 
 static double
-bytes(const struct mq_stats *st, uint64_t now)
+bytes(const struct result *r, uint64_t now)
 {
 	(void)now;
-	return st->bytes;
+	return r->st.bytes;
+}
+
+static double
+paused(const struct result *r, uint64_t now)
+{
+	(void)now;
+	return r->conf.paused;
+}
+
+static double
+max_depth(const struct result *r, uint64_t now)
+{
+	(void)now;
+	return r->conf.max_depth;
 }
 
 /* One gauge with a sample per spool, with that many decimals. */
 static void
 gauge(const struct result *r, size_t n, uint64_t now, const char *name,
-    const char *text, double (*value)(const struct mq_stats *, uint64_t),
+    const char *text, double (*value)(const struct result *, uint64_t),
     int decimals)
 {
 	size_t i;
@@ -175,7 +247,7 @@ gauge(const struct result *r, size_t n, uint64_t now, const char *name,
 	for (i = 0; i < n; i++) {
 		printf("%s{spool=", name);
 		label(r[i].path);
-		printf("} %.*f\n", decimals, value(&r[i].st, now));
+		printf("} %.*f\n", decimals, value(&r[i], now));
 	}
 }
 
@@ -207,6 +279,28 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	    "oldest dead letter died (0 when none).", oldest_dead, 3);
 	gauge(r, n, now, "mq_bytes", "Bytes of the messages in the spool, all "
 	    "states.", bytes, 0);
+	gauge(r, n, now, "mq_paused", "1 when the spool is paused (mq-conf "
+	    "paused=yes), else 0.", paused, 0);
+	gauge(r, n, now, "mq_max_depth", "The most messages waiting that "
+	    "mq-send adds to (mq-conf max-depth; 0: no limit).", max_depth, 0);
+}
+
+/* The spool's settings; -1 when they do not parse, said on stderr. */
+static int
+settings(struct mq_spool *sp, struct mq_conf *c)
+{
+	const char *why;
+	int line;
+
+	if (mq_conf_read(sp, c, &line, &why) == 0)
+		return 0;
+	if (why != NULL && line > 0)
+		warnx("%s/%s: line %d: %s", sp->path, MQ_CONF, line, why);
+	else if (why != NULL)
+		warnx("%s/%s: %s", sp->path, MQ_CONF, why);
+	else
+		warn("%s/%s", sp->path, MQ_CONF);
+	return -1;
 }
 
 int
@@ -274,6 +368,11 @@ main(int argc, char *argv[])
 				warnx("%s: not a spool", dirs[i]);
 			else
 				warn("%s", dirs[i]);
+			status = MQ_EX_SYS;
+			mq_spool_close(&sp);
+			continue;
+		}
+		if (settings(&sp, &res[n].conf) == -1) {
 			status = MQ_EX_SYS;
 			mq_spool_close(&sp);
 			continue;

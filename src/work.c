@@ -16,6 +16,13 @@
  * Invariant: a job's message is acked, released or buried only through the
  * receipt of its current lease; once a heartbeat finds the lease gone, the
  * message belongs to someone else and is left alone.
+ *
+ * Pausing (mq-conf paused=yes) stops the claiming and nothing else: jobs
+ * run on and are settled.  mq-conf rings the doorbell after its write, so
+ * the doorbell stays in the poll set even while every slot is busy, and
+ * the settings are read again when it rings, not once a claim; as a busy
+ * spool rings often (sends, and claims under max-depth), reads are spaced
+ * by CONF_GAP_MS at least, which bounds their cost and the delay alike.
  */
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -40,6 +47,7 @@
 #define LAST_MAX	256	/* kept of a job's last line on stderr */
 #define KILL_GRACE_MS	5000	/* from SIGTERM to SIGKILL */
 #define NEVER		UINT64_MAX
+#define CONF_GAP_MS	100	/* the least time between two conf reads */
 
 extern char **environ;
 
@@ -79,6 +87,9 @@ struct worker {
 	int		 halt;		/* claim no more: the command failed */
 	int		 failed;	/* a job did not succeed */
 	int		 status;	/* worst system status */
+	int		 paused;	/* the spool's paused setting */
+	uint64_t	 conf_at;	/* when it was read */
+	uint64_t	 conf_due;	/* read it again then; NEVER: no need */
 	uint64_t	 now;
 	sigset_t	 sigs;		/* the signals we handle */
 };
@@ -703,6 +714,47 @@ until(uint64_t when, uint64_t now)
 	return when - now > INT32_MAX ? INT32_MAX : (int64_t)(when - now);
 }
 
+/*
+ * Reads the settings again, for paused; the others were taken when the
+ * worker started.  Settings that no longer parse stop the worker as they
+ * would have stopped it from starting: running jobs finish, exit 4.
+ */
+static void
+reread(struct worker *wk)
+{
+	struct mq_conf c;
+	const char *why;
+	int line;
+
+	wk->conf_at = wk->now;
+	wk->conf_due = NEVER;
+	if (mq_conf_read(wk->sp, &c, &line, &why) == -1) {
+		if (why != NULL && line > 0)
+			warnx("%s/%s: line %d: %s", wk->sp->path, MQ_CONF,
+			    line, why);
+		else if (why != NULL)
+			warnx("%s/%s: %s", wk->sp->path, MQ_CONF, why);
+		else
+			warn("%s/%s", wk->sp->path, MQ_CONF);
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+		return;
+	}
+	if (c.paused != wk->paused && wk->opt->verbose)
+		warnx("%s: %s", wk->sp->path, c.paused ? "paused" : "resumed");
+	wk->paused = c.paused;
+}
+
+/* The doorbell rang: read the settings now, or once CONF_GAP_MS is up. */
+static void
+rung(struct worker *wk)
+{
+	uint64_t at = wk->conf_at + CONF_GAP_MS;
+
+	if (wk->conf_due == NEVER)
+		wk->conf_due = at > wk->now ? at : wk->now;
+}
+
 int
 mq_work(struct mq_spool *sp, const struct mq_work *opt)
 {
@@ -711,7 +763,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	struct pollfd *pfd;
 	uint64_t wake = NEVER, next, idle_since;
 	int64_t timeout;
-	int i, n, got, child, look = 1, empty = 0, rung, wfd, watching;
+	int i, n, got, child, look = 1, empty = 0, ring, wfd, watching;
 	int claimed_any = 0;
 
 	memset(&wk, 0, sizeof(wk));
@@ -736,11 +788,27 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			errx(MQ_EX_SYS, "%s: spool removed", sp->path);
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
 	}
-	idle_since = mq_now_ms();
+	/* After the watch, so that a resume from now on rings it. */
+	wk.now = mq_now_ms();
+	reread(&wk);
+	if (wk.halt)
+		exit(MQ_EX_SYS);
+	idle_since = wk.now;
 
 	for (;;) {
 		wk.now = mq_now_ms();
-		if (look && !wk.stop && !wk.halt && wk.running < opt->slots &&
+		if (wk.conf_due <= wk.now && !wk.halt) {
+			reread(&wk);
+			if (!wk.paused)
+				look = 1;
+		}
+		/* Paused, nothing is claimable: as an empty queue, no wake. */
+		if (wk.paused) {
+			empty = 1;
+			wake = NEVER;
+		}
+		if (look && !wk.paused && !wk.stop && !wk.halt &&
+		    wk.running < opt->slots &&
 		    (opt->limit == 0 || wk.claimed < opt->limit)) {
 			n = opt->slots - wk.running;
 			if (opt->limit > 0 && opt->limit - wk.claimed < n)
@@ -772,6 +840,8 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 		next = timers(&wk);
 		if (empty && wake < next)
 			next = wake;
+		if (wk.conf_due < next)
+			next = wk.conf_due;
 		if (wk.running == 0 && empty && opt->idle_ms != NEVER &&
 		    idle_since + opt->idle_ms < next)
 			next = idle_since + opt->idle_ms;
@@ -781,7 +851,8 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 		pfd[n].fd = sigpipe[0];
 		pfd[n++].events = POLLIN;
 		wfd = -1;
-		watching = !wk.stop && !wk.halt && wk.running < opt->slots;
+		/* Also with every slot busy: a pause must be seen then too. */
+		watching = !wk.stop && !wk.halt;
 		if (watching) {
 			wfd = mq_wait_fd(&w, &timeout);
 			pfd[n].fd = wfd;
@@ -805,11 +876,12 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			signals_read(&wk, &child);
 		i = 1;
 		if (watching) {
-			rung = mq_wait_rung(&w, wfd != -1 &&
+			ring = mq_wait_rung(&w, wfd != -1 &&
 			    pfd[i].revents != 0);
-			if (rung == 1)
+			if (ring == 1) {
 				look = 1;
-			else if (rung == -1 && !wk.halt) {
+				rung(&wk);
+			} else if (ring == -1 && !wk.halt) {
 				if (errno == ENOENT)
 					warnx("%s: spool removed", sp->path);
 				else
