@@ -1,0 +1,265 @@
+load helper
+
+# A paused spool (mq-conf paused=yes): mq-recv claims nothing, worker mode
+# stops claiming and lets its jobs finish, mq-send still works.  Jobs
+# write what they did into $W (outside the spool).
+
+setup() {
+	W=$BATS_TEST_TMPDIR/w
+	mkdir -p "$W"
+	export W
+}
+
+# Waits (at most 20 s) until the command succeeds.
+wait_for() {
+	local i=0
+	until "$@"; do
+		[ $i -lt 400 ] || return 1
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+started() { # n: at least n jobs have started
+	[ "$(find "$W" -name 'started.*' | wc -l)" -ge "$1" ]
+}
+
+empty() { # state directory: holds no message
+	[ "$(count "$1")" -eq 0 ]
+}
+
+said_times() { # n, text, file: n lines of the file end with text
+	[ "$(grep -c -- "$2\$" "$3")" -eq "$1" ]
+}
+
+said() { # text, file: a line of the file ends with text
+	grep -q -- "$1\$" "$2" 2>/dev/null
+}
+
+# CPU time (user + system, in clock ticks) that process $1 has used.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+@test "mq-recv: a paused spool: exit 1 at once, silent, nothing claimed" {
+	printf 'a\nb\n' | mq-send -l >/dev/null
+	mq-conf paused=yes
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -n 2
+	[ -z "$output" ]
+	[ -z "$stderr" ]
+	assert_equal "$(count new)" 2
+	assert_equal "$(count cur)" 0
+	run -1 --separate-stderr mq-recv -v
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	assert_equal "$(count new)" 2
+	mq-conf paused=no
+	run -0 mq-recv -n 2
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "mq-recv -w: waits while paused and claims once resumed" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	timeout -k 5 20 mq-recv -v -w >"$W/out" 2>"$W/err" &
+	pid=$!
+	wait_for said "paused" "$W/err"
+	sleep 0.3
+	# Still waiting, nothing claimed.
+	kill -0 "$pid"
+	[ ! -s "$W/out" ]
+	assert_equal "$(count cur)" 0
+	mq-conf paused=no
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(wc -l <"$W/out")" 1
+	assert_equal "$(cat "$(cat "$W/out")")" a
+}
+
+@test "mq-recv -w: the resume is seen with MQ_WAIT=poll too" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	MQ_WAIT=poll timeout -k 5 20 mq-recv -v -w >"$W/out" 2>"$W/err" &
+	pid=$!
+	wait_for said "paused" "$W/err"
+	mq-conf paused=no
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$(cat "$W/out")")" a
+}
+
+@test "mq-recv -w: a spool paused while it waits is not claimed from" {
+	mq-send -l </dev/null
+	timeout -k 5 20 mq-recv -w >"$W/out" &
+	pid=$!
+	sleep 0.3
+	mq-conf paused=yes
+	echo a | mq-send >/dev/null
+	sleep 0.5
+	kill -0 "$pid"
+	[ ! -s "$W/out" ]
+	assert_equal "$(count new)" 1
+	mq-conf paused=
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(count new)" 0
+}
+
+@test "mq-recv -w SECS: still paused after SECS: exit 1, nothing claimed" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -w 0.5
+	[ -z "$output" ]
+	[ -z "$stderr" ]
+	assert_equal "$(count new)" 1
+}
+
+@test "mq-send: a paused spool still takes messages" {
+	mq-conf paused=yes
+	run -0 mq-send <<<"x"
+	run -0 mq-send -l <<<$'y\nz'
+	assert_equal "$(count new)" 3
+	mq-conf paused=no
+	run -0 mq-recv -n 3
+	assert_equal "${#lines[@]}" 3
+}
+
+@test "worker: a paused spool without -w: exit 1, no job run" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -- touch "$W/ran"
+	[ -z "$stderr" ]
+	assert_not_exist "$W/ran"
+	assert_equal "$(count new)" 1
+}
+
+@test "worker -w SECS: paused time counts as idle: exit 1 after SECS, no job run" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -v -w 0.5 -- touch "$W/ran"
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	assert_not_exist "$W/ran"
+	assert_equal "$(count new)" 1
+}
+
+# A worker (-P 1) is busy with the first of three messages when the spool
+# is paused: it must see the pause while its slot is busy, let the job
+# finish and ack it, claim nothing more, and go on once resumed.
+pause_while_busy() {
+	local pid st=0
+	printf '1\n2\n3\n' | mq-send -l >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	timeout -k 5 30 mq-recv -v -w 2 -- sh -c '
+		b=$(cat)
+		touch "$W/started.$b"
+		i=0
+		while [ ! -e "$W/go" ] && [ $i -lt 400 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		echo "$b" >>"$W/done"' 2>"$W/err" &
+	pid=$!
+	wait_for started 1
+	mq-conf paused=yes
+	# Seen while the only slot is busy: before the job is let go.
+	wait_for said "$MQ_DIR: paused" "$W/err"
+	assert_equal "$(find "$W" -name 'started.*' | wc -l)" 1
+	touch "$W/go"
+	wait_for test -s "$W/done"
+	# The running job was settled: acked, and nothing else claimed.
+	wait_for empty cur
+	sleep 0.5
+	assert_equal "$(find "$W" -name 'started.*' | wc -l)" 1
+	assert_equal "$(count new)" 2
+	assert_equal "$(count cur)" 0
+	kill -0 "$pid"
+	mq-conf paused=no
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/done")" "$(printf '1\n2\n3')"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count dead)" 0
+	assert_equal "$(grep -c ': paused$' "$W/err")" 1
+	assert_equal "$(grep -c ': resumed$' "$W/err")" 1
+}
+
+@test "worker: pause lets the running job finish and be acked, claims nothing, resume goes on" {
+	pause_while_busy
+}
+
+@test "worker: the pause and the resume are seen with MQ_WAIT=poll too" {
+	MQ_WAIT=poll
+	export MQ_WAIT
+	pause_while_busy
+}
+
+@test "worker: pause and resume again and again; -v says each once" {
+	seq 1 4 | mq-send -l >/dev/null
+	mq-conf paused=yes
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	timeout -k 5 30 mq-recv -v -w 2 -- sh -c 'cat >>"$W/done"; echo >>"$W/done"' 2>"$W/err" &
+	pid=$!
+	wait_for said "paused" "$W/err"
+	for i in 1 2; do
+		mq-conf paused=no
+		wait_for empty new
+		mq-conf paused=yes
+		wait_for said_times $((i + 1)) ': paused' "$W/err"
+		echo "more$i" | mq-send >/dev/null
+		sleep 0.3
+		assert_equal "$(count new)" 1
+	done
+	mq-conf paused=no
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(grep -c ': paused$' "$W/err")" 3
+	assert_equal "$(grep -c ': resumed$' "$W/err")" 3
+	assert_equal "$(grep -c . "$W/done")" 6
+}
+
+# A paused worker sleeps: it uses (nearly) no CPU while it waits, where a
+# busy loop would take a whole second of it per second.
+paused_idle_cpu() {
+	local pid before after
+	mq-conf paused=yes
+	timeout -k 5 30 mq-recv -w -- true &
+	pid=$!
+	sleep 0.3
+	before=$(cpu_ticks "$pid")
+	sleep 1
+	after=$(cpu_ticks "$pid")
+	kill -TERM "$pid"
+	wait "$pid" || true
+	[ $((after - before)) -lt 20 ]
+}
+
+@test "worker: paused, it waits without a busy loop" {
+	paused_idle_cpu
+}
+
+@test "worker: paused, it waits without a busy loop, MQ_WAIT=poll too" {
+	MQ_WAIT=poll
+	export MQ_WAIT
+	paused_idle_cpu
+}
+
+@test "worker: a busy worker on a paused spool does not spin either" {
+	echo a | mq-send >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	timeout -k 5 30 mq-recv -v -w -- sh -c 'touch "$W/started.1"; sleep 3' 2>"$W/err" &
+	pid=$!
+	wait_for started 1
+	mq-conf paused=yes
+	wait_for said "$MQ_DIR: paused" "$W/err"
+	before=$(cpu_ticks "$pid")
+	sleep 1
+	after=$(cpu_ticks "$pid")
+	kill -TERM "$pid"
+	kill -TERM "$pid"
+	wait "$pid" || true
+	[ $((after - before)) -lt 20 ]
+}
