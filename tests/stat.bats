@@ -51,9 +51,9 @@ json_field() { # field: from $output, one JSON object
 	run mq-stat
 	assert_success
 	assert_equal "${#lines[@]}" 2
-	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +BYTES\ +SPOOL$ ]]
-	read -r ready delayed inflight expired dead oready odead bytes spool <<<"${lines[1]}"
-	assert_equal "$ready $delayed $inflight $expired $dead $bytes $spool" "4 2 2 1 1 20 $MQ_DIR"
+	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +BYTES\ +SETTINGS\ +SPOOL$ ]]
+	read -r ready delayed inflight expired dead oready odead bytes settings spool <<<"${lines[1]}"
+	assert_equal "$ready $delayed $inflight $expired $dead $bytes $settings $spool" "4 2 2 1 1 20 - $MQ_DIR"
 	[[ $oready =~ ^[0-9]+s$ ]]
 	[[ $odead =~ ^[0-9]+s$ ]]
 }
@@ -96,7 +96,7 @@ json_field() { # field: from $output, one JSON object
 	assert_equal "$(json_field oldest_ready_age_seconds)" null
 	assert_equal "$(json_field oldest_dead_age_seconds)" null
 	run mq-stat
-	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +0\ +$MQ_DIR$ ]]
+	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +0\ +-\ +$MQ_DIR$ ]]
 	run mq-stat --prometheus
 	assert_line "mq_oldest_ready_age_seconds{spool=\"$MQ_DIR\"} 0.000"
 }
@@ -126,4 +126,80 @@ json_field() { # field: from $output, one JSON object
 	run -2 mq-stat --json --prometheus
 	run -2 mq-stat extra
 	run -2 mq-stat -d ""
+}
+
+@test "mq-stat: the settings that differ from the defaults, paused first, in the table" {
+	echo x | mq-send >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	mq-send -l -d "$other" </dev/null
+	mq-conf max-depth=100 lease=2.5 paused=yes
+	run --separate-stderr mq-stat -d "$MQ_DIR" -d "$other"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[1]}"
+	assert_equal "$ready $settings $spool" "1 paused=yes,lease=2.5,max-depth=100 $MQ_DIR"
+	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[2]}"
+	assert_equal "$ready $settings $spool" "0 - $other"
+	# The column is as wide as its widest value: the paths line up.
+	assert_equal "$(( ${#lines[1]} - ${#MQ_DIR} ))" "$(( ${#lines[2]} - ${#other} ))"
+	# Set back to its default, a key is not shown.
+	mq-conf paused=no max-depth= lease=30
+	run mq-stat
+	read -r _ _ _ _ _ _ _ _ settings _ <<<"${lines[1]}"
+	assert_equal "$settings" -
+}
+
+@test "mq-stat --json: a settings object, with mq-conf's keys and values as set" {
+	echo x | mq-send >/dev/null
+	run mq-stat --json
+	assert_equal "$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1])["settings"]))' "$output")" "{}"
+	mq-conf max-attempts=3 lease=1.50 max-depth=10 overflow=drop-oldest ttl=60 paused=yes dedup-window=5
+	run --separate-stderr mq-stat --json
+	assert_success
+	got=$(python3 -c 'import json, sys
+s = json.loads(sys.argv[1])["settings"]
+print("\n".join("%s=%s" % (k, v) for k, v in sorted(s.items())))
+assert all(isinstance(v, str) for v in s.values())' "$output")
+	assert_equal "$got" "$(mq-conf | grep -v '^$' | sort)"
+	assert_equal "$(json_field ready)" 1
+}
+
+@test "mq-stat --prometheus: mq_paused and mq_max_depth gauges per spool" {
+	echo x | mq-send >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	mq-send -l -d "$other" </dev/null
+	mq-conf paused=yes max-depth=250
+	run --separate-stderr mq-stat --prometheus -d "$MQ_DIR" -d "$other"
+	assert_success
+	for m in mq_paused mq_max_depth; do
+		assert_equal "$(grep -c "^# HELP $m " <<<"$output")" 1
+		assert_equal "$(grep -c "^# TYPE $m gauge$" <<<"$output")" 1
+	done
+	assert_line "mq_paused{spool=\"$MQ_DIR\"} 1"
+	assert_line "mq_max_depth{spool=\"$MQ_DIR\"} 250"
+	assert_line "mq_paused{spool=\"$other\"} 0"
+	assert_line "mq_max_depth{spool=\"$other\"} 0"
+	# HELP and TYPE come right before the samples of their metric.
+	n=0
+	while read -r hash word name _; do
+		case "$hash $word" in
+		"# HELP") help=$name ;;
+		"# TYPE") assert_equal "$name" "$help"; cur=$name ;;
+		*) assert_equal "${hash%%\{*}" "$cur" ;;
+		esac
+		n=$((n + 1))
+	done <<<"$output"
+	assert_equal "$n" "${#lines[@]}"
+	bad=$(grep -v '^#' <<<"$output" | grep -Ev '^[a-z_]+\{[^}]*\} [0-9.]+$' || true)
+	assert_equal "$bad" ""
+}
+
+@test "mq-stat: a spool whose conf does not parse is an error (4) naming it; the others are still printed" {
+	echo x | mq-send >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	echo y | mq-send -d "$other" >/dev/null
+	echo 'paused=maybe' >"$other/conf"
+	run -4 --separate-stderr mq-stat --json -d "$MQ_DIR" -d "$other"
+	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes or no"
+	assert_equal "$(json_field spool)" "$MQ_DIR"
 }
