@@ -424,3 +424,35 @@ e2"
 	assert_equal "$st" 4
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-recv: $MQ_DIR: spool removed"
 }
+
+@test "worker: the spool's max-attempts (mq-conf) decides when a message is dead; -m wins" {
+	echo a | mq-send >/dev/null
+	mq-conf max-attempts=2
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	run -5 --separate-stderr timeout -k 5 20 mq-recv --backoff 0.01 -w 1 -- sh -c 'echo "$MQ_ATTEMPT" >>"$W/attempts"; exit 1'
+	assert_equal "$(cat "$W/attempts")" "$(printf '1\n2')"
+	assert_equal "$(count dead)" 1
+	[[ $stderr == *"attempt 1 of 2"* ]]
+	rm "$W/attempts"
+	echo b | mq-send >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	run -5 --separate-stderr timeout -k 5 20 mq-recv -m 3 --backoff 0.01 -w 1 -- sh -c 'echo "$MQ_ATTEMPT" >>"$W/attempts"; exit 1'
+	assert_equal "$(cat "$W/attempts")" "$(printf '1\n2\n3')"
+	assert_equal "$(count dead)" 2
+}
+
+@test "worker: the lease is the spool's (mq-conf lease); -t wins" {
+	printf 'a\n' | mq-send >/dev/null
+	mq-conf lease=500
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	run -0 mq-recv -- sh -c 'echo "$MQ_RECEIPT" >"$W/r"'
+	d=$(sed 's/.*\/[^,]*,\([0-9]*\)\..*/\1/' "$W/r")
+	left=$((d - $(date +%s)))
+	[ "$left" -ge 490 ] && [ "$left" -le 500 ]
+	printf 'b\n' | mq-send >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	run -0 mq-recv -t 20 -- sh -c 'echo "$MQ_RECEIPT" >"$W/r"'
+	d=$(sed 's/.*\/[^,]*,\([0-9]*\)\..*/\1/' "$W/r")
+	left=$((d - $(date +%s)))
+	[ "$left" -ge 10 ] && [ "$left" -le 20 ]
+}
