@@ -797,7 +797,9 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 
 	for (;;) {
 		wk.now = mq_now_ms();
-		if (wk.conf_due <= wk.now && !wk.halt) {
+		if (wk.conf_due <= wk.now && wk.halt)
+			wk.conf_due = NEVER;	/* claims no more anyway */
+		else if (wk.conf_due <= wk.now) {
 			reread(&wk);
 			if (!wk.paused)
 				look = 1;

@@ -263,3 +263,30 @@ paused_idle_cpu() {
 	wait "$pid" || true
 	[ $((after - before)) -lt 20 ]
 }
+
+@test "worker: settings that stop parsing while it runs: the running job finishes and is acked, exit 4" {
+	printf '1\n2\n' | mq-send -l >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	timeout -k 5 30 mq-recv -w -- sh -c '
+		b=$(cat)
+		touch "$W/started.$b"
+		i=0
+		while [ ! -e "$W/go" ] && [ $i -lt 400 ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		echo "$b" >>"$W/done"' 2>"$W/err" &
+	pid=$!
+	wait_for started 1
+	echo 'paused=maybe' >"$MQ_DIR/conf"
+	# What mq-conf does after its write: ring the doorbell.
+	touch "$MQ_DIR/new"
+	wait_for said "conf: line 1: not yes or no" "$W/err"
+	touch "$W/go"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 4
+	assert_equal "$(cat "$W/done")" 1
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
+}
