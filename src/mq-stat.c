@@ -38,7 +38,8 @@ static void
 help(void)
 {
 	printf(USAGE
-	    "Count the messages of each spool by state; ages and bytes.\n"
+	    "Count the messages of each spool by state; ages and bytes,\n"
+	    "and the settings that differ from the defaults (mq-conf).\n"
 	    "  -d dir        a spool (more than one -d for more spools;\n"
 	    "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
 	    "                else ~/.local/state/mq)\n"
@@ -91,7 +92,7 @@ settings_word(char *buf, size_t size, const struct mq_conf *c)
 	buf[0] = '\0';
 	for (i = -1; i < MQ_CONF_NKEYS; i++) {
 		k = i == -1 ? MQ_CONF_PAUSED : i;
-		if ((i == MQ_CONF_PAUSED) || !mq_conf_isset(c, k))
+		if (i == MQ_CONF_PAUSED || !mq_conf_isset(c, k))
 			continue;
 		len += snprintf(buf + len, size - len, "%s%s=%s",
 		    len > 0 ? "," : "", mq_conf_name(k), mq_conf_value(c, k));
