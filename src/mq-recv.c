@@ -298,6 +298,7 @@ receive(struct recv_opts *o, uint64_t until)
 			wait_failed(&sp);
 		if (r == 1) {
 			mq_conf_xread(&sp, &conf);
+			cl.ttl_ms = conf.ttl_ms;
 			if (!conf.paused)
 				said = 0;
 		}
@@ -314,7 +315,6 @@ receive(struct recv_opts *o, uint64_t until)
 static int
 work(struct recv_opts *o, char *argv[], uint64_t until)
 {
-	struct mq_conf conf;
 	struct mq_spool sp;
 	struct mq_work *wo = &o->wo;
 	uint64_t now;
@@ -324,12 +324,11 @@ work(struct recv_opts *o, char *argv[], uint64_t until)
 		errx(MQ_EX_USAGE, "-0 prints receipts; a command "
 		    "gets no receipts to print");
 	spool_open(&sp, o->dir, o->wflag, until, wo->verbose);
-	settings(o, &sp, &conf);
+	/* 0: the spool's, which mq_work reads and follows. */
 	wo->argv = argv;
 	wo->limit = o->nflag ? o->n : 0;
 	wo->lease_ms = o->lease;
 	wo->max = o->max;
-	wo->ttl_ms = conf.ttl_ms;
 	now = mq_now_ms();
 	wo->idle_ms = !o->wflag ? 0 : o->wsecs == NULL ? UINT64_MAX :
 	    until > now ? until - now : 0;

@@ -387,9 +387,12 @@ struct mq_work {
 	char	**argv;		/* the command run for each message */
 	int	 slots;		/* jobs at once */
 	long long limit;	/* claims in all; 0: no limit */
+	/*
+	 * 0: the spool's lease and max-attempts, followed as mq-conf changes
+	 * them (with its ttl and paused, which no option overrides).
+	 */
 	uint64_t lease_ms;
 	unsigned max;
-	uint64_t ttl_ms;	/* the spool's ttl; 0: none */
 	uint64_t idle_ms;	/* how long to wait for work; UINT64_MAX: ever */
 	uint64_t timeout_ms;	/* a job's time; 0: no limit */
 	uint64_t backoff_ms, backoff_max_ms;

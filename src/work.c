@@ -87,7 +87,9 @@ struct worker {
 	int		 halt;		/* claim no more: the command failed */
 	int		 failed;	/* a job did not succeed */
 	int		 status;	/* worst system status */
-	int		 paused;	/* the spool's paused setting */
+	int		 paused;	/* the spool's settings, as last read */
+	unsigned	 max;		/* opt->max, else max-attempts */
+	uint64_t	 lease_ms;	/* opt->lease_ms, else lease */
 	uint64_t	 conf_at;	/* when it was read */
 	uint64_t	 conf_due;	/* read it again then; NEVER: no need */
 	uint64_t	 now;
@@ -406,9 +408,9 @@ release(struct worker *wk, struct job *j, uint64_t due)
 
 /* Leases are extended every third of their length. */
 static uint64_t
-beat_ms(const struct mq_work *o)
+beat_ms(const struct worker *wk)
 {
-	return o->lease_ms >= 3 ? o->lease_ms / 3 : 1;
+	return wk->lease_ms >= 3 ? wk->lease_ms / 3 : 1;
 }
 
 /* Hands a claimed message to a free slot; called by mq_claim. */
@@ -446,7 +448,7 @@ start(void *arg, const char *rcpt, const char *id)
 	}
 	close(body);
 	wk->now = mq_now_ms();
-	j->beat = wk->now + beat_ms(wk->opt);
+	j->beat = wk->now + beat_ms(wk);
 	j->deadline = wk->opt->timeout_ms ? wk->now + wk->opt->timeout_ms :
 	    NEVER;
 	j->kill_at = NEVER;
@@ -566,7 +568,7 @@ finish(struct worker *wk, struct job *j, int ws)
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
 		bury(wk, j, cause, why);
-	else if (j->attempt >= wk->opt->max) {
+	else if (j->attempt >= wk->max) {
 		snprintf(reason, sizeof(reason), "%s: %s",
 		    MQ_REASON_MAX_ATTEMPTS, cause);
 		snprintf(shown, sizeof(shown), "%s: %s",
@@ -575,7 +577,7 @@ finish(struct worker *wk, struct job *j, int ws)
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
-		    j->attempt, wk->opt->max, secs(t, sizeof(t), delay));
+		    j->attempt, wk->max, secs(t, sizeof(t), delay));
 		release(wk, j, wk->now + delay);
 	}
 }
@@ -603,14 +605,14 @@ heartbeat(struct worker *wk, struct job *j)
 	char out[PATH_MAX];
 	int st;
 
-	j->beat = wk->now + beat_ms(wk->opt);
+	j->beat = wk->now + beat_ms(wk);
 	if (j->lost)
 		return;
 	if (receipt(wk, j) == -1) {
 		j->lost = 1;
 		return;
 	}
-	st = mq_receipt_extend(&wk->rc, wk->now + wk->opt->lease_ms, out,
+	st = mq_receipt_extend(&wk->rc, wk->now + wk->lease_ms, out,
 	    sizeof(out));
 	if (st == MQ_EX_LOST) {
 		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
@@ -715,8 +717,9 @@ until(uint64_t when, uint64_t now)
 }
 
 /*
- * Reads the settings again, for paused; the others were taken when the
- * worker started.  Settings that no longer parse stop the worker as they
+ * Reads the settings again: paused, the ttl, and max-attempts and lease
+ * where the command line left them to the spool, so that a long-running
+ * worker follows mq-conf as a new one would.  Settings that no longer parse stop the worker as they
  * would have stopped it from starting: running jobs finish, exit 4.
  */
 static void
@@ -743,6 +746,10 @@ reread(struct worker *wk)
 	if (c.paused != wk->paused && wk->opt->verbose)
 		warnx("%s: %s", wk->sp->path, c.paused ? "paused" : "resumed");
 	wk->paused = c.paused;
+	wk->max = wk->opt->max != 0 ? wk->opt->max : c.max_attempts;
+	wk->lease_ms = wk->opt->lease_ms != 0 ? wk->opt->lease_ms :
+	    c.lease_ms;
+	wk->cl.ttl_ms = c.ttl_ms;
 }
 
 /* The doorbell rang: read the settings now, or once CONF_GAP_MS is up. */
@@ -774,7 +781,6 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	wk.pl.spares = 1;
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	mq_claimer_init(&wk.cl, 1);
-	wk.cl.ttl_ms = opt->ttl_ms;
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
 	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
 	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
@@ -815,8 +821,8 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 			n = opt->slots - wk.running;
 			if (opt->limit > 0 && opt->limit - wk.claimed < n)
 				n = (int)(opt->limit - wk.claimed);
-			got = mq_claim(sp, &wk.cl, n, opt->lease_ms,
-			    opt->max, start, &wk, &wake);
+			got = mq_claim(sp, &wk.cl, n, wk.lease_ms,
+			    wk.max, start, &wk, &wake);
 			if (got == -1 && !wk.halt) {
 				warn("%s", sp->path);
 				wk.status = MQ_EX_SYS;

@@ -456,3 +456,33 @@ e2"
 	left=$((d - $(date +%s)))
 	[ "$left" -ge 10 ] && [ "$left" -le 20 ]
 }
+
+@test "worker: a running worker follows mq-conf: max-attempts and ttl changed while it waits apply to its next claims" {
+	mq-send -l </dev/null >/dev/null
+	# shellcheck disable=SC2016 # expanded by the job's shell
+	timeout -k 5 30 mq-recv --backoff 0.01 -w 8 -- sh -c 'echo "$MQ_ATTEMPT" >>"$W/attempts"; exit 1' \
+	    2>/dev/null &
+	worker=$!
+	sleep 0.3
+	mq-conf max-attempts=1
+	sleep 0.3
+	echo a | mq-send >/dev/null
+	for _ in $(seq 1 100); do [ "$(count dead)" -eq 1 ] && break; sleep 0.05; done
+	assert_equal "$(cat "$W/attempts")" 1
+	run mq-dlq ls
+	assert_output --partial "max attempts"
+	# A ttl set now buries a message that waited past it instead of running it.
+	mq-conf ttl=0.2 paused=yes
+	# (A worker reads the settings at most every 100 ms.)
+	sleep 0.3
+	echo b | mq-send >/dev/null
+	sleep 0.5
+	mq-conf paused=no
+	for _ in $(seq 1 100); do [ "$(count dead)" -eq 2 ] && break; sleep 0.05; done
+	assert_equal "$(count dead)" 2
+	assert_equal "$(cat "$W/attempts")" 1
+	run mq-dlq ls
+	assert_output --partial "expired"
+	kill "$worker" 2>/dev/null || :
+	wait "$worker" || :
+}
