@@ -250,6 +250,18 @@ mq_conf_read(struct mq_spool *sp, struct mq_conf *c, int *line,
 	return parse(c, buf, line, why);
 }
 
+/* Says on stderr why mq_conf_read failed: where the file is wrong. */
+void
+mq_conf_warn(const struct mq_spool *sp, int line, const char *why)
+{
+	if (why != NULL && line > 0)
+		warnx("%s/%s: line %d: %s", sp->path, MQ_CONF, line, why);
+	else if (why != NULL)
+		warnx("%s/%s: %s", sp->path, MQ_CONF, why);
+	else
+		warn("%s/%s", sp->path, MQ_CONF);
+}
+
 /* For the tools: reads the settings or dies saying where they are wrong. */
 void
 mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
@@ -259,12 +271,8 @@ mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
 
 	if (mq_conf_read(sp, c, &line, &why) == 0)
 		return;
-	if (why != NULL && line > 0)
-		errx(MQ_EX_SYS, "%s/%s: line %d: %s", sp->path, MQ_CONF, line,
-		    why);
-	if (why != NULL)
-		errx(MQ_EX_SYS, "%s/%s: %s", sp->path, MQ_CONF, why);
-	err(MQ_EX_SYS, "%s/%s", sp->path, MQ_CONF);
+	mq_conf_warn(sp, line, why);
+	exit(MQ_EX_SYS);
 }
 
 /* The text of c, as mq_conf_read reads it. */

@@ -295,12 +295,7 @@ settings(struct mq_spool *sp, struct mq_conf *c)
 
 	if (mq_conf_read(sp, c, &line, &why) == 0)
 		return 0;
-	if (why != NULL && line > 0)
-		warnx("%s/%s: line %d: %s", sp->path, MQ_CONF, line, why);
-	else if (why != NULL)
-		warnx("%s/%s: %s", sp->path, MQ_CONF, why);
-	else
-		warn("%s/%s", sp->path, MQ_CONF);
+	mq_conf_warn(sp, line, why);
 	return -1;
 }
 
@@ -319,7 +314,7 @@ main(int argc, char *argv[])
 	enum format fmt = TABLE;
 	uint64_t now;
 	size_t ndirs = 0, n = 0, i;
-	int ch, status = MQ_EX_OK;
+	int ch, r, status = MQ_EX_OK;
 
 	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
@@ -363,17 +358,15 @@ main(int argc, char *argv[])
 	res = xreallocarray(NULL, ndirs, sizeof(*res));
 	now = mq_now_ms();
 	for (i = 0; i < ndirs; i++) {
+		r = 0;
+		/* The ttl tells the expired waiting messages from the ready. */
 		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
-		    mq_stat(&sp, now, &res[n].st) == -1) {
-			if (errno == ENOTDIR)
+		    (r = settings(&sp, &res[n].conf)) == -1 ||
+		    mq_stat(&sp, now, res[n].conf.ttl_ms, &res[n].st) == -1) {
+			if (r != -1 && errno == ENOTDIR)
 				warnx("%s: not a spool", dirs[i]);
-			else
+			else if (r != -1)
 				warn("%s", dirs[i]);
-			status = MQ_EX_SYS;
-			mq_spool_close(&sp);
-			continue;
-		}
-		if (settings(&sp, &res[n].conf) == -1) {
 			status = MQ_EX_SYS;
 			mq_spool_close(&sp);
 			continue;

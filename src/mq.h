@@ -368,6 +368,7 @@ const char	*mq_conf_value(const struct mq_conf *, int);
 int	 mq_conf_isset(const struct mq_conf *, int);
 int	 mq_conf_read(struct mq_spool *, struct mq_conf *, int *,
 	    const char **);
+void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
@@ -380,7 +381,7 @@ struct mq_stats {
 	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
 	uint64_t bytes;			/* of every message file */
 };
-int	 mq_stat(struct mq_spool *, uint64_t, struct mq_stats *);
+int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
 
 /* work.c: mq-recv's worker mode */
 struct mq_work {

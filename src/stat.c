@@ -143,24 +143,23 @@ count_dead(void *arg, int dirfd, const char *name)
 	return 0;
 }
 
-/* Counts every state of the spool as of now (ms). */
+/*
+ * Counts every state of the spool as of now (ms); ttl_ms is the spool's
+ * time to live (0: none), past which a waiting message counts as dead.
+ */
 int
-mq_stat(struct mq_spool *sp, uint64_t now, struct mq_stats *st)
+mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms,
+    struct mq_stats *st)
 {
 	struct counter c;
 	struct mq_tree t = { count_step, &c, 0, 0, 0, 0 };
-	struct mq_conf conf;
-	const char *why;
-	int line;
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;
 	memset(&c, 0, sizeof(c));
 	c.st = st;
 	c.now = now;
-	/* Settings that do not parse are the tool's to report. */
-	if (mq_conf_read(sp, &conf, &line, &why) == 0)
-		c.ttl = conf.ttl_ms;
+	c.ttl = ttl_ms;
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_tree_walk(&t, sp->new) == -1 ||
 	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||

@@ -732,13 +732,7 @@ reread(struct worker *wk)
 	wk->conf_at = wk->now;
 	wk->conf_due = NEVER;
 	if (mq_conf_read(wk->sp, &c, &line, &why) == -1) {
-		if (why != NULL && line > 0)
-			warnx("%s/%s: line %d: %s", wk->sp->path, MQ_CONF,
-			    line, why);
-		else if (why != NULL)
-			warnx("%s/%s: %s", wk->sp->path, MQ_CONF, why);
-		else
-			warn("%s/%s", wk->sp->path, MQ_CONF);
+		mq_conf_warn(wk->sp, line, why);
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		return;
