@@ -203,3 +203,17 @@ assert all(isinstance(v, str) for v in s.values())' "$output")
 	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes or no"
 	assert_equal "$(json_field spool)" "$MQ_DIR"
 }
+
+@test "mq-stat --prometheus: promtool check metrics accepts it, with settings and several spools" {
+	command -v promtool >/dev/null || fail "promtool is not installed (sh share/deps.sh)"
+	other=$BATS_TEST_TMPDIR/other
+	seq 1 3 | mq-send -l >/dev/null
+	mq-conf max-depth=100 paused=yes
+	echo x | mq-send -d "$other" >/dev/null
+	mq-ack -d "$other" -x 'bad "input"' "$(mq-recv -d "$other")"
+	mq-stat --prometheus -d "$MQ_DIR" -d "$other" >"$BATS_TEST_TMPDIR/metrics"
+	run promtool check metrics <"$BATS_TEST_TMPDIR/metrics"
+	assert_success
+	grep -q "^mq_paused{spool=\"$MQ_DIR\"} 1$" "$BATS_TEST_TMPDIR/metrics"
+	grep -q "^mq_max_depth{spool=\"$other\"} 0$" "$BATS_TEST_TMPDIR/metrics"
+}
