@@ -301,7 +301,8 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
  * With cl->keep, what is left of the leaf it listed is kept in cl for the
  * next call, so that one claim at a time does not list and sort a whole
  * leaf each time; anything sent since sorts after those names, as new
- * leaves are keyed later than a due one.  Returns the number claimed or -1.
+ * leaves are keyed later than a due one.  With cl->ring, a call that
+ * claimed anything rings the doorbell.  Returns the number claimed or -1.
  */
 int
 mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
@@ -333,6 +334,9 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	if (r != -1 && c.got < c.want)
 		r = mq_tree_walk(&t, sp->new);
 	mq_closefd(&c.bucket.fd);
+	/* Room was made: senders waiting for it (max-depth) count again. */
+	if (cl->ring && c.got > 0)
+		(void)mq_ring(sp);
 	mq_burial_end(&c.expired);
 	*wake = c.wake;
 	return r == -1 ? -1 : c.got;

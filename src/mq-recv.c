@@ -275,6 +275,7 @@ receive(struct recv_opts *o, uint64_t until)
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
 	cl.ttl_ms = conf.ttl_ms;
+	cl.ring = conf.max_depth > 0;
 	for (;;) {
 		got = 0;
 		wake = UINT64_MAX;
@@ -299,6 +300,7 @@ receive(struct recv_opts *o, uint64_t until)
 		if (r == 1) {
 			mq_conf_xread(&sp, &conf);
 			cl.ttl_ms = conf.ttl_ms;
+			cl.ring = conf.max_depth > 0;
 			if (!conf.paused)
 				said = 0;
 		}

@@ -9,6 +9,16 @@
  * Once a message is in new/ it is queued whatever fails next, so its ID
  * is printed even then: a producer that retries on failure must retry
  * only what has no ID, or it queues messages twice (see mq-send(1)).
+ *
+ * With the spool's max-depth set, messages are admitted on credit: a count
+ * of new/ (mq_depth, bounded by max-depth) grants an eighth of the room it
+ * found, at least one, and is taken again once that is used up.  So a call
+ * alone never passes max-depth, and each concurrent sender can overshoot
+ * by at most one credit (mq-send(1) gives the bound).  When there is no
+ * room the batch so far is published and the call stops (exit 6), waits
+ * for a claim to ring the doorbell (-w), or, with overflow=drop-oldest,
+ * dead-letters the oldest waiting messages to make room for each batch.
+ * Without max-depth nothing is counted.
  */
 #include <err.h>
 #include <errno.h>
@@ -26,6 +36,14 @@
 
 #define BATCH_MAX	MQ_LEAF_MAX
 
+/* A count grants room / CREDIT_DIV messages (at least one). */
+#define CREDIT_DIV	8
+/*
+ * A sender waiting for room counts again at least this often, for room
+ * made without a ring (a worker started before max-depth was set).
+ */
+#define ROOM_POLL_MS	1000
+
 struct sender {
 	struct mq_spool	 sp;
 	struct mq_placer pl;
@@ -39,12 +57,21 @@ struct sender {
 	int		 nbatch;
 	const char	*input;	/* the file being read */
 	int		 vflag;
+	int		 status;	/* of the files that could not be read */
+	struct mq_conf	 conf;	/* max-depth and overflow */
+	uint64_t	 credit;	/* messages to admit before counting */
+	int		 wflag;		/* wait for room */
+	uint64_t	 wait_ms;	/* that long; UINT64_MAX: forever */
+	uint64_t	 until;		/* end of this wait; 0: not waiting */
+	int		 watching;	/* w is open */
+	struct mq_waiter w;
 };
 
 static void flush(struct sender *);
+static void drop(struct sender *);
 
-#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [--ttl secs] " \
-		"[file ...]\n"
+#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [-w [secs]] " \
+	"[--ttl secs] [file ...]\n"
 
 /* The long option without a short one. */
 #define OPT_TTL	256
@@ -67,8 +94,12 @@ help(void)
 	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
 	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
+	    "  -w secs  when the spool is at its max-depth (mq-conf), wait\n"
+	    "           up to secs (-w alone: forever) for room\n"
 	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
 	    "           else ~/.local/state/mq; made if missing)\n"
+	    "Exit 6: the spool is full (max-depth); the IDs printed were "
+	    "sent.\n"
 	    "See mq-send(1).\n");
 }
 
@@ -98,9 +129,13 @@ fail_tmp(struct sender *s, const char *id)
 	fail(s, "%s/%s/%s", s->sp.path, MQ_DIR_TMP, id);
 }
 
+static void	admit(struct sender *);
+
 static void
 begin(struct sender *s)
 {
+	if (s->conf.max_depth > 0 && (uint64_t)s->nbatch >= s->credit)
+		admit(s);
 	mq_id_new(s->id);
 	if (mq_tmp_create(&s->tf, &s->sp, s->id) == -1)
 		fail_tmp(s, s->id);
@@ -150,6 +185,9 @@ flush(struct sender *s)
 			fail_tmp(s, failed);
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_TMP);
 	}
+	if (s->conf.max_depth > 0 && s->conf.drop_oldest &&
+	    (uint64_t)s->nbatch > s->credit)
+		drop(s);
 	for (i = 0; i < s->nbatch; i++) {
 		if (mq_tmp_place(&s->pl, s->batch[i],
 		    s->due ? s->due : mq_now_ms(), s->ttl) == -1) {
@@ -158,6 +196,8 @@ flush(struct sender *s)
 		}
 	}
 	landed = i;
+	s->credit -= s->credit < (uint64_t)landed ? s->credit :
+	    (uint64_t)landed;
 	/* What did land is synced even when the rest failed. */
 	if (mq_placer_flush(&s->pl) == -1 && saved == 0)
 		saved = errno;
@@ -177,6 +217,127 @@ flush(struct sender *s)
 		errno = saved;
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
 	}
+}
+
+static uint64_t
+depth(struct sender *s, uint64_t limit)
+{
+	uint64_t n;
+
+	if (mq_depth(&s->sp, limit, &n) == -1)
+		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
+	return n;
+}
+
+/* What a count that found room grants: an eighth of it, at least one. */
+static uint64_t
+grant(uint64_t room)
+{
+	return room / CREDIT_DIV > 0 ? room / CREDIT_DIV : 1;
+}
+
+static void
+dropped(void *arg, const char *id)
+{
+	struct sender *s = arg;
+
+	if (s->vflag)
+		warnx("%s: dead: %s", id, MQ_REASON_MAXLEN);
+}
+
+/*
+ * overflow=drop-oldest, before the batch is placed: dead-letters as many
+ * of the oldest waiting messages as it needs room for.  The count goes as
+ * far as max-depth plus the batch, so that what concurrent senders put
+ * beyond max-depth is taken off too.
+ */
+static void
+drop(struct sender *s)
+{
+	uint64_t max = s->conf.max_depth, n;
+
+	n = depth(s, max + s->nbatch);
+	if (n + s->nbatch > max && mq_depth_drop(&s->sp, n + s->nbatch - max,
+	    dropped, s) == -1)
+		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
+	/* Credit for the batch, and for what room is left after it. */
+	n = n + s->nbatch >= max ? 0 : grant(max - n - s->nbatch);
+	s->credit = s->nbatch + n;
+}
+
+/* No room, and no more waiting for it: the rest of the input stays. */
+static void __dead
+full(struct sender *s)
+{
+	mq_stdout_close();
+	errx(mq_worse(s->status, MQ_EX_FULL), "%s: full (max-depth %s)",
+	    s->sp.path, mq_conf_value(&s->conf, MQ_CONF_MAX_DEPTH));
+}
+
+/*
+ * -w: waits for the doorbell (rung by claims while max-depth is set, and
+ * by mq-conf) or ROOM_POLL_MS, then reads the settings again: raising or
+ * lifting max-depth lets a waiting sender go on.  Gives up after wait_ms.
+ */
+static void
+await(struct sender *s)
+{
+	uint64_t now = mq_now_ms(), left;
+
+	if (!s->wflag)
+		full(s);
+	if (s->until == 0)
+		s->until = s->wait_ms == UINT64_MAX ? UINT64_MAX :
+		    now + s->wait_ms;
+	if (now >= s->until)
+		full(s);
+	/* Opened before the count that follows, so no claim goes unseen. */
+	if (!s->watching) {
+		if (mq_wait_open(&s->w, &s->sp) == -1)
+			goto failed;
+		s->watching = 1;
+		return;
+	}
+	left = s->until - now;
+	if (mq_wait(&s->w, left < ROOM_POLL_MS ? (int64_t)left :
+	    ROOM_POLL_MS) == -1)
+		goto failed;
+	mq_conf_xread(&s->sp, &s->conf);
+	return;
+failed:
+	if (errno == ENOENT)
+		errx(MQ_EX_SYS, "%s: spool removed", s->sp.path);
+	err(MQ_EX_SYS, "%s/%s", s->sp.path, MQ_DIR_NEW);
+}
+
+/*
+ * Before a message is begun, with max-depth, once the last count's credit
+ * is used up: publishes the batch so far and counts again.  With
+ * overflow=reject and no room, that batch is all this call sends, unless
+ * -w waits for room.  drop-oldest makes its room as it publishes (drop).
+ */
+static void
+admit(struct sender *s)
+{
+	uint64_t n;
+
+	/* A batch past its credit is bounded as a credit is. */
+	if (s->conf.drop_oldest) {
+		if ((uint64_t)s->nbatch >= grant(s->conf.max_depth))
+			flush(s);
+		return;
+	}
+	flush(s);
+	while (s->conf.max_depth > 0 && !s->conf.drop_oldest) {
+		if ((n = depth(s, s->conf.max_depth)) < s->conf.max_depth) {
+			s->credit = grant(s->conf.max_depth - n);
+			s->until = 0;
+			return;
+		}
+		await(s);
+	}
+	/* The settings changed while waiting: the next flush counts. */
+	s->credit = 0;
 }
 
 static void
@@ -243,8 +404,8 @@ main(int argc, char *argv[])
 	memset(&s, 0, sizeof(s));
 	s.sync = 1;
 	s.tf.fd = -1;
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:hV"), longopts,
-	    NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:w::hV"),
+	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '0':
 		case 'l':
@@ -268,6 +429,12 @@ main(int argc, char *argv[])
 		case OPT_TTL:
 			s.ttl = xsecs("--ttl", optarg, 1);
 			break;
+		case 'w':
+			s.wflag = 1;
+			name = mq_optional_secs(optarg, argc, argv);
+			s.wait_ms = name != NULL ? xsecs("-w", name, 0) :
+			    UINT64_MAX;
+			break;
 		case 'h':
 			help();
 			return MQ_EX_OK;
@@ -284,6 +451,7 @@ main(int argc, char *argv[])
 	/* Past a file size limit, fail with EFBIG rather than die silently. */
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&s.sp, dir, 1);
+	mq_conf_xread(&s.sp, &s.conf);
 	mq_placer_init(&s.pl, &s.sp, s.sync);
 	if (delay > 0)
 		s.due = mq_now_ms() + delay;
@@ -297,7 +465,7 @@ main(int argc, char *argv[])
 			warnx("%s: %s%s", name, strerror(errno), errno == ENOENT ?
 			    " (operands are files; to send text, use: "
 			    "echo TEXT | mq-send)" : "");
-			status = MQ_EX_SYS;
+			s.status = status = MQ_EX_SYS;
 			continue;
 		}
 		s.input = name;
@@ -309,6 +477,8 @@ main(int argc, char *argv[])
 			close(fd);
 	}
 	flush(&s);
+	if (s.watching)
+		mq_wait_close(&s.w);
 	mq_placer_close(&s.pl);
 	mq_spool_close(&s.sp);
 	mq_stdout_close();

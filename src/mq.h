@@ -83,6 +83,7 @@
 
 #define MQ_REASON_MAX_ATTEMPTS	"max attempts"
 #define MQ_REASON_EXPIRED	"expired"
+#define MQ_REASON_MAXLEN	"maxlen"	/* overflow=drop-oldest */
 
 enum mq_exit {
 	MQ_EX_OK = 0,
@@ -90,7 +91,8 @@ enum mq_exit {
 	MQ_EX_USAGE = 2,
 	MQ_EX_LOST = 3,
 	MQ_EX_SYS = 4,
-	MQ_EX_FAILED = 5	/* worker mode: a job did not succeed */
+	MQ_EX_FAILED = 5,	/* worker mode: a job did not succeed */
+	MQ_EX_FULL = 6		/* mq-send: the spool is at its max-depth */
 };
 
 /* A job that exits with this (EX_DATAERR) is dead-lettered at once. */
@@ -271,6 +273,7 @@ void	 mq_receipt_close(struct mq_receipt *);
 struct mq_claimer {
 	uint64_t ttl_ms;	/* the spool's ttl (0: none), set by the caller */
 	int	 keep;
+	int	 ring;		/* ring the doorbell after claiming (max-depth) */
 	int	 leaf;		/* that leaf, or -1 */
 	char	**names;
 	size_t	 n, next;
@@ -284,6 +287,11 @@ typedef int (*mq_expired_fn)(void *, int, const char *,
 	    const struct mq_name *);
 int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
+
+/* depth.c: messages waiting in new/, for max-depth */
+int	 mq_depth(struct mq_spool *, uint64_t, uint64_t *);
+typedef void (*mq_drop_fn)(void *, const char *);
+int	 mq_depth_drop(struct mq_spool *, uint64_t, mq_drop_fn, void *);
 
 /* sweep.c */
 int	 mq_reclaim(struct mq_spool *, unsigned, uint64_t,

@@ -717,10 +717,11 @@ until(uint64_t when, uint64_t now)
 }
 
 /*
- * Reads the settings again: paused, the ttl, and max-attempts and lease
- * where the command line left them to the spool, so that a long-running
- * worker follows mq-conf as a new one would.  Settings that no longer parse stop the worker as they
- * would have stopped it from starting: running jobs finish, exit 4.
+ * Reads the settings again: paused, the ttl, max-depth, and max-attempts
+ * and lease where the command line left them to the spool, so that a
+ * long-running worker follows mq-conf as a new one would.  Settings that
+ * no longer parse stop the worker as they would have stopped it from
+ * starting: running jobs finish, exit 4.
  */
 static void
 reread(struct worker *wk)
@@ -744,6 +745,8 @@ reread(struct worker *wk)
 	wk->lease_ms = wk->opt->lease_ms != 0 ? wk->opt->lease_ms :
 	    c.lease_ms;
 	wk->cl.ttl_ms = c.ttl_ms;
+	/* Claims make room that senders waiting under max-depth wait for. */
+	wk->cl.ring = c.max_depth > 0;
 }
 
 /* The doorbell rang: read the settings now, or once CONF_GAP_MS is up. */
