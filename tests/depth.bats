@@ -1,0 +1,274 @@
+load helper
+
+# Bounded queues: the spool's max-depth and overflow (mq-conf), mq-send's
+# exit 6 and -w.  There is no command-line option for the depth itself:
+# it is the spool's setting, so that every producer agrees on it.
+
+# The bodies waiting in new/, in claim order, one per line (claims them).
+bodies() {
+	local r
+	while r=$(mq-recv); do
+		cat "$r"
+		echo
+		mq-ack "$r"
+	done
+}
+
+# Milliseconds since the epoch.
+ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# new/'s modification time, in ns (the doorbell: mq_ring touches it).
+bell() {
+	date -r "$MQ_DIR/new" +%s%N
+}
+
+@test "depth: a full spool exits 6 naming it and prints the IDs that fitted, which alone are queued" {
+	mq-conf max-depth=5
+	run -6 --separate-stderr mq-send -l < <(seq 1 8)
+	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 5)"
+	assert_equal "${#lines[@]}" 5
+	assert_equal "$(count new)" 5
+	# The IDs printed are those of the messages in new/.
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort)" \
+	    "$(find "$MQ_DIR/new" -type f | sed 's,.*/,,; s/,.*//' | sort)"
+	assert_equal "$(bodies | tr '\n' ' ')" "1 2 3 4 5 "
+	# Nothing partial left behind: tmp/ holds no message.
+	assert_equal "$(count tmp)" 0
+}
+
+@test "depth: the rest of a call is not sent, also with several files, and a full spool takes none" {
+	mq-conf max-depth=2
+	for f in a b c; do echo "$f" >"$BATS_TEST_TMPDIR/$f"; done
+	run -6 --separate-stderr mq-send "$BATS_TEST_TMPDIR/a" \
+	    "$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/c"
+	assert_equal "${#lines[@]}" 2
+	assert_equal "$(count new)" 2
+	run -6 --separate-stderr mq-send <<<"d"
+	assert_output ""
+	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 2)"
+	assert_equal "$(count new)" 2
+	assert_equal "$(count tmp)" 0
+	assert_equal "$(bodies | tr '\n' ' ')" "a  b  "
+}
+
+@test "depth: room is made by claims, not only by acks of the same call" {
+	mq-conf max-depth=2
+	seq 1 2 | mq-send -l >/dev/null
+	run -6 mq-send -l <<<"3"
+	r=$(mq-recv)
+	run mq-send -l <<<"3"
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	mq-ack "$r"
+	assert_equal "$(bodies | tr '\n' ' ')" "2 3 "
+}
+
+@test "depth: -w waits for room and sends once a consumer claims" {
+	mq-conf max-depth=1
+	echo first | mq-send >/dev/null
+	timeout 20 mq-send -w <<<"second" >"$BATS_TEST_TMPDIR/ids" &
+	pid=$!
+	sleep 0.3
+	# Still waiting, and nothing of it queued.
+	kill -0 "$pid"
+	assert_equal "$(count new)" 1
+	[ ! -s "$BATS_TEST_TMPDIR/ids" ]
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" first
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/ids" | tr -d ' ')" 1
+	mq-ack "$r"
+	assert_equal "$(bodies)" second
+}
+
+@test "depth: -w waits for a worker's claims too, and under MQ_WAIT=poll" {
+	mq-conf max-depth=2
+	seq 1 2 | mq-send -l >/dev/null
+	MQ_WAIT=poll timeout 20 mq-send -l -w < <(seq 3 6) >"$BATS_TEST_TMPDIR/ids" &
+	pid=$!
+	sleep 0.3
+	kill -0 "$pid"
+	timeout 20 mq-recv -n 6 -w 10 -- sh -c 'cat >>"$1"; echo >>"$1"' _ "$BATS_TEST_TMPDIR/done"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/ids" | tr -d ' ')" 4
+	assert_equal "$(tr '\n' ' ' <"$BATS_TEST_TMPDIR/done")" "1 2 3 4 5 6 "
+}
+
+@test "depth: -w SECS exits 6 after SECS without room, having sent nothing more" {
+	mq-conf max-depth=1
+	echo first | mq-send >/dev/null
+	t0=$(ms)
+	run -6 --separate-stderr timeout 20 mq-send -w 0.5 <<<"second"
+	t1=$(ms)
+	assert_output ""
+	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 1)"
+	[ $((t1 - t0)) -ge 500 ] || fail "gave up after $((t1 - t0)) ms"
+	assert_equal "$(count new)" 1
+	assert_equal "$(count tmp)" 0
+}
+
+@test "depth: -w with a number after it takes it as seconds; bad ones are usage errors" {
+	mq-conf max-depth=1
+	echo first | mq-send >/dev/null
+	run -6 timeout 20 mq-send -w 0.1 <<<"x"
+	run -6 timeout 20 mq-send -w0.1 <<<"x"
+	run -2 --separate-stderr mq-send -w 5s <<<"x"
+	[[ $stderr == "mq-send: -w 5s: "* ]]
+	assert_equal "$(count new)" 1
+}
+
+@test "depth: mq-conf raising max-depth lets a waiting sender go on" {
+	mq-conf max-depth=1
+	echo first | mq-send >/dev/null
+	timeout 20 mq-send -w <<<"second" >/dev/null &
+	pid=$!
+	sleep 0.3
+	kill -0 "$pid"
+	mq-conf max-depth=2
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(count new)" 2
+}
+
+@test "depth: overflow=drop-oldest buries the oldest with reason maxlen; the newest remain" {
+	mq-conf max-depth=3 overflow=drop-oldest
+	seq 1 3 | mq-send -l >"$BATS_TEST_TMPDIR/old"
+	run --separate-stderr mq-send -v -l < <(seq 4 5)
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	# -v names each message dead-lettered to make room.
+	oldest=$(head -n 1 "$BATS_TEST_TMPDIR/old")
+	[[ $stderr == *"mq-send: $oldest: dead: maxlen"* ]]
+	assert_equal "$(count new)" 3
+	assert_equal "$(count dead)" 2
+	run mq-dlq ls
+	assert_equal "${#lines[@]}" 2
+	[[ ${lines[0]} == "$oldest"*maxlen* ]]
+	[[ ${lines[1]} == "$(sed -n 2p "$BATS_TEST_TMPDIR/old")"*maxlen* ]]
+	assert_equal "$(bodies | tr '\n' ' ')" "3 4 5 "
+}
+
+@test "depth: drop-oldest with a batch larger than max-depth keeps the newest max-depth of it" {
+	mq-conf max-depth=5 overflow=drop-oldest
+	run mq-send -l < <(seq 1 23)
+	assert_success
+	# Every message was queued (its ID printed), none lost: dead or waiting.
+	assert_equal "${#lines[@]}" 23
+	assert_equal "$(count new)" 5
+	assert_equal "$(count dead)" 18
+	run mq-dlq ls
+	assert_equal "$(grep -c maxlen <<<"$output")" 18
+	assert_equal "$(bodies | tr '\n' ' ')" "19 20 21 22 23 "
+}
+
+@test "depth: drop-oldest never exits 6, with -w or without" {
+	mq-conf max-depth=1 overflow=drop-oldest
+	echo a | mq-send >/dev/null
+	run timeout 20 mq-send -w <<<"b"
+	assert_success
+	run mq-send <<<"c"
+	assert_success
+	assert_equal "$(bodies)" c
+	assert_equal "$(count dead)" 2
+}
+
+@test "depth: delayed messages count as waiting" {
+	mq-conf max-depth=2
+	seq 1 2 | mq-send -l -D 3600 >/dev/null
+	run -1 mq-recv
+	run -6 --separate-stderr mq-send <<<"now"
+	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 2)"
+	assert_equal "$(count new)" 2
+}
+
+@test "depth: -D into a full spool exits 6; with room it is sent and counts" {
+	mq-conf max-depth=2
+	echo ready | mq-send >/dev/null
+	run mq-send -D 3600 <<<"later"
+	assert_success
+	run -6 --separate-stderr mq-send -D 3600 <<<"later too"
+	assert_output ""
+	assert_equal "$(count new)" 2
+}
+
+@test "depth: drop-oldest takes the ready messages before the delayed ones, as a claim would" {
+	mq-conf max-depth=2 overflow=drop-oldest
+	echo later | mq-send -D 3600 >/dev/null
+	echo ready | mq-send >/dev/null
+	echo new | mq-send >/dev/null
+	run mq-dlq show "$(mq-dlq ls | cut -f 1)"
+	assert_output ready
+	assert_equal "$(count new)" 2
+}
+
+@test "depth: max-depth=0 and the default are no limit" {
+	mq-conf max-depth=2
+	mq-conf max-depth=0
+	run mq-send -l < <(seq 1 10)
+	assert_success
+	assert_equal "${#lines[@]}" 10
+	mq-conf max-depth=10
+	run -6 mq-send <<<"x"
+	mq-conf max-depth=
+	run mq-send <<<"x"
+	assert_success
+	assert_equal "$(count new)" 11
+}
+
+@test "depth: claims ring the doorbell when max-depth is set, and only then" {
+	seq 1 4 | mq-send -l >/dev/null
+	b0=$(bell)
+	sleep 0.05
+	r=$(mq-recv)
+	assert_equal "$(bell)" "$b0"
+	mq-ack "$r"
+	mq-conf max-depth=10
+	b0=$(bell)
+	sleep 0.05
+	r=$(mq-recv)
+	[ "$(bell)" != "$b0" ]
+	mq-ack "$r"
+	# Worker mode too.
+	b0=$(bell)
+	sleep 0.05
+	timeout 20 mq-recv -n 1 -- true
+	[ "$(bell)" != "$b0" ]
+}
+
+@test "depth: concurrent senders with -w overshoot by at most one credit each, and lose nothing" {
+	# max-depth 16: a count grants max(1, room / 8), at most 2 messages,
+	# so 4 senders stay within 16 + 3 * 2 (mq-send(1)).
+	mq-conf max-depth=16
+	pids=()
+	for i in 1 2 3 4; do
+		seq "${i}01" "${i}40" | timeout 60 mq-send -l -w 30 >"$BATS_TEST_TMPDIR/ids.$i" &
+		pids+=($!)
+	done
+	touch "$BATS_TEST_TMPDIR/sampling"
+	(
+		max=0
+		while [ -e "$BATS_TEST_TMPDIR/sampling" ]; do
+			n=$(find "$MQ_DIR/new" -type f | wc -l)
+			[ "$n" -le "$max" ] || max=$n
+			echo "$max" >"$BATS_TEST_TMPDIR/max"
+		done
+	) &
+	sampler=$!
+	timeout 60 mq-recv -n 160 -w 20 -- sh -c 'sleep 0.01; cat >>"$1"; echo >>"$1"' _ "$BATS_TEST_TMPDIR/done"
+	rm "$BATS_TEST_TMPDIR/sampling"
+	wait "$sampler"
+	for pid in "${pids[@]}"; do wait "$pid"; done
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/done" | tr -d ' ')" 160
+	assert_equal "$(sort -n "$BATS_TEST_TMPDIR/done" | tr '\n' ' ')" \
+	    "$(for i in 1 2 3 4; do seq "${i}01" "${i}40"; done | sort -n | tr '\n' ' ')"
+	max=$(cat "$BATS_TEST_TMPDIR/max")
+	[ "$max" -le 22 ] || fail "depth reached $max"
+	[ "$max" -ge 1 ]
+}
