@@ -6,8 +6,9 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired),
-# BENCH_JOBS (jobs per worker-mode run, 2000).
+# expired maxdepth), BENCH_JOBS (jobs per worker-mode run, 2000),
+# BENCH_BASE (the bin/ of another build, for maxdepth's row without a
+# limit).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -334,6 +335,82 @@ bench_worker() { # fs: worker mode, short jobs, -P 1 2 4 8
 	rm -rf "$w"
 }
 
+# A bounded spool (max-depth): a batch send counts what waits, up to
+# max-depth, before it adds anything.  Each timed send is followed by a
+# claim and ack of the 1000 oldest, so a spool holds the same number
+# every time; a run times three pairs of sends, the two of a pair back to
+# back and in turns first, as a pair differs by milliseconds.  The row at $DEPTH without a limit compares with the
+# mq-send of another build, BENCH_BASE (its bin/ directory; the row is
+# left out without it), to show that a spool without max-depth pays
+# nothing for it.
+bench_maxdepth() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	full=90000 max=100000
+	seq 1 1000 >"$w/lines"
+	# batch SPOOL COMMAND...: the time of one send of the 1000 lines.
+	batch() {
+		_q=$1
+		shift
+		sync
+		MQ_DIR=$_q spawn -i "$w/lines" -o /dev/null 1 "$@" | cut -d' ' -f1
+		MQ_DIR=$_q mq-recv -n 1000 -t 600 | MQ_DIR=$_q mq-ack
+	}
+	# pairs NAME SPOOL CMD NAME SPOOL CMD: three timed pairs of sends,
+	# each way round, durable and not, into NAME.durable, NAME.nosync.
+	pairs() {
+		for _i in 1 2 3; do
+			for _s in durable nosync; do
+				_f=-l
+				[ "$_s" = durable ] || _f=-lS
+				if [ $(((r + _i) % 2)) -eq 1 ]; then
+					batch "$2" "$3" "$_f" >>"$w/$1.$_s"
+					batch "$5" "$6" "$_f" >>"$w/$4.$_s"
+				else
+					batch "$5" "$6" "$_f" >>"$w/$4.$_s"
+					batch "$2" "$3" "$_f" >>"$w/$1.$_s"
+				fi
+			done
+		done
+	}
+	say "$name: maxdepth: two spools of $full messages"
+	seq 1 "$full" | MQ_DIR="$w/lim" mq-send -l -S >/dev/null
+	seq 1 "$full" | MQ_DIR="$w/free" mq-send -l -S >/dev/null
+	MQ_DIR="$w/lim" mq-conf max-depth="$max"
+	for r in $(seq 1 "$R"); do
+		say "$name: maxdepth, run $r of $R"
+		pairs lim "$w/lim" mq-send free "$w/free" mq-send
+	done
+	RATIO=$(ratios "$w/lim.durable" "$w/free.durable")
+	row "$name" "send 1000 (mq-send -l), $full queued, max-depth $max" \
+	    "$(median <"$w/lim.durable")" us "the same, no max-depth" \
+	    "$(median <"$w/free.durable")" "<= 1.3"
+	RATIO=$(ratios "$w/lim.nosync" "$w/free.nosync")
+	row "$name" "send 1000 (mq-send -l -S), $full queued, max-depth $max" \
+	    "$(median <"$w/lim.nosync")" us "the same, no max-depth" \
+	    "$(median <"$w/free.nosync")" "<= 1.3"
+	rm -rf "$w/lim" "$w/free"
+	if [ -z "${BENCH_BASE:-}" ]; then
+		say "$name: maxdepth: no BENCH_BASE, no row for $DEPTH queued"
+		rm -rf "$w"
+		return
+	fi
+	say "$name: maxdepth: a spool of $DEPTH messages"
+	seq 1 "$DEPTH" | MQ_DIR="$w/deep" mq-send -l -S >/dev/null
+	for r in $(seq 1 "$R"); do
+		say "$name: maxdepth at $DEPTH, run $r of $R"
+		pairs this "$w/deep" mq-send base "$w/deep" "$BENCH_BASE/mq-send"
+	done
+	RATIO=$(ratios "$w/this.durable" "$w/base.durable")
+	row "$name" "send 1000 (mq-send -l), $DEPTH queued, no max-depth" \
+	    "$(median <"$w/this.durable")" us "mq-send of $BENCH_BASE" \
+	    "$(median <"$w/base.durable")" "<= 1.1"
+	RATIO=$(ratios "$w/this.nosync" "$w/base.nosync")
+	row "$name" "send 1000 (mq-send -l -S), $DEPTH queued, no max-depth" \
+	    "$(median <"$w/this.nosync")" us "mq-send of $BENCH_BASE" \
+	    "$(median <"$w/base.nosync")" "<= 1.1"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -350,11 +427,11 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
-	for part in rates startup workers depth; do
+	for part in rates startup workers depth maxdepth; do
 		want $part && bench_$part "$fs"
 	done
 done
