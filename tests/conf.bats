@@ -164,6 +164,7 @@ mq-conf: $MQ_DIR: paused=yes (was no)"
 	printf 'max-depth=5\nlease=soon\n' >"$MQ_DIR/conf"
 	echo x >"$BATS_TEST_TMPDIR/x"
 	for t in "mq-conf" "mq-recv" "mq-sweep" "mq-send $BATS_TEST_TMPDIR/x"; do
+		# shellcheck disable=SC2086 # a command and its argument
 		run -4 --separate-stderr $t
 		[[ $stderr == "${t%% *}: $MQ_DIR/conf: line 2: "* ]] || { echo "$t: $stderr"; false; }
 	done
