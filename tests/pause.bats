@@ -41,6 +41,13 @@ cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
+# The pid of mq-recv itself under timeout(1), which writes it to $W/pid
+# (timeout's own pid would not count the CPU time of its child).
+recv_pid() {
+	wait_for test -s "$W/pid"
+	cat "$W/pid"
+}
+
 @test "mq-recv: a paused spool: exit 1 at once, silent, nothing claimed" {
 	printf 'a\nb\n' | mq-send -l >/dev/null
 	mq-conf paused=yes
@@ -226,13 +233,15 @@ pause_while_busy() {
 paused_idle_cpu() {
 	local pid before after
 	mq-conf paused=yes
-	timeout -k 5 30 mq-recv -w -- true &
+	# shellcheck disable=SC2016 # expanded by that shell
+	timeout -k 5 30 sh -c 'echo $$ >"$0"; exec mq-recv -w -- true' "$W/pid" &
 	pid=$!
+	recv=$(recv_pid)
 	sleep 0.3
-	before=$(cpu_ticks "$pid")
+	before=$(cpu_ticks "$recv")
 	sleep 1
-	after=$(cpu_ticks "$pid")
-	kill -TERM "$pid"
+	after=$(cpu_ticks "$recv")
+	kill -TERM "$recv"
 	wait "$pid" || true
 	[ $((after - before)) -lt 20 ]
 }
@@ -249,17 +258,19 @@ paused_idle_cpu() {
 
 @test "worker: a busy worker on a paused spool does not spin either" {
 	echo a | mq-send >/dev/null
-	# shellcheck disable=SC2016 # expanded by the job's shell
-	timeout -k 5 30 mq-recv -v -w -- sh -c 'touch "$W/started.1"; sleep 3' 2>"$W/err" &
+	# shellcheck disable=SC2016 # expanded by the shells
+	timeout -k 5 30 sh -c 'echo $$ >"$0"; exec mq-recv -v -w -- sh -c '\''touch "$W/started.1"; sleep 3'\' \
+	    "$W/pid" 2>"$W/err" &
 	pid=$!
+	recv=$(recv_pid)
 	wait_for started 1
 	mq-conf paused=yes
 	wait_for said "$MQ_DIR: paused" "$W/err"
-	before=$(cpu_ticks "$pid")
+	before=$(cpu_ticks "$recv")
 	sleep 1
-	after=$(cpu_ticks "$pid")
-	kill -TERM "$pid"
-	kill -TERM "$pid"
+	after=$(cpu_ticks "$recv")
+	kill -TERM "$recv"
+	kill -TERM "$recv"
 	wait "$pid" || true
 	[ $((after - before)) -lt 20 ]
 }
