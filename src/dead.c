@@ -206,12 +206,22 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 {
 	struct mq_spool *sp = b->sp;
 	struct mq_name dead = *nm;
+	struct stat st;
 	char deadname[MQ_NAME_MAX];
 	int saved, with, mine;
 
 	dead.ms = mq_now_ms();
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
+		return -1;
+	/*
+	 * Buried already by another (ENOENT): its reason is not to be
+	 * touched.  This only narrows the race that still_mine settles where
+	 * reasons are links; where they are files of their own (no hard
+	 * links), a loser that passed this look just before the winner's
+	 * rename may still replace or take back the winner's reason.
+	 */
+	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
 	with = reason_link(b, nm->id, &mine) == 0;
 	if (!with) {
