@@ -91,6 +91,7 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 	const char *v = *value == '\0' ? keys[key].def : value;
 	long long n = 0;
 	uint64_t ms = 0;
+	int isdef = 0;
 
 	*why = NULL;
 	if (strlen(value) >= sizeof(c->value[key])) {
@@ -106,11 +107,13 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 			return -1;
 		}
 		c->max_attempts = n;
+		isdef = n == MQ_DEFAULT_MAX;
 		break;
 	case MQ_CONF_MAX_DEPTH:
 		if (whole(v, MAX_DEPTH_MAX, &n, why) == -1)
 			return -1;
 		c->max_depth = n;
+		isdef = n == 0;
 		break;
 	case MQ_CONF_LEASE:
 	case MQ_CONF_TTL:
@@ -127,6 +130,7 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 			c->ttl_ms = ms;
 		else
 			c->dedup_window_ms = ms;
+		isdef = ms == (key == MQ_CONF_LEASE ? MQ_DEFAULT_LEASE_MS : 0);
 		break;
 	case MQ_CONF_OVERFLOW:
 		if (strcmp(v, "reject") != 0 && strcmp(v, "drop-oldest") != 0) {
@@ -134,6 +138,7 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 			return -1;
 		}
 		c->drop_oldest = strcmp(v, "drop-oldest") == 0;
+		isdef = !c->drop_oldest;
 		break;
 	case MQ_CONF_PAUSED:
 		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0) {
@@ -141,10 +146,11 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 			return -1;
 		}
 		c->paused = strcmp(v, "yes") == 0;
+		isdef = !c->paused;
 		break;
 	}
-	/* Set to its default, a key is as if never set. */
-	if (strcmp(v, keys[key].def) == 0)
+	/* Set to its default (30.0 for 30 too), a key is as if never set. */
+	if (isdef)
 		value = "";
 	strlcpy(c->value[key], value, sizeof(c->value[key]));
 	return 0;
@@ -188,6 +194,11 @@ parse(struct mq_conf *c, char *text, int *line, const char **why)
 			continue;
 		if ((eq = strchr(p, '=')) == NULL) {
 			*why = "not key=value";
+			goto bad;
+		}
+		/* "max-depth = 5" would be an unknown key, silently ignored. */
+		if (strcspn(p, " \t") < (size_t)(eq - p)) {
+			*why = "a blank in the key (key=value, no blanks)";
 			goto bad;
 		}
 		if ((k = mq_conf_key(p, eq - p)) == -1) {
@@ -321,15 +332,17 @@ mq_conf_unlock(struct mq_spool *sp)
 /*
  * Replaces the settings of sp by c, durably, then rings the doorbell so
  * that waiters (a paused worker, a sender waiting for room) look again.
- * The caller holds mq_conf_lock.
+ * The caller holds mq_conf_lock.  *changed says, also on failure, whether
+ * the new settings are in place (only their sync failed).
  */
 int
-mq_conf_write(struct mq_spool *sp, const struct mq_conf *c)
+mq_conf_write(struct mq_spool *sp, const struct mq_conf *c, int *changed)
 {
 	struct mq_tmpfile tf;
 	char text[MQ_CONF_MAX], id[MQ_ID_LEN + 1], name[MQ_NAME_MAX];
 	int len;
 
+	*changed = 0;
 	if ((len = format(c, text, sizeof(text))) == -1)
 		return -1;
 	if (mq_spool_need(sp, 0) == -1)
@@ -344,8 +357,9 @@ mq_conf_write(struct mq_spool *sp, const struct mq_conf *c)
 		mq_tmp_abort(&tf);
 		return -1;
 	}
+	*changed = 1;
+	(void)mq_ring(sp);
 	if (mq_fsync_dir(sp->fd) == -1)
 		return -1;
-	(void)mq_ring(sp);
 	return 0;
 }

@@ -81,7 +81,7 @@ set(const char *dir, int argc, char *argv[], int verbose)
 	struct mq_conf c, check;
 	const char *why, *eq;
 	char was[MQ_CONF_NKEYS][sizeof(c.value[0])];
-	int i, k;
+	int changed, i, k;
 
 	/* Checked on a blank copy first: nothing is made for a bad call. */
 	mq_conf_init(&check);
@@ -105,7 +105,10 @@ set(const char *dir, int argc, char *argv[], int verbose)
 		k = key_of(argv[i], eq - argv[i]);
 		(void)mq_conf_set(&c, k, eq + 1, &why);
 	}
-	if (mq_conf_write(&sp, &c) == -1)
+	if (mq_conf_write(&sp, &c, &changed) == -1 && changed)
+		err(MQ_EX_SYS, "%s/%s: changed, but not made durable",
+		    sp.path, MQ_CONF);
+	else if (!changed)
 		err(MQ_EX_SYS, "%s/%s: nothing changed", sp.path, MQ_CONF);
 	mq_conf_unlock(&sp);
 	for (k = 0; verbose && k < MQ_CONF_NKEYS; k++)

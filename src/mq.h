@@ -380,7 +380,7 @@ void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
-int	 mq_conf_write(struct mq_spool *, const struct mq_conf *);
+int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
 
 /* stat.c */
 struct mq_stats {

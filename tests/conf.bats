@@ -205,3 +205,29 @@ lease=soon"
 	# One read that returns the file, one that finds its end.
 	assert_equal "$(grep -cE "^read\($fd," "$BATS_TEST_TMPDIR/trace")" 2
 }
+
+@test "mq-conf: a value equal to its default, however written, is no setting" {
+	mq-conf lease=30.0 max-depth=00 ttl=0.000 max-attempts=05 dedup-window=0.0
+	assert_equal "$(mq-conf)" "$defaults"
+	run cat "$MQ_DIR/conf"
+	assert_output ""
+	run mq-stat --json
+	assert_output --partial '"settings":{}'
+}
+
+@test "mq-conf: a hand-written line with blanks around its key stops the tools, not ignored" {
+	mq-conf ttl=1
+	printf 'max-depth = 5\n' >"$MQ_DIR/conf"
+	run -4 --separate-stderr mq-conf max-depth
+	assert_equal "$stderr" "mq-conf: $MQ_DIR/conf: line 1: a blank in the key (key=value, no blanks)"
+	run -4 mq-recv
+}
+
+@test "mq-conf: a change in place whose sync failed says so (4), not that nothing changed" {
+	mq-conf max-depth=1
+	# The file's fsync is the first, the spool directory's the second.
+	MQ_FAULT='fsync:errno=EIO:nth=2' LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so \
+	    ASAN_OPTIONS=verify_asan_link_order=0 run -4 --separate-stderr mq-conf max-depth=2
+	assert_equal "$stderr" "mq-conf: $MQ_DIR/conf: changed, but not made durable: Input/output error"
+	assert_equal "$(mq-conf max-depth)" 2
+}
