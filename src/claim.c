@@ -37,6 +37,7 @@ struct run {
 	uint64_t	 now, deadline;
 	unsigned	 max;
 	int		 want, got;
+	int		 moved;		/* out of new/ or cur/ another way */
 	struct mq_bucket bucket;
 	mq_claim_fn	 fn;
 	void		*arg;
@@ -59,11 +60,13 @@ claim_one(struct run *c, int from, const char *name,
 		if (mq_bury(c->sp, from, name, old, MQ_REASON_MAX_ATTEMPTS,
 		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
 			return errno == ENOENT ? 0 : -1;
+		c->moved = 1;
 		return 0;
 	}
 	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
 		if (mq_burial_bury(&c->expired, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
+		c->moved = 1;
 		return 0;
 	}
 	/* Known before the first claim, and only once there is one. */
@@ -302,7 +305,8 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
  * next call, so that one claim at a time does not list and sort a whole
  * leaf each time; anything sent since sorts after those names, as new
  * leaves are keyed later than a due one.  With cl->ring, a call that
- * claimed anything rings the doorbell.  Returns the number claimed or -1.
+ * claimed or buried anything rings the doorbell.  Returns the number
+ * claimed or -1.
  */
 int
 mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
@@ -335,7 +339,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 		r = mq_tree_walk(&t, sp->new);
 	mq_closefd(&c.bucket.fd);
 	/* Room was made: senders waiting for it (max-depth) count again. */
-	if (cl->ring && c.got > 0)
+	if (cl->ring && (c.got > 0 || c.moved))
 		(void)mq_ring(sp);
 	mq_burial_end(&c.expired);
 	*wake = c.wake;
