@@ -234,17 +234,22 @@ parse(int argc, char *argv[], struct recv_opts *o)
 }
 
 /*
- * The spool's settings give what the command line left out (mq-conf(1)):
- * a worker started with -m and one without agree on the spool's.
+ * Reads the spool's settings into c, which give what the command line
+ * left out (mq-conf(1)): a receiver started with -m and one without agree
+ * on the spool's.  Read again after each ring of a wait, so a change
+ * applies to the claims that follow it.
  */
 static void
-settings(struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c)
+settings(const struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c,
+    struct mq_claimer *cl)
 {
 	mq_conf_xread(sp, c);
-	if (o->max == 0)
-		o->max = c->max_attempts;
-	if (o->lease == 0)
-		o->lease = c->lease_ms;
+	if (o->max != 0)
+		c->max_attempts = o->max;
+	if (o->lease != 0)
+		c->lease_ms = o->lease;
+	cl->ttl_ms = c->ttl_ms;
+	cl->ring = c->max_depth > 0;
 }
 
 /*
@@ -265,25 +270,23 @@ receive(struct recv_opts *o, uint64_t until)
 	int got, said = 0, r;
 
 	spool_open(&sp, o->dir, o->wflag, until, o->wo.verbose);
-	settings(o, &sp, &conf);
+	/* One claim: no leaf to keep for a next one. */
+	mq_claimer_init(&cl, 0);
+	settings(o, &sp, &conf, &cl);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (o->wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
 	/* A resume between the read above and the watch rang unheard. */
 	if (o->wflag && conf.paused)
-		mq_conf_xread(&sp, &conf);
-	/* One claim: no leaf to keep for a next one. */
-	mq_claimer_init(&cl, 0);
-	cl.ttl_ms = conf.ttl_ms;
-	cl.ring = conf.max_depth > 0;
+		settings(o, &sp, &conf, &cl);
 	for (;;) {
 		got = 0;
 		wake = UINT64_MAX;
 		if (conf.paused) {
 			if (o->wo.verbose && !said++)
 				warnx("%s: paused", sp.path);
-		} else if ((got = mq_claim(&sp, &cl, o->n, o->lease, o->max,
-		    print_receipt, NULL, &wake)) == -1)
+		} else if ((got = mq_claim(&sp, &cl, o->n, conf.lease_ms,
+		    conf.max_attempts, print_receipt, NULL, &wake)) == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
 		if (got > 0 || !o->wflag)
@@ -298,9 +301,7 @@ receive(struct recv_opts *o, uint64_t until)
 		if ((r = mq_wait(&w, timeout)) == -1)
 			wait_failed(&sp);
 		if (r == 1) {
-			mq_conf_xread(&sp, &conf);
-			cl.ttl_ms = conf.ttl_ms;
-			cl.ring = conf.max_depth > 0;
+			settings(o, &sp, &conf, &cl);
 			if (!conf.paused)
 				said = 0;
 		}

@@ -81,3 +81,16 @@ claim_and_expire() {
 	wait "$pid" || true
 	assert_equal "$(count dead)" 1
 }
+
+@test "mq-recv -w: a change of lease while it waits applies to its claim" {
+	mq-send -l </dev/null >/dev/null
+	timeout -k 5 20 mq-recv -w 15 >"$BATS_TEST_TMPDIR/r" &
+	pid=$!
+	sleep 0.3
+	mq-conf lease=500
+	sleep 0.3
+	echo a | mq-send >/dev/null
+	wait "$pid"
+	left=$(lease_left "$(cat "$BATS_TEST_TMPDIR/r")")
+	[ "$left" -ge 490 ] && [ "$left" -le 500 ] || { echo "left: $left"; false; }
+}
