@@ -2,68 +2,366 @@
  * depth.c: how many messages wait in new/ (ready and delayed), for a
  * spool's max-depth, and making room by dead-lettering the oldest.
  *
+ *	count	new/T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
  *	drop	new/T/M/L/ID,A		-> dead/ID,DIED,A	(mq_bury, "maxlen")
  *
  * A count answers "are there fewer than limit?", so it stops as soon as it
- * reaches limit: its cost is bounded by max-depth, never by the queue.  It
- * reads the leaves' entries as they come (one descent, nothing sorted,
- * nothing kept) and counts regular files by their directory entry's type:
- * a leaf holds nothing else, and a stat per message would cost more than
+ * reaches limit: its cost is bounded by max-depth, never by the queue.
+ * Listing a leaf costs about a thousand entries, and a full spool has
+ * max-depth / 1024 leaves or more, of which a send changes one or two: so
+ * the count of each leaf is kept in the spool's depth cache, tmp/.depth,
+ * and a count only stats each leaf (no follow) and lists those whose
+ * inode or modification time is not the one the cache has for it.  Every
+ * change of a leaf's entries (a rename in or out, an unlink) sets its
+ * mtime, so a leaf whose mtime is unchanged holds what it held when it
+ * was listed; unless it changed again within the same tick of the file
+ * system's clock as that listing (see stamp()).
+ *
+ * The listing counts regular files by their directory entry's type: a
+ * leaf holds nothing else, and a stat per message would cost more than
  * the listing.  A count is a snapshot: senders and receivers move
  * messages meanwhile, which is why mq-send counts again after each chunk
  * (mq-send(1) gives the bound that follows).
+ *
+ * The cache is text: a header "mq-depth 1 N", then N lines "KEY INO
+ * MTIME_S MTIME_NS COUNT", by key, ascending.  It is a cache, not a
+ * record: written without a sync, it is used only when it parses whole,
+ * and an entry only for a leaf whose inode and mtime are still those it
+ * names; anything else (missing, short, corrupt, another version, not a
+ * regular file) counts as empty and is written anew.
  */
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "compat.h"
 #include "mq.h"
 
-struct counting {
-	uint64_t limit;
+#define CACHE_MAGIC	"mq-depth 1 "
+/* The most leaves cached; a longer cache costs more to read than it saves. */
+#define CACHE_MAX	65536
+#define CACHE_LINE_MAX	96	/* 11 + 4 numbers of up to 20 digits, 5 spaces */
+
+struct leafcount {
+	uint64_t key;
+	uint64_t ino;
+	uint64_t sec;
+	uint64_t nsec;
 	uint64_t n;
 };
 
+struct counting {
+	struct mq_spool	*sp;
+	uint64_t	 limit;
+	uint64_t	 n;
+	struct leafcount *old;	/* the cache as read, by key */
+	size_t		 nold, next;
+	struct leafcount *v;	/* the cache to write, by key */
+	size_t		 nv, cap;
+	uint64_t	 last;	/* the key of the leaf the count stopped at */
+	int		 stopped;
+	int		 stamped;	/* stamp() was called */
+	struct mq_tmpfile tf;	/* the cache to be, from stamp(); fd -1: none */
+	struct timespec	 t0;	/* its mtime: the clock before any listing */
+};
+
+/* Parses a decimal or (hex) 11-digit key up to c; NULL if not one. */
+static const char *
+number(const char *p, int c, int hex, uint64_t *v)
+{
+	const char *start = p;
+	unsigned d;
+
+	*v = 0;
+	for (; *p != c; p++) {
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (hex && *p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else
+			return NULL;
+		if (hex ? p - start >= MQ_KEY_DIGITS :
+		    *v > (UINT64_MAX - d) / 10)
+			return NULL;
+		*v = *v * (hex ? 16 : 10) + d;
+	}
+	if (p == start || (hex && p - start != MQ_KEY_DIGITS))
+		return NULL;
+	return p + 1;
+}
+
 /*
- * The counting step of the descent: each leaf's entries, until the limit.
- * A leaf removed as empty before or while it is listed held nothing.
+ * Parses the cache text buf (NUL-terminated, len bytes) into c->old; a
+ * cache that is not whole and well-formed is left empty.
+ */
+static void
+cache_parse(struct counting *c, const char *buf, size_t len)
+{
+	struct leafcount *v, *e;
+	const char *p = buf;
+	uint64_t n, i;
+
+	if (strlen(buf) != len || strncmp(p, CACHE_MAGIC,
+	    strlen(CACHE_MAGIC)) != 0 ||
+	    (p = number(p + strlen(CACHE_MAGIC), '\n', 0, &n)) == NULL ||
+	    n > CACHE_MAX)
+		return;
+	v = xreallocarray(NULL, n > 0 ? n : 1, sizeof(*v));
+	for (i = 0; i < n; i++) {
+		e = &v[i];
+		if ((p = number(p, ' ', 1, &e->key)) == NULL ||
+		    (p = number(p, ' ', 0, &e->ino)) == NULL ||
+		    (p = number(p, ' ', 0, &e->sec)) == NULL ||
+		    (p = number(p, ' ', 0, &e->nsec)) == NULL ||
+		    (p = number(p, '\n', 0, &e->n)) == NULL ||
+		    e->nsec >= 1000000000 || (i > 0 && e->key <= v[i - 1].key))
+			break;
+	}
+	if (i < n || p != buf + len) {
+		free(v);
+		return;
+	}
+	c->old = v;
+	c->nold = n;
+}
+
+/* Reads tmp/.depth, if it is a regular file of a sane size. */
+static void
+cache_read(struct counting *c)
+{
+	struct stat st;
+	char *buf;
+	ssize_t r;
+	int fd;
+
+	if ((fd = openat(c->sp->tmp, MQ_DEPTH_CACHE, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) == -1)
+		return;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    st.st_size > (off_t)CACHE_MAX * CACHE_LINE_MAX) {
+		close(fd);
+		return;
+	}
+	buf = xmalloc(st.st_size + 1);
+	/* Replaced, never changed in place: one read has it all. */
+	r = read(fd, buf, st.st_size + 1);
+	close(fd);
+	if (r == st.st_size) {
+		buf[r] = '\0';
+		cache_parse(c, buf, r);
+	}
+	free(buf);
+}
+
+static void
+cache_add(struct counting *c, const struct leafcount *e)
+{
+	if (c->nv == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 128;
+		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
+	}
+	c->v[c->nv++] = *e;
+}
+
+static int
+cache_same(const struct leafcount *a, const struct leafcount *b)
+{
+	return a->key == b->key && a->ino == b->ino && a->sec == b->sec &&
+	    a->nsec == b->nsec && a->n == b->n;
+}
+
+/*
+ * Takes the time before a listing, from the file system's own clock, by
+ * creating the file the cache will be written to, tmp/ID,depth: its mtime
+ * is t0.
+ *
+ * Why: a leaf's mtime has the granularity of that clock's tick (a few ms,
+ * a second, two on some file systems), so a leaf changed in the same tick
+ * as it was listed, after the listing, keeps the mtime the listing saw,
+ * and its count would be trusted though it is wrong ("racily clean", as
+ * git's index has it).  Any change after t0 gets an mtime of t0 or later;
+ * so a count is kept only for a leaf whose mtime, taken before its
+ * listing, is strictly older than t0 taken before that listing too: a
+ * later change must then give the leaf another mtime.  One not older is
+ * listed again by every count until it is.  Taking t0 from the file
+ * system, not from clock_gettime, keeps this true where the file system
+ * is served by another host.  Without the file (no room, no permission)
+ * nothing listed is kept.
+ */
+static void
+stamp(struct counting *c)
+{
+	struct stat st;
+	char id[MQ_ID_LEN + 1], name[MQ_NAME_MAX];
+
+	c->stamped = 1;
+	mq_id_new(id);
+	snprintf(name, sizeof(name), "%s%s", id, MQ_DEPTH_TMP);
+	if (mq_tmp_create(&c->tf, c->sp, name) == -1)
+		return;
+	if (fstat(c->tf.fd, &st) == -1) {
+		mq_tmp_abort(&c->tf);
+		return;
+	}
+	c->t0 = st.st_mtim;
+}
+
+/* Whether a leaf last changed at mtime m can be trusted to have no other
+ * change since a listing started after t0 (see stamp()). */
+static int
+older(const struct counting *c, const struct timespec *m)
+{
+	return c->tf.fd != -1 && m->tv_sec >= 0 && (m->tv_sec <
+	    c->t0.tv_sec || (m->tv_sec == c->t0.tv_sec &&
+	    m->tv_nsec < c->t0.tv_nsec));
+}
+
+/*
+ * Lists dirfd/name, a leaf, into e: its inode, mtime and number of
+ * messages.  Its stat is taken from the directory opened, before it is
+ * read.  Returns 0, 1 if it is gone (it was empty), or -1 on error.
  */
 static int
-count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+leaf_list(int dirfd, const char *name, struct leafcount *e,
+    struct timespec *mtime)
 {
-	struct counting *c = arg;
+	struct stat st;
 	struct dirent *de;
 	DIR *d;
-	int fd, saved, r = MQ_TREE_NEXT;
+	int fd, saved;
 
-	(void)key;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	if ((d = fdopendir(fd)) == NULL) {
+		return errno == ENOENT ? 1 : -1;
+	if (fstat(fd, &st) == -1 || (d = fdopendir(fd)) == NULL) {
 		saved = errno;
 		close(fd);
 		errno = saved;
 		return -1;
 	}
+	e->ino = st.st_ino;
+	*mtime = st.st_mtim;
+	e->n = 0;
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' ||
-		    (de->d_type != DT_REG && de->d_type != DT_UNKNOWN))
-			continue;
-		if (++c->n >= c->limit) {
-			r = MQ_TREE_STOP;
-			break;
-		}
+		if (de->d_name[0] != '.' &&
+		    (de->d_type == DT_REG || de->d_type == DT_UNKNOWN))
+			e->n++;
 	}
+	/* Removed while being read: it was empty. */
 	saved = de == NULL && errno != ENOENT ? errno : 0;
 	closedir(d);
 	errno = saved;
-	return saved != 0 ? -1 : r;
+	return saved != 0 ? -1 : 0;
+}
+
+/*
+ * The counting step of the descent, in key order: each leaf's count, from
+ * the cache while its inode and mtime are unchanged, else from a listing,
+ * until the limit.  A leaf removed as empty before or while it is looked
+ * at held nothing.
+ */
+static int
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+{
+	struct counting *c = arg;
+	struct leafcount e, *o;
+	struct stat st;
+	struct timespec m;
+	int r;
+
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	if (!S_ISDIR(st.st_mode))
+		return MQ_TREE_NEXT;
+	/* Cached leaves before this one are gone. */
+	while (c->next < c->nold && c->old[c->next].key < key)
+		c->next++;
+	o = c->next < c->nold && c->old[c->next].key == key ?
+	    &c->old[c->next] : NULL;
+	if (o != NULL && st.st_mtim.tv_sec >= 0 && o->ino == st.st_ino &&
+	    o->sec == (uint64_t)st.st_mtim.tv_sec &&
+	    o->nsec == (uint64_t)st.st_mtim.tv_nsec) {
+		e = *o;
+		cache_add(c, &e);
+	} else {
+		if (!c->stamped)
+			stamp(c);
+		e.key = key;
+		if ((r = leaf_list(dirfd, name, &e, &m)) == -1)
+			return -1;
+		if (r == 1)
+			return MQ_TREE_NEXT;
+		if (older(c, &m)) {
+			e.sec = m.tv_sec;
+			e.nsec = m.tv_nsec;
+			cache_add(c, &e);
+		}
+	}
+	c->n += e.n;
+	if (c->n >= c->limit) {
+		c->stopped = 1;
+		c->last = key;
+		return MQ_TREE_STOP;
+	}
+	return MQ_TREE_NEXT;
+}
+
+/*
+ * Writes the cache learnt by a count, if it differs from the one read:
+ * into the file stamp() made, renamed over tmp/.depth.  A count that
+ * stopped at the limit keeps the entries of the leaves it did not reach.
+ * Nothing here fails the count: a cache not written is a cache missed.
+ */
+static void
+cache_write(struct counting *c)
+{
+	char line[CACHE_LINE_MAX + 1];
+	char *buf;
+	size_t i, len, size;
+	int n;
+
+	if (c->stopped) {
+		for (i = c->next; i < c->nold; i++)
+			if (c->old[i].key > c->last)
+				cache_add(c, &c->old[i]);
+	}
+	if (c->nv > CACHE_MAX)
+		c->nv = CACHE_MAX;
+	if (c->nv == c->nold) {
+		for (i = 0; i < c->nv && cache_same(&c->v[i], &c->old[i]); i++)
+			continue;
+		if (i == c->nv)
+			return;
+	}
+	if (!c->stamped)
+		stamp(c);
+	if (c->tf.fd == -1)
+		return;
+	size = CACHE_LINE_MAX * (c->nv + 1);
+	buf = xmalloc(size);
+	len = snprintf(buf, size, "%s%zu\n", CACHE_MAGIC, c->nv);
+	for (i = 0; i < c->nv; i++) {
+		n = snprintf(line, sizeof(line), "%0*" PRIx64 " %" PRIu64
+		    " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", MQ_KEY_DIGITS,
+		    c->v[i].key, c->v[i].ino, c->v[i].sec, c->v[i].nsec,
+		    c->v[i].n);
+		memcpy(buf + len, line, n);
+		len += n;
+	}
+	if (mq_tmp_write(&c->tf, buf, len) == -1 ||
+	    mq_tmp_close(&c->tf, MQ_TMP_SYNC_NONE) == -1 ||
+	    mq_tmp_commit(&c->tf, c->sp->tmp, MQ_DEPTH_CACHE) == -1)
+		mq_tmp_abort(&c->tf);
+	free(buf);
 }
 
 /*
@@ -73,16 +371,34 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 int
 mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t *n)
 {
-	struct counting c = { limit, 0 };
-	struct mq_tree t = { count_step, NULL, 0, 0, 0, 0 };
+	struct counting c;
+	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0 };
+	int r, saved;
 
 	*n = 0;
 	if (limit == 0)
 		return 0;
+	memset(&c, 0, sizeof(c));
+	c.sp = sp;
+	c.limit = limit;
+	c.tf.sp = sp;
+	c.tf.fd = -1;
+	/* Without tmp/ there is no cache, and the count lists every leaf. */
+	if (sp->tmp != -1)
+		cache_read(&c);
+	else
+		c.stamped = 1;
 	t.arg = &c;
-	if (mq_tree_walk(&t, sp->new) == -1)
+	if ((r = mq_tree_walk(&t, sp->new)) != -1)
+		cache_write(&c);
+	saved = errno;
+	mq_tmp_abort(&c.tf);
+	free(c.old);
+	free(c.v);
+	errno = saved;
+	if (r == -1)
 		return -1;
-	*n = c.n;
+	*n = c.n < limit ? c.n : limit;
 	return 0;
 }
 

@@ -36,6 +36,10 @@
 #define MQ_CONF_TMP	",conf"
 #define MQ_CONF_MAX	4096
 
+/* The depth cache (depth.c), and its name while written in tmp/. */
+#define MQ_DEPTH_CACHE	".depth"
+#define MQ_DEPTH_TMP	",depth"
+
 /*
  * new/ is a three-level tree keyed by the time (ms since the epoch) at
  * which a message becomes visible, written as 11 lowercase hex digits:

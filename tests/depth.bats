@@ -19,6 +19,11 @@ ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
+# Files in tmp/ but the depth cache (tmp/.depth): what a send left behind.
+tmpfiles() {
+	find "$MQ_DIR/tmp" -type f ! -name .depth | wc -l | tr -d ' '
+}
+
 # new/'s modification time, in ns (the doorbell: mq_ring touches it).
 bell() {
 	date -r "$MQ_DIR/new" +%s%N
@@ -35,7 +40,7 @@ bell() {
 	    "$(find "$MQ_DIR/new" -type f | sed 's,.*/,,; s/,.*//' | sort)"
 	assert_equal "$(bodies | tr '\n' ' ')" "1 2 3 4 5 "
 	# Nothing partial left behind: tmp/ holds no message.
-	assert_equal "$(count tmp)" 0
+	assert_equal "$(tmpfiles)" 0
 }
 
 @test "depth: the rest of a call is not sent, also with several files, and a full spool takes none" {
@@ -49,7 +54,7 @@ bell() {
 	assert_output ""
 	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 2)"
 	assert_equal "$(count new)" 2
-	assert_equal "$(count tmp)" 0
+	assert_equal "$(tmpfiles)" 0
 	assert_equal "$(bodies | tr '\n' ' ')" "a  b  "
 }
 
@@ -110,7 +115,7 @@ bell() {
 	assert_equal "$stderr" "mq-send: $MQ_DIR: full (max-depth 1)"
 	[ $((t1 - t0)) -ge 500 ] || fail "gave up after $((t1 - t0)) ms"
 	assert_equal "$(count new)" 1
-	assert_equal "$(count tmp)" 0
+	assert_equal "$(tmpfiles)" 0
 }
 
 @test "depth: -w with a number after it takes it as seconds; bad ones are usage errors" {
@@ -271,4 +276,174 @@ bell() {
 	max=$(cat "$BATS_TEST_TMPDIR/max")
 	[ "$max" -le 22 ] || fail "depth reached $max"
 	[ "$max" -ge 1 ]
+}
+
+# The depth cache (tmp/.depth): mq-send lists only the leaves of new/ that
+# changed since the last count, and must count exactly all the same.
+
+# Proves that mq-send counts exactly what new/ holds (find's count, n):
+# with max-depth n + 1 one more message fits and the next exits 6.  Each
+# proof adds that one message (a far-delayed probe, a new leaf), leaves a
+# depth cache, and lifts max-depth again.
+exact() {
+	local n
+	n=$(count new)
+	mq-conf max-depth=$((n + 1))
+	run mq-send -D 100000 <<<probe
+	assert_success
+	run -6 mq-send -D 100000 <<<probe
+	assert_equal "$(count new)" $((n + 1))
+	[ -f "$MQ_DIR/tmp/.depth" ] || fail "no depth cache"
+	[ ! -L "$MQ_DIR/tmp/.depth" ] || fail "the depth cache is a symlink"
+	assert_equal "$(head -c 11 "$MQ_DIR/tmp/.depth")" "mq-depth 1 "
+	mq-conf max-depth=1000000
+}
+
+# Runs a tool with its clock frozen at $FROZEN (faketime), which ASan, when
+# built in, must allow to preload.  Files' times stay the file system's
+# (NO_FAKE_STAT): those are what the cache compares.
+frozen() {
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    NO_FAKE_STAT=1 faketime -f "$FROZEN" "$@"
+}
+
+# The leaf of new/ that holds the message whose body is $1.
+leaf_of() {
+	dirname "$(grep -rlx -- "$1" "$MQ_DIR/new" | head -n 1)"
+}
+
+@test "depth: the count stays exact through sends, claims, releases, burials, removed and new leaves" {
+	command -v faketime >/dev/null || skip "faketime is not installed"
+	# Two leaves made with the clock an hour and two back: the older one
+	# expired (--ttl 0.1), so the first claim buries it.
+	FROZEN=$(date -d '-2 hours' '+%Y-%m-%d %H:%M:%S')
+	seq 1 3 | sed 's/^/expired/' | frozen mq-send -l --ttl 0.1 >/dev/null
+	FROZEN=$(date -d '-1 hour' '+%Y-%m-%d %H:%M:%S')
+	seq 1 10 | sed 's/^/old/' | frozen mq-send -l >/dev/null
+	seq 1 1500 | mq-send -l >/dev/null
+	for d in 50 100 150; do
+		seq 1 5 | mq-send -l -D "$d" >/dev/null
+	done
+	expired=$(leaf_of expired1)
+	old=$(leaf_of old1)
+	[ "$expired" != "$old" ]
+	exact
+	# Burials: the first claim buries the expired leaf's three, which
+	# goes (empty and long settled), and claims from the old one.
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" old1
+	mq-ack "$r"
+	assert_equal "$(mq-dlq ls | wc -l | tr -d ' ')" 3
+	[ ! -d "$expired" ]
+	exact
+	# Claims from the oldest leaf.
+	for i in 2 3; do
+		r=$(mq-recv)
+		assert_equal "$(cat "$r")" "old$i"
+		mq-ack "$r"
+	done
+	exact
+	# A release into an old leaf: with the clock of that leaf, the
+	# message is due at its key and goes back into it.
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" old4
+	before=$(find "$old" -type f | wc -l)
+	frozen mq-ack -r "$r"
+	assert_equal "$(find "$old" -type f | wc -l)" $((before + 1))
+	exact
+	# The old leaf emptied (its seven and one more): the claims remove it.
+	mq-recv -n 8 | mq-ack
+	[ ! -d "$old" ]
+	exact
+	# A new leaf, in the past, so before every cached one.
+	FROZEN=$(date -d '-3 hours' '+%Y-%m-%d %H:%M:%S')
+	seq 1 4 | frozen mq-send -l >/dev/null
+	exact
+	# And messages added to a cached leaf by several senders.
+	for i in 1 2 3; do
+		seq 1 4 | frozen mq-send -l >/dev/null
+		exact
+	done
+}
+
+# Makes and mounts a small ext4 with 128-byte inodes: timestamps of whole
+# seconds, so that changes within one second leave a leaf's mtime alone.
+coarse_fs() {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a loop device needs root"
+	command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is not installed (e2fsprogs)"
+	command -v mountpoint >/dev/null || skip "mountpoint is not installed (util-linux)"
+	[ -e /dev/loop-control ] || skip "this machine has no loop devices"
+	MNT="$BATS_TEST_TMPDIR/mnt"
+	truncate -s 16M "$BATS_TEST_TMPDIR/img"
+	timeout 60 mkfs.ext4 -q -I 128 "$BATS_TEST_TMPDIR/img" 2>/dev/null
+	mkdir "$MNT"
+	timeout 20 mount -o loop "$BATS_TEST_TMPDIR/img" "$MNT" 2>/dev/null ||
+	    skip "this machine does not allow mounting a loop device"
+	touch "$MNT/probe"
+	assert_equal "$(stat -c %y "$MNT/probe" | sed 's/.*\.\([0-9]*\) .*/\1/')" 000000000
+}
+
+teardown() {
+	if [ -n "${MNT:-}" ] && mountpoint -q "$MNT" 2>/dev/null; then
+		timeout 20 umount "$MNT" || timeout 20 umount -l "$MNT" || true
+	fi
+}
+
+@test "depth: a leaf changed again within the tick of its listing is listed again (racily clean)" {
+	command -v faketime >/dev/null || skip "faketime is not installed"
+	coarse_fs
+	# The tools' clock is frozen, so every send goes into one leaf; the
+	# file system's is not, but ticks in whole seconds.  Three sends in
+	# one second: the second lists the leaf (one message) in the second
+	# that is its mtime, and adds to it without changing that mtime.  The
+	# third must not trust that listing: the spool is full (2).
+	FROZEN=$(date -d '-1 hour' '+%Y-%m-%d %H:%M:%S')
+	for try in 1 2 3 4 5; do
+		export MQ_DIR="$MNT/spool.$try"
+		mq-conf max-depth=2
+		# Start at the beginning of a second.
+		sleep "$(date +%N | awk '{ printf "%.3f", 1.02 - $1 / 1e9 }')"
+		s0=$(date +%s)
+		frozen mq-send <<<1 >/dev/null
+		frozen mq-send <<<2 >/dev/null
+		st=0
+		frozen mq-send <<<3 >/dev/null 2>&1 || st=$?
+		s1=$(date +%s)
+		[ "$s0" != "$s1" ] || break
+	done
+	[ "$s0" = "$s1" ] || skip "three sends did not fit in one second in $try tries"
+	leaf=$(find "$MQ_DIR/new" -mindepth 3 -type d)
+	assert_equal "$(echo "$leaf" | wc -l)" 1
+	# The leaf's mtime is that second: the case is real.
+	assert_equal "$(stat -c %Y "$leaf")" "$s0"
+	assert_equal "$st" 6
+	assert_equal "$(count new)" 2
+	# Not older than the count that listed it: not cached.
+	run grep "^$(basename "$leaf") " "$MQ_DIR/tmp/.depth"
+	assert_failure
+	# A second later it is, and the count is still exact.
+	sleep 1.1
+	run -6 frozen mq-send <<<3
+	grep -q "^$(basename "$leaf") [0-9]* $s0 0 2\$" "$MQ_DIR/tmp/.depth"
+	run -6 frozen mq-send <<<3
+	assert_equal "$(count new)" 2
+}
+
+@test "depth: a leaf whose mtime is not older than the count's start is listed again (racily clean, by hand)" {
+	mq-conf max-depth=100
+	seq 1 3 | mq-send -l >/dev/null
+	leaf=$(find "$MQ_DIR/new" -mindepth 3 -type d)
+	# An mtime in the future: the clock of the file system has not passed
+	# it, as it had not passed a change in the tick of the listing.
+	future=$(($(date +%s) + 3600))
+	touch -m -d "@$future" "$leaf"
+	exact
+	run grep "^$(basename "$leaf") " "$MQ_DIR/tmp/.depth"
+	assert_failure
+	# A message more in it (moved from another leaf), its mtime the same.
+	id=$(mq-send -D 200000 <<<moved)
+	mv "$(find "$MQ_DIR/new" -type f -name "$id,*")" "$leaf/"
+	touch -m -d "@$future" "$leaf"
+	assert_equal "$(find "$leaf" -type f | wc -l)" 4
+	exact
 }
