@@ -447,3 +447,192 @@ teardown() {
 	assert_equal "$(find "$leaf" -type f | wc -l)" 4
 	exact
 }
+
+# The depth cache saved in $BATS_TEST_TMPDIR/good with every count set to
+# 0 and its header as given ($1): trusted, it would undercount.
+zeroed() {
+	sed '1d; s/ [0-9]*$/ 0/' "$BATS_TEST_TMPDIR/good" >"$BATS_TEST_TMPDIR/body"
+	{
+		printf '%s\n' "$1"
+		cat "$BATS_TEST_TMPDIR/body"
+	} >"$BATS_TEST_TMPDIR/zeroed"
+}
+
+@test "depth: a corrupt, short, foreign, symlinked or directory tmp/.depth is ignored, not followed, and written anew" {
+	seq 1 1500 | mq-send -l >/dev/null
+	seq 1 3 | mq-send -l -D 50 >/dev/null
+	exact
+	c="$MQ_DIR/tmp/.depth"
+	for bad in version count order short nul garbage empty fifo symlink; do
+		exact
+		nl=$(($(wc -l <"$c") - 1))
+		cp "$c" "$BATS_TEST_TMPDIR/good"
+		rm -f "$c"
+		case $bad in
+		# Right mtimes, counts 0: each would be trusted if read.
+		version) zeroed "mq-depth 2 $nl"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
+		count) zeroed "mq-depth 1 $((nl + 1))"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
+		order) zeroed "mq-depth 1 $nl"; { head -n 1 "$BATS_TEST_TMPDIR/zeroed"; sed 1d "$BATS_TEST_TMPDIR/zeroed" | sort -r; } >"$c" ;;
+		short) zeroed "mq-depth 1 $nl"; head -c -1 "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
+		nul) zeroed "mq-depth 1 $nl"; { cat "$BATS_TEST_TMPDIR/zeroed"; printf '\0'; } >"$c" ;;
+		garbage) head -c 4000 /dev/urandom >"$c" ;;
+		empty) : >"$c" ;;
+		fifo) mkfifo "$c" ;;
+		# Not followed: the file it names is read by nobody, changed by
+		# nobody.
+		symlink)
+			zeroed "mq-depth 1 $nl"
+			cp "$BATS_TEST_TMPDIR/zeroed" "$BATS_TEST_TMPDIR/target"
+			ln -s "$BATS_TEST_TMPDIR/target" "$c" ;;
+		esac
+		exact
+		[ -f "$c" ] && [ ! -L "$c" ] || fail "$bad: not written anew"
+		assert_equal "$(tmpfiles)" 0
+	done
+	cmp "$BATS_TEST_TMPDIR/zeroed" "$BATS_TEST_TMPDIR/target"
+	# A directory cannot be replaced by a file: it is left alone, and
+	# every count lists every leaf.
+	rm -f "$c"
+	mkdir "$c"
+	exact_dir() {
+		n=$(count new)
+		mq-conf max-depth=$((n + 1))
+		mq-send -D 100000 <<<probe >/dev/null
+		run -6 mq-send -D 100000 <<<probe
+		assert_equal "$(count new)" $((n + 1))
+		[ -d "$c" ]
+		assert_equal "$(tmpfiles)" 0
+		mq-conf max-depth=1000000
+	}
+	exact_dir
+	exact_dir
+}
+
+@test "depth: a cache written by a count that stopped at max-depth keeps the leaves it did not reach" {
+	for d in 10 20 30 40; do
+		seq 1 5 | mq-send -l -D "$d" >/dev/null
+	done
+	# Stops in the second leaf of four.
+	mq-conf max-depth=7
+	run -6 mq-send <<<x
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 2"
+	mq-conf max-depth=100
+	exact
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 5"
+	# Stopping again, at the first leaf, keeps the other four.
+	mq-conf max-depth=3
+	run -6 mq-send <<<x
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 5"
+	exact
+}
+
+# The leaves of new/ that a traced run listed (getdents64 on them).
+leaves_listed() {
+	grep -oE 'getdents64\([0-9]+<[^>]*/new/[0-9a-f]{5}/[0-9a-f]{8}/[0-9a-f]{11}>' "$1" |
+	    sed 's/.*<//; s/>$//' | sort -u | wc -l | tr -d ' '
+}
+
+@test "depth: a count lists only the leaves that changed since the last one (strace)" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-conf max-depth=100000
+	for d in $(seq 10 10 200); do
+		mq-send -D "$d" <<<"$d" >/dev/null
+	done
+	assert_equal "$(find "$MQ_DIR/new" -mindepth 3 -type d | wc -l)" 20
+	# A count without a cache lists the twenty; the cache has them.
+	rm "$MQ_DIR/tmp/.depth"
+	strace -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t1" mq-send -D 5000 <<<a >/dev/null
+	assert_equal "$(leaves_listed "$BATS_TEST_TMPDIR/t1")" 20
+	sleep 0.05
+	# The next lists the one leaf made since: a's.
+	strace -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t2" mq-send -D 6000 <<<b >/dev/null
+	assert_equal "$(leaves_listed "$BATS_TEST_TMPDIR/t2")" 1
+	grep -q "/$(basename "$(leaf_of a)")>" "$BATS_TEST_TMPDIR/t2"
+	sleep 0.05
+	# A claim changes the oldest leaf (and removes it, if it can).
+	mq-recv -D >/dev/null 2>&1 || true
+	strace -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t3" mq-send -D 7000 <<<c >/dev/null
+	[ "$(leaves_listed "$BATS_TEST_TMPDIR/t3")" -le 2 ]
+	# Without the cache, every leaf is listed again.
+	rm "$MQ_DIR/tmp/.depth"
+	strace -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t4" mq-send -D 8000 <<<d >/dev/null
+	assert_equal "$(leaves_listed "$BATS_TEST_TMPDIR/t4")" "$(($(find "$MQ_DIR/new" -mindepth 3 -type d | wc -l) - 1))"
+}
+
+@test "depth: an unchanged spool writes no cache; without max-depth none is read or written" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	seq 1 3 | mq-send -l >/dev/null
+	seq 1 3 | mq-send -l -D 50 >/dev/null
+	mq-conf max-depth=6
+	run -6 mq-send <<<x
+	sleep 0.05
+	run -6 mq-send <<<x
+	sleep 0.05
+	strace -e trace=openat,renameat,renameat2,unlinkat -o "$BATS_TEST_TMPDIR/full" mq-send <<<x 2>/dev/null || true
+	grep -q '"\.depth", O_RDONLY' "$BATS_TEST_TMPDIR/full"
+	run grep -E ',depth"|renameat' "$BATS_TEST_TMPDIR/full"
+	assert_failure
+	mq-conf max-depth=0
+	strace -e trace=openat,stat,newfstatat,renameat,unlinkat -o "$BATS_TEST_TMPDIR/free" mq-send <<<x >/dev/null
+	run grep -E 'depth' "$BATS_TEST_TMPDIR/free"
+	assert_failure
+}
+
+# As uid $1 with groups $2, runs the rest from a directory all may run.
+as() {
+	local uid=$1 groups=--clear-groups
+	[ -z "$2" ] || groups=--groups=$2
+	shift 2
+	setpriv --reuid="$uid" --regid="$uid" "$groups" \
+	    env PATH="$(public_bin):$PATH" MQ_DIR="${MQ_DIR:-}" sh -c 'umask 077; exec "$@"' sh "$@"
+}
+
+@test "depth: in a shared spool one member's cache is read and written anew by another" {
+	[ "$(id -u)" -eq 0 ] || skip "switching users needs root"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	top=$(mktemp -d /tmp/mq-depth.XXXXXX)
+	chmod 755 "$top"
+	mkdir "$top/spools"
+	chgrp 4242 "$top/spools"
+	chmod 2770 "$top/spools"
+	export MQ_DIR="$top/spools/team"
+	as 4001 4242 mq-conf max-depth=100
+	as 4001 4242 mq-send -l < <(seq 1 3) >/dev/null
+	# (Later than the clock's tick in which the first leaf was made.)
+	sleep 0.05
+	as 4001 4242 mq-send -l -D 50 < <(seq 1 3) >/dev/null
+	assert_equal "$(stat -c '%a %u %g' "$MQ_DIR/tmp/.depth")" "660 4001 4242"
+	sleep 0.05
+	# 4002 reads it (and lists only the leaf 4001's last send made).
+	strace -f -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t" \
+	    setpriv --reuid=4002 --regid=4002 --groups=4242 \
+	    "$(public_bin)/mq-send" -l -D 100 < <(seq 1 2) >/dev/null
+	assert_equal "$(leaves_listed "$BATS_TEST_TMPDIR/t")" 1
+	assert_equal "$(stat -c '%a %u %g' "$MQ_DIR/tmp/.depth")" "660 4002 4242"
+	# Now 8 of 10: two more fit, one for each, then neither.
+	as 4002 4242 mq-conf max-depth=10
+	as 4001 4242 mq-send <<<x >/dev/null
+	as 4002 4242 mq-send <<<x >/dev/null
+	run -6 as 4002 4242 mq-send <<<y
+	run -6 as 4001 4242 mq-send <<<y
+	assert_equal "$(count new)" 10
+	rm -rf "$top"
+}
+
+@test "depth: mq-sweep removes a crashed count's tmp/ID,depth after 36 hours, never tmp/.depth" {
+	mq-conf max-depth=10
+	seq 1 3 | mq-send -l >/dev/null
+	sleep 0.05
+	mq-send <<<x >/dev/null
+	[ -f "$MQ_DIR/tmp/.depth" ]
+	old="$MQ_DIR/tmp/0000000000000001.1.000000000001,depth"
+	young="$MQ_DIR/tmp/0000000000000002.1.000000000002,depth"
+	cp "$MQ_DIR/tmp/.depth" "$old"
+	cp "$MQ_DIR/tmp/.depth" "$young"
+	touch -d '-37 hours' "$old" "$MQ_DIR/tmp/.depth"
+	touch -d '-35 hours' "$young"
+	mq-sweep
+	assert_not_exist "$old"
+	assert_file_exist "$young"
+	assert_file_exist "$MQ_DIR/tmp/.depth"
+}
