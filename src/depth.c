@@ -5,8 +5,8 @@
  *	count	new/T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
  *	drop	new/T/M/L/ID,A		-> dead/ID,DIED,A	(mq_bury, "maxlen")
  *
- * A count answers "are there fewer than limit?", so it stops as soon as it
- * reaches limit: its cost is bounded by max-depth, never by the queue.
+ * A count answers "are there fewer than limit?", so it stops at the leaf
+ * that reaches limit: its cost is bounded by max-depth, never by the queue.
  * Listing a leaf costs about a thousand entries, and a full spool has
  * max-depth / 1024 leaves or more, of which a send changes one or two: so
  * the count of each leaf is kept in the spool's depth cache, tmp/.depth,
@@ -45,9 +45,13 @@
 #include "mq.h"
 
 #define CACHE_MAGIC	"mq-depth 1 "
-/* The most leaves cached; a longer cache costs more to read than it saves. */
+/*
+ * The most leaves cached, some 64 million messages: the oldest are kept,
+ * where counts start; leaves beyond are listed by every count.
+ */
 #define CACHE_MAX	65536
-#define CACHE_LINE_MAX	96	/* 11 + 4 numbers of up to 20 digits, 5 spaces */
+/* A key (11), 4 numbers of up to 20 digits, 4 spaces and a newline. */
+#define CACHE_LINE_MAX	96
 
 struct leafcount {
 	uint64_t key;
