@@ -6,7 +6,7 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth), BENCH_JOBS (jobs per worker-mode run, 2000),
+# expired maxdepth overshoot), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit).
 set -eu
@@ -175,6 +175,36 @@ bench_depth() { # fs
 	    "16 MiB" 16384 "<= 1"
 	row "$name" "reclaim one expired lease, $DEPTH ready" "$(cut -d' ' -f1 "$w/expired.t" | median)" us \
 	    "claim one, 1000 ready" "$small" "-"
+	rm -rf "$w"
+}
+
+bench_overshoot() { # fs: 8 senders at once into max-depth=100
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	say "$name: overshoot: 8 x mq-send -l -w of 200 into max-depth=100"
+	MQ_DIR="$w/q" mq-conf max-depth=100
+	: >"$w/sampling"
+	(
+		max=0
+		while [ -e "$w/sampling" ]; do
+			n=$(find "$w/q/new" -type f | wc -l)
+			[ "$n" -le "$max" ] || max=$n
+			echo "$max" >"$w/max"
+		done
+	) &
+	sampler=$!
+	pids=
+	for i in 1 2 3 4 5 6 7 8; do
+		seq "${i}001" "${i}200" | MQ_DIR="$w/q" timeout 300 mq-send -l -w >/dev/null &
+		pids="$pids $!"
+	done
+	MQ_DIR="$w/q" timeout 300 mq-recv -n 1600 -w 30 -- sh -c 'sleep 0.005; cat >/dev/null'
+	for p in $pids; do wait "$p"; done
+	rm "$w/sampling"
+	wait "$sampler"
+	left=$(find "$w/q/new" "$w/q/cur" "$w/q/dead" -type f | wc -l)
+	row "$name" "most waiting, 8 senders at once, max-depth 100" "$(cat "$w/max")" msgs \
+	    "the bound: 100 + 7 x max(1, 100/8)" 184 "<= 1"
+	row "$name" "of the 1600 sent, left unprocessed or dead" "$left" msgs "(none)" 0 "-"
 	rm -rf "$w"
 }
 
@@ -432,7 +462,7 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -445,6 +475,7 @@ want delayed && bench_delayed "$first"
 want worker && bench_worker "$first"
 want memory && bench_memory "$first"
 want expired && bench_expired "$first"
+want overshoot && bench_overshoot "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
