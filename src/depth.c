@@ -3,7 +3,14 @@
  * spool's max-depth, and making room by dead-lettering the oldest.
  *
  *	count	new/T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
- *	drop	new/T/M/L/ID,A		-> dead/ID,DIED,A	(mq_bury, "maxlen")
+ *		new/T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	(expired ones met)
+ *	drop	new/T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	("maxlen")
+ *
+ * A message past its time to live (mq_name_expiry) is not waiting: it is
+ * dead, not yet buried.  A count does not count it, and buries those it
+ * meets in the leaves it lists, with the reason "expired", as a claim
+ * does: so the room it did not count is real, a sender waiting for room
+ * (mq-send -w) gets it without a consumer, and the cache stays true.
  *
  * A count answers "are there fewer than limit?", so it stops at the leaf
  * that reaches limit: its cost is bounded by max-depth, never by the queue.
@@ -17,18 +24,27 @@
  * was listed; unless it changed again within the same tick of the file
  * system's clock as that listing (see stamp()).
  *
- * The listing counts regular files by their directory entry's type: a
- * leaf holds nothing else, and a stat per message would cost more than
- * the listing.  A count is a snapshot: senders and receivers move
+ * The listing counts regular files (by their directory entry's type) whose
+ * names parse as messages', as mq-stat does; a stat per message would cost
+ * more than the listing.  A count is a snapshot: senders and receivers move
  * messages meanwhile, which is why mq-send counts again after each chunk
  * (mq-send(1) gives the bound that follows).
  *
- * The cache is text: a header "mq-depth 1 N", then N lines "KEY INO
- * MTIME_S MTIME_NS COUNT", by key, ascending.  It is a cache, not a
- * record: written without a sync, it is used only when it parses whole,
- * and an entry only for a leaf whose inode and mtime are still those it
- * names; anything else (missing, short, corrupt, another version, not a
- * regular file) counts as empty and is written anew.
+ * An unchanged leaf's messages can still expire, so each entry also keeps
+ * when the first of them can: the earliest SENT among them (the spool's
+ * ttl counts from it) and the earliest own expiry (SENT + own ttl) among
+ * those with an own ttl; neither depends on the spool's ttl, which can
+ * change.  An entry is trusted only while now is before both (the first
+ * with the spool's ttl added; without a ttl it does not matter).
+ *
+ * The cache is text: a header "mq-depth 2 N", then N lines "KEY INO
+ * MTIME_S MTIME_NS SENT OWN COUNT", by key, ascending; SENT and OWN in ms
+ * since the epoch, 0 for none (an empty leaf, no own ttl).  It is a
+ * cache, not a record: written without a sync, it is used only when it
+ * parses whole, and an entry only for a leaf whose inode and mtime are
+ * still those it names and whose messages cannot have expired since;
+ * anything else (missing, short, corrupt, another version, not a regular
+ * file) counts as empty and is written anew.
  */
 #include <sys/stat.h>
 
@@ -44,27 +60,37 @@
 #include "compat.h"
 #include "mq.h"
 
-#define CACHE_MAGIC	"mq-depth 1 "
+#define CACHE_MAGIC	"mq-depth 2 "
 /*
  * The most leaves cached, some 64 million messages: the oldest are kept,
  * where counts start; leaves beyond are listed by every count.
  */
 #define CACHE_MAX	65536
-/* A key (11), 4 numbers of up to 20 digits, 4 spaces and a newline. */
-#define CACHE_LINE_MAX	96
+/* A key (11), 6 numbers of up to 20 digits, 6 spaces and a newline. */
+#define CACHE_LINE_MAX	138
 
 struct leafcount {
 	uint64_t key;
 	uint64_t ino;
 	uint64_t sec;
 	uint64_t nsec;
+	uint64_t sent;	/* the earliest SENT of its messages; NEVER: none */
+	uint64_t own;	/* the earliest own expiry of its messages; NEVER */
 	uint64_t n;
 };
+
+#define NEVER	UINT64_MAX
 
 struct counting {
 	struct mq_spool	*sp;
 	uint64_t	 limit;
+	uint64_t	 ttl;	/* the spool's, ms; 0: none */
+	uint64_t	 now;
 	uint64_t	 n;
+	struct mq_burial expired;	/* what the count buries */
+	uint64_t	 buried;
+	char		(*dead)[MQ_NAME_MAX];	/* a leaf's expired, to bury */
+	size_t		 ndead, deadcap;
 	struct leafcount *old;	/* the cache as read, by key */
 	size_t		 nold, next;
 	struct leafcount *v;	/* the cache to write, by key */
@@ -124,9 +150,15 @@ cache_parse(struct counting *c, const char *buf, size_t len)
 		    (p = number(p, ' ', 0, &e->ino)) == NULL ||
 		    (p = number(p, ' ', 0, &e->sec)) == NULL ||
 		    (p = number(p, ' ', 0, &e->nsec)) == NULL ||
+		    (p = number(p, ' ', 0, &e->sent)) == NULL ||
+		    (p = number(p, ' ', 0, &e->own)) == NULL ||
 		    (p = number(p, '\n', 0, &e->n)) == NULL ||
 		    e->nsec >= 1000000000 || (i > 0 && e->key <= v[i - 1].key))
 			break;
+		if (e->sent == 0)
+			e->sent = NEVER;
+		if (e->own == 0)
+			e->own = NEVER;
 	}
 	if (i < n || p != buf + len) {
 		free(v);
@@ -178,7 +210,22 @@ static int
 cache_same(const struct leafcount *a, const struct leafcount *b)
 {
 	return a->key == b->key && a->ino == b->ino && a->sec == b->sec &&
-	    a->nsec == b->nsec && a->n == b->n;
+	    a->nsec == b->nsec && a->sent == b->sent && a->own == b->own &&
+	    a->n == b->n;
+}
+
+/*
+ * Whether none of the messages of a leaf cached as e can have expired by
+ * now, with the spool's ttl as it is now.  Two comparisons: without a ttl
+ * anywhere, a trusted leaf still costs one stat and nothing more.
+ */
+static int
+alive(const struct counting *c, const struct leafcount *e)
+{
+	if (c->now >= e->own)
+		return 0;
+	return c->ttl == 0 || e->sent == NEVER || (e->sent < NEVER - c->ttl &&
+	    c->now < e->sent + c->ttl);
 }
 
 /*
@@ -227,21 +274,62 @@ older(const struct counting *c, const struct timespec *m)
 	    m->tv_nsec < c->t0.tv_nsec));
 }
 
+/* Keeps the name of an expired message, to be buried after the listing. */
+static void
+dead_add(struct counting *c, const char *name)
+{
+	if (strlen(name) >= MQ_NAME_MAX)
+		return;
+	if (c->ndead == c->deadcap) {
+		c->deadcap = c->deadcap ? c->deadcap * 2 : 16;
+		c->dead = xreallocarray(c->dead, c->deadcap,
+		    sizeof(*c->dead));
+	}
+	memcpy(c->dead[c->ndead++], name, strlen(name) + 1);
+}
+
 /*
- * Lists dirfd/name, a leaf, into e: its inode, mtime and number of
- * messages.  Its stat is taken from the directory opened, before it is
- * read.  Returns 0, 1 if it is gone (it was empty), or -1 on error.
+ * Buries the expired messages that the listing of the leaf fd met, with
+ * the reason "expired"; one that someone else took first (ENOENT: a
+ * claim, a sweep, another count) is gone all the same.  After the
+ * listing, so that the listing does not see its own directory change.
  */
 static int
-leaf_list(int dirfd, const char *name, struct leafcount *e,
-    struct timespec *mtime)
+dead_bury(struct counting *c, int fd)
+{
+	struct mq_name nm;
+	size_t i;
+
+	for (i = 0; i < c->ndead; i++) {
+		if (mq_name_parse(c->dead[i], MQ_NEW, &nm) == -1)
+			continue;
+		if (mq_burial_bury(&c->expired, fd, c->dead[i], &nm) == -1) {
+			if (errno != ENOENT)
+				return -1;
+		} else
+			c->buried++;
+	}
+	return 0;
+}
+
+/*
+ * Lists parent/name, a leaf, into e: its inode, mtime, the messages that
+ * have not expired, and when the first of those can; buries those that
+ * have.  Its stat is taken from the directory opened, before it is read.
+ * A name is parsed, not looked at: no system call per message.  Returns
+ * 0, 1 if it is gone (it was empty), or -1 on error.
+ */
+static int
+leaf_list(struct counting *c, int parent, const char *name,
+    struct leafcount *e, struct timespec *mtime)
 {
 	struct stat st;
 	struct dirent *de;
+	struct mq_name nm;
 	DIR *d;
 	int fd, saved;
 
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
+	if ((fd = mq_opendirat(parent, name)) == -1)
 		return errno == ENOENT ? 1 : -1;
 	if (fstat(fd, &st) == -1 || (d = fdopendir(fd)) == NULL) {
 		saved = errno;
@@ -252,14 +340,28 @@ leaf_list(int dirfd, const char *name, struct leafcount *e,
 	e->ino = st.st_ino;
 	*mtime = st.st_mtim;
 	e->n = 0;
+	e->sent = e->own = NEVER;
+	c->ndead = 0;
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] != '.' &&
-		    (de->d_type == DT_REG || de->d_type == DT_UNKNOWN))
-			e->n++;
+		if (de->d_name[0] == '.' ||
+		    (de->d_type != DT_REG && de->d_type != DT_UNKNOWN) ||
+		    mq_name_parse(de->d_name, MQ_NEW, &nm) == -1)
+			continue;
+		if (c->now >= mq_name_expiry(&nm, c->ttl)) {
+			dead_add(c, de->d_name);
+			continue;
+		}
+		e->n++;
+		if (nm.sent < e->sent)
+			e->sent = nm.sent;
+		if (nm.ttl != 0 && nm.sent + nm.ttl < e->own)
+			e->own = nm.sent + nm.ttl;
 	}
 	/* Removed while being read: it was empty. */
 	saved = de == NULL && errno != ENOENT ? errno : 0;
+	if (saved == 0 && dead_bury(c, dirfd(d)) == -1)
+		saved = errno;
 	closedir(d);
 	errno = saved;
 	return saved != 0 ? -1 : 0;
@@ -267,8 +369,8 @@ leaf_list(int dirfd, const char *name, struct leafcount *e,
 
 /*
  * The counting step of the descent, in key order: each leaf's count, from
- * the cache while its inode and mtime are unchanged, else from a listing,
- * until the limit.  A leaf removed as empty before or while it is looked
+ * the cache while its inode and mtime are unchanged and none of its
+ * messages can have expired since, else from a listing, until the limit.  A leaf removed as empty before or while it is looked
  * at held nothing.
  */
 static int
@@ -293,18 +395,19 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	    &c->old[c->next] : NULL;
 	if (o != NULL && st.st_mtim.tv_sec >= 0 && o->ino == st.st_ino &&
 	    o->sec == (uint64_t)st.st_mtim.tv_sec &&
-	    o->nsec == (uint64_t)st.st_mtim.tv_nsec) {
+	    o->nsec == (uint64_t)st.st_mtim.tv_nsec && alive(c, o)) {
 		e = *o;
 		cache_add(c, &e);
 	} else {
 		if (!c->stamped)
 			stamp(c);
 		e.key = key;
-		if ((r = leaf_list(dirfd, name, &e, &m)) == -1)
+		if ((r = leaf_list(c, dirfd, name, &e, &m)) == -1)
 			return -1;
 		if (r == 1)
 			return MQ_TREE_NEXT;
-		if (older(c, &m)) {
+		/* One that lost messages to burials has another mtime now. */
+		if (older(c, &m) && c->ndead == 0) {
 			e.sec = m.tv_sec;
 			e.nsec = m.tv_nsec;
 			cache_add(c, &e);
@@ -355,9 +458,11 @@ cache_write(struct counting *c)
 	len = snprintf(buf, size, "%s%zu\n", CACHE_MAGIC, c->nv);
 	for (i = 0; i < c->nv; i++) {
 		n = snprintf(line, sizeof(line), "%0*" PRIx64 " %" PRIu64
-		    " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", MQ_KEY_DIGITS,
-		    c->v[i].key, c->v[i].ino, c->v[i].sec, c->v[i].nsec,
-		    c->v[i].n);
+		    " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
+		    PRIu64 "\n", MQ_KEY_DIGITS, c->v[i].key, c->v[i].ino,
+		    c->v[i].sec, c->v[i].nsec,
+		    c->v[i].sent == NEVER ? 0 : c->v[i].sent,
+		    c->v[i].own == NEVER ? 0 : c->v[i].own, c->v[i].n);
 		memcpy(buf + len, line, n);
 		len += n;
 	}
@@ -370,10 +475,14 @@ cache_write(struct counting *c)
 
 /*
  * Sets *n to the number of messages waiting in new/, or to limit when
- * there are that many or more.  Returns 0, or -1 on error.
+ * there are that many or more: those not expired at now (ms) given the
+ * spool's ttl (ms, 0: none).  The expired messages of the leaves it
+ * lists are buried, with the reason "expired"; if any were, the doorbell
+ * is rung.  Returns 0, or -1 on error.
  */
 int
-mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t *n)
+mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
+    uint64_t *n)
 {
 	struct counting c;
 	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0 };
@@ -385,6 +494,10 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t *n)
 	memset(&c, 0, sizeof(c));
 	c.sp = sp;
 	c.limit = limit;
+	c.ttl = ttl;
+	c.now = now;
+	mq_burial_init(&c.expired, sp, MQ_REASON_EXPIRED,
+	    strlen(MQ_REASON_EXPIRED));
 	c.tf.sp = sp;
 	c.tf.fd = -1;
 	/* Without tmp/ there is no cache, and the count lists every leaf. */
@@ -397,8 +510,13 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t *n)
 		cache_write(&c);
 	saved = errno;
 	mq_tmp_abort(&c.tf);
+	mq_burial_end(&c.expired);
+	/* Room was made: senders waiting for it count again. */
+	if (c.buried > 0)
+		(void)mq_ring(sp);
 	free(c.old);
 	free(c.v);
+	free(c.dead);
 	errno = saved;
 	if (r == -1)
 		return -1;
@@ -409,6 +527,8 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t *n)
 struct dropping {
 	struct mq_spool	*sp;
 	uint64_t	 want, gone;
+	uint64_t	 ttl, now;
+	struct mq_burial expired;
 	mq_drop_fn	 fn;
 	void		*arg;
 };
@@ -425,6 +545,8 @@ is_new(const char *s)
  * Buries the oldest messages of one leaf; 1 once enough are gone.  One
  * that another process took first (a claim) is gone all the same: the
  * room it left is what was wanted, and no second message dies for it.
+ * One that has expired (since the count, or in a leaf it did not list)
+ * was not waiting: it is buried as "expired" and makes no room.
  */
 static int
 drop_leaf(struct dropping *d, int leaf)
@@ -439,6 +561,14 @@ drop_leaf(struct dropping *d, int leaf)
 	mq_names_sort(&names);
 	for (i = 0; i < names.n && d->gone < d->want; i++) {
 		mq_name_parse(names.v[i], MQ_NEW, &nm);
+		if (d->now >= mq_name_expiry(&nm, d->ttl)) {
+			if (mq_burial_bury(&d->expired, leaf, names.v[i],
+			    &nm) == -1 && errno != ENOENT) {
+				r = -1;
+				break;
+			}
+			continue;
+		}
 		if (mq_bury(d->sp, leaf, names.v[i], &nm, MQ_REASON_MAXLEN,
 		    strlen(MQ_REASON_MAXLEN)) == -1) {
 			if (errno != ENOENT) {
@@ -475,17 +605,31 @@ drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
  * Makes room for n messages (overflow=drop-oldest): dead-letters the
  * oldest waiting ones, in the order a claim would take them (leaves in
  * key order, IDs in order), with the reason MQ_REASON_MAXLEN, calling fn
- * with the ID of each.  Stops once n are gone or new/ is empty.  Returns
- * 0, or -1 on error.
+ * with the ID of each.  Those expired at now (ms, given the spool's ttl)
+ * that it meets are buried as "expired" and not counted.  Stops once n
+ * are gone or new/ is empty.  Returns 0, or -1 on error.
  */
 int
-mq_depth_drop(struct mq_spool *sp, uint64_t n, mq_drop_fn fn, void *arg)
+mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
+    mq_drop_fn fn, void *arg)
 {
-	struct dropping d = { sp, n, 0, fn, arg };
+	struct dropping d;
 	struct mq_tree t = { drop_step, NULL, 1, 0, 0, 0 };
+	int r;
 
 	if (n == 0)
 		return 0;
+	memset(&d, 0, sizeof(d));
+	d.sp = sp;
+	d.want = n;
+	d.ttl = ttl;
+	d.now = now;
+	d.fn = fn;
+	d.arg = arg;
+	mq_burial_init(&d.expired, sp, MQ_REASON_EXPIRED,
+	    strlen(MQ_REASON_EXPIRED));
 	t.arg = &d;
-	return mq_tree_walk(&t, sp->new) == -1 ? -1 : 0;
+	r = mq_tree_walk(&t, sp->new);
+	mq_burial_end(&d.expired);
+	return r == -1 ? -1 : 0;
 }

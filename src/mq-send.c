@@ -224,7 +224,7 @@ depth(struct sender *s, uint64_t limit)
 {
 	uint64_t n;
 
-	if (mq_depth(&s->sp, limit, &n) == -1)
+	if (mq_depth(&s->sp, limit, s->conf.ttl_ms, mq_now_ms(), &n) == -1)
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
 	return n;
 }
@@ -258,7 +258,7 @@ drop(struct sender *s)
 
 	n = depth(s, max + s->nbatch);
 	if (n + s->nbatch > max && mq_depth_drop(&s->sp, n + s->nbatch - max,
-	    dropped, s) == -1)
+	    s->conf.ttl_ms, mq_now_ms(), dropped, s) == -1)
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_NEW);
 	/* Credit for the batch, and for what room is left after it. */
 	n = n + s->nbatch >= max ? 0 : grant(max - n - s->nbatch);

@@ -293,9 +293,11 @@ int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
 
 /* depth.c: messages waiting in new/, for max-depth */
-int	 mq_depth(struct mq_spool *, uint64_t, uint64_t *);
+int	 mq_depth(struct mq_spool *, uint64_t, uint64_t, uint64_t,
+	    uint64_t *);
 typedef void (*mq_drop_fn)(void *, const char *);
-int	 mq_depth_drop(struct mq_spool *, uint64_t, mq_drop_fn, void *);
+int	 mq_depth_drop(struct mq_spool *, uint64_t, uint64_t, uint64_t,
+	    mq_drop_fn, void *);
 
 /* sweep.c */
 int	 mq_reclaim(struct mq_spool *, unsigned, uint64_t,

@@ -295,7 +295,7 @@ exact() {
 	assert_equal "$(count new)" $((n + 1))
 	[ -f "$MQ_DIR/tmp/.depth" ] || fail "no depth cache"
 	[ ! -L "$MQ_DIR/tmp/.depth" ] || fail "the depth cache is a symlink"
-	assert_equal "$(head -c 11 "$MQ_DIR/tmp/.depth")" "mq-depth 1 "
+	assert_equal "$(head -c 11 "$MQ_DIR/tmp/.depth")" "mq-depth 2 "
 	mq-conf max-depth=1000000
 }
 
@@ -315,7 +315,7 @@ leaf_of() {
 @test "depth: the count stays exact through sends, claims, releases, burials, removed and new leaves" {
 	command -v faketime >/dev/null || skip "faketime is not installed"
 	# Two leaves made with the clock an hour and two back: the older one
-	# expired (--ttl 0.1), so the first claim buries it.
+	# expired (--ttl 0.1), so the first count buries its messages.
 	FROZEN=$(date -d '-2 hours' '+%Y-%m-%d %H:%M:%S')
 	seq 1 3 | sed 's/^/expired/' | frozen mq-send -l --ttl 0.1 >/dev/null
 	FROZEN=$(date -d '-1 hour' '+%Y-%m-%d %H:%M:%S')
@@ -327,9 +327,15 @@ leaf_of() {
 	expired=$(leaf_of expired1)
 	old=$(leaf_of old1)
 	[ "$expired" != "$old" ]
+	# Burials: the first count buries the expired leaf's three (not
+	# waiting, not counted); the leaf stays, empty, for a claim to remove.
+	mq-conf max-depth=1000000
+	mq-send -D 100000 <<<probe >/dev/null
+	assert_equal "$(mq-dlq ls | cut -f 4 | sort | uniq -c | tr -s ' ')" " 3 expired"
+	assert_equal "$(find "$expired" -type f | wc -l)" 0
 	exact
-	# Burials: the first claim buries the expired leaf's three, which
-	# goes (empty and long settled), and claims from the old one.
+	# The first claim removes the empty leaf (long settled), and claims
+	# from the old one.
 	r=$(mq-recv)
 	assert_equal "$(cat "$r")" old1
 	mq-ack "$r"
@@ -424,7 +430,7 @@ teardown() {
 	# A second later it is, and the count is still exact.
 	sleep 1.1
 	run -6 frozen mq-send <<<3
-	grep -q "^$(basename "$leaf") [0-9]* $s0 0 2\$" "$MQ_DIR/tmp/.depth"
+	grep -q "^$(basename "$leaf") [0-9]* $s0 0 [0-9]* 0 2\$" "$MQ_DIR/tmp/.depth"
 	run -6 frozen mq-send <<<3
 	assert_equal "$(count new)" 2
 }
@@ -470,18 +476,19 @@ zeroed() {
 		rm -f "$c"
 		case $bad in
 		# Right mtimes, counts 0: each would be trusted if read.
-		version) zeroed "mq-depth 2 $nl"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
-		count) zeroed "mq-depth 1 $((nl + 1))"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
-		order) zeroed "mq-depth 1 $nl"; { head -n 1 "$BATS_TEST_TMPDIR/zeroed"; sed 1d "$BATS_TEST_TMPDIR/zeroed" | sort -r; } >"$c" ;;
-		short) zeroed "mq-depth 1 $nl"; head -c -1 "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
-		nul) zeroed "mq-depth 1 $nl"; { cat "$BATS_TEST_TMPDIR/zeroed"; printf '\0'; } >"$c" ;;
+		# The version before this one, whose entries had no expiry.
+		version) zeroed "mq-depth 1 $nl"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
+		count) zeroed "mq-depth 2 $((nl + 1))"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
+		order) zeroed "mq-depth 2 $nl"; { head -n 1 "$BATS_TEST_TMPDIR/zeroed"; sed 1d "$BATS_TEST_TMPDIR/zeroed" | sort -r; } >"$c" ;;
+		short) zeroed "mq-depth 2 $nl"; head -c -1 "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
+		nul) zeroed "mq-depth 2 $nl"; { cat "$BATS_TEST_TMPDIR/zeroed"; printf '\0'; } >"$c" ;;
 		garbage) head -c 4000 /dev/urandom >"$c" ;;
 		empty) : >"$c" ;;
 		fifo) mkfifo "$c" ;;
 		# Not followed: the file it names is read by nobody, changed by
 		# nobody.
 		symlink)
-			zeroed "mq-depth 1 $nl"
+			zeroed "mq-depth 2 $nl"
 			cp "$BATS_TEST_TMPDIR/zeroed" "$BATS_TEST_TMPDIR/target"
 			ln -s "$BATS_TEST_TMPDIR/target" "$c" ;;
 		esac
@@ -515,14 +522,14 @@ zeroed() {
 	# Stops in the second leaf of four.
 	mq-conf max-depth=7
 	run -6 mq-send <<<x
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 2"
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 2"
 	mq-conf max-depth=100
 	exact
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 5"
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 5"
 	# Stopping again, at the first leaf, keeps the other four.
 	mq-conf max-depth=3
 	run -6 mq-send <<<x
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 1 5"
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 5"
 	exact
 }
 
@@ -635,4 +642,137 @@ as() {
 	assert_not_exist "$old"
 	assert_file_exist "$young"
 	assert_file_exist "$MQ_DIR/tmp/.depth"
+}
+
+# The reasons of the dead letters, with how many of each, on one line.
+reasons() {
+	mq-dlq ls | cut -f 4 | sort | uniq -c | awk '{ printf "%s %s;", $2, $1 }'
+}
+
+@test "depth: messages past the spool's ttl do not count; the count buries them as expired" {
+	mq-conf max-depth=3 ttl=1
+	run -6 --separate-stderr mq-send -l < <(seq 1 5)
+	assert_equal "${#lines[@]}" 3
+	sleep 1.2
+	# mq-stat has them dead; the send finds room, and makes it real.
+	run --separate-stderr mq-send <<<new
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	id=${lines[0]}
+	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(count dead)" 3
+	assert_equal "$(count new)" 1
+	[ -n "$(find "$MQ_DIR/new" -type f -name "$id,*")" ]
+	# A spool ttl does not go back: two more fit, then it is full again.
+	mq-send <<<a >/dev/null
+	mq-send <<<b >/dev/null
+	run -6 mq-send <<<c
+	assert_equal "$(bodies | tr -s '\n' ' ')" "new a b "
+}
+
+@test "depth: messages past their own --ttl do not count (no spool ttl)" {
+	mq-conf max-depth=3
+	run -6 --separate-stderr mq-send -l --ttl 0.5 < <(seq 1 5)
+	assert_equal "${#lines[@]}" 3
+	# One without a ttl: it stays, and counts.
+	mq-conf max-depth=4
+	mq-send <<<kept >/dev/null
+	sleep 0.7
+	run -6 --separate-stderr mq-send -l < <(seq 6 9)
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(bodies | tr -s '\n' ' ')" "kept 6 7 8 "
+}
+
+@test "depth: -w on a full spool goes on once its messages expire, with no consumer (paused)" {
+	mq-conf max-depth=2 ttl=1 paused=yes
+	seq 1 2 | mq-send -l >/dev/null
+	run -6 mq-send <<<x
+	run timeout 20 mq-send -w <<<late
+	assert_success
+	assert_equal "${#lines[@]}" 1
+	assert_equal "$(reasons)" "expired 2;"
+	mq-conf paused=no
+	assert_equal "$(bodies)" late
+}
+
+@test "depth: drop-oldest buries the expired ones as expired, then the oldest waiting ones as maxlen" {
+	mq-conf max-depth=4 overflow=drop-oldest
+	seq 1 2 | mq-send -l --ttl 0.5 >/dev/null
+	old=$(mq-send <<<old)
+	mq-send <<<older >/dev/null
+	sleep 0.7
+	assert_equal "$(count dead)" 0
+	# 2 waiting and 3 more: one must go, the oldest of those waiting.
+	run --separate-stderr mq-send -v -l < <(seq 3 5)
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(grep dead: <<<"$stderr")" "mq-send: $old: dead: maxlen"
+	assert_equal "$(reasons)" "expired 2;maxlen 1;"
+	assert_equal "$(mq-dlq ls | grep maxlen | cut -f 1)" "$old"
+	assert_equal "$(bodies | tr -s '\n' ' ')" "older 3 4 5 "
+}
+
+@test "depth: the count counts only messages, as mq-stat does: a foreign file in a leaf is not one" {
+	mq-conf max-depth=2
+	mq-send <<<a >/dev/null
+	leaf=$(leaf_of a)
+	echo foreign >"$leaf/notes.txt"
+	run mq-send -D 100000 <<<b
+	assert_success
+	run -6 mq-send <<<c
+	assert_equal "$(mq-stat --json | grep -o '"ready": *[0-9]*' | grep -o '[0-9]*$')" 1
+	assert_file_exist "$leaf/notes.txt"
+}
+
+# The cache's entry for the leaf $1, without the key: "INO S NS SENT OWN N".
+entry() {
+	grep "^$(basename "$1") " "$MQ_DIR/tmp/.depth" | cut -d ' ' -f 2-
+}
+
+@test "depth: a cached leaf whose messages expire is listed again, though its mtime is unchanged" {
+	mq-conf max-depth=3
+	ids=$(seq 1 3 | mq-send -l --ttl 1)
+	leaf=$(leaf_of 1)
+	first=$(head -n 1 <<<"$ids")
+	sent=$(($(printf '%d' "0x${first%%.*}") / 1000000))
+	sleep 0.05
+	# Counted full while they live: the leaf is cached with its three,
+	# their earliest send and earliest own expiry.
+	run -6 mq-send <<<x
+	mtime=$(stat -c %y "$leaf")
+	e=$(entry "$leaf")
+	assert_equal "$(cut -d ' ' -f 4- <<<"$e")" "$sent $((sent + 1000)) 3"
+	run -6 mq-send <<<x
+	sleep 1.1
+	# Nothing changed the leaf, and the cache still names its mtime.
+	assert_equal "$(stat -c %y "$leaf")" "$mtime"
+	assert_equal "$(entry "$leaf")" "$e"
+	run mq-send <<<y
+	assert_success
+	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(bodies)" y
+}
+
+@test "depth: a spool ttl set after the cache was written is honoured" {
+	mq-conf max-depth=3
+	seq 1 3 | mq-send -l >/dev/null
+	leaf=$(leaf_of 1)
+	sleep 0.05
+	run -6 mq-send <<<x
+	run -6 mq-send <<<x
+	# No own ttl: no own expiry (0), only the earliest send.
+	[[ $(entry "$leaf") =~ ^[0-9]+\ [0-9]+\ [0-9]+\ [0-9]+\ 0\ 3$ ]]
+	sleep 1.1
+	mq-conf ttl=1
+	run mq-send <<<y
+	assert_success
+	assert_equal "$(reasons)" "expired 3;"
+	# And a ttl that has not passed yet leaves a cached leaf counted.
+	mq-conf ttl=3600
+	seq 1 2 | mq-send -l >/dev/null
+	sleep 0.05
+	run -6 mq-send <<<z
+	run -6 mq-send <<<z
+	assert_equal "$(count new)" 3
 }
