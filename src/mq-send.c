@@ -11,8 +11,9 @@
  * only what has no ID, or it queues messages twice (see mq-send(1)).
  *
  * With the spool's max-depth set, messages are admitted on credit: a count
- * of new/ (mq_depth, bounded by max-depth) grants an eighth of the room it
- * found, at least one, and is taken again once that is used up.  So a call
+ * of new/ (mq_depth, bounded by max-depth; messages past their time to
+ * live are not counted but buried) grants an eighth of the room it found,
+ * at least one, and is taken again once that is used up.  So a call
  * alone never passes max-depth, and each concurrent sender can overshoot
  * by at most one credit (mq-send(1) gives the bound).  When there is no
  * room the batch so far is published and the call stops (exit 6), waits
@@ -247,7 +248,8 @@ dropped(void *arg, const char *id)
 
 /*
  * overflow=drop-oldest, before the batch is placed: dead-letters as many
- * of the oldest waiting messages as it needs room for.  The count goes as
+ * of the oldest waiting messages as it needs room for, once the count has
+ * buried the expired ones (as "expired": they make room without a drop).  The count goes as
  * far as max-depth plus the batch, so that what concurrent senders put
  * beyond max-depth is taken off too.
  */
@@ -275,9 +277,12 @@ full(struct sender *s)
 }
 
 /*
- * -w: waits for the doorbell (rung by claims while max-depth is set, and
- * by mq-conf) or ROOM_POLL_MS, then reads the settings again: raising or
- * lifting max-depth lets a waiting sender go on.  Gives up after wait_ms.
+ * -w: waits for the doorbell (rung by claims while max-depth is set, by
+ * mq-conf, and by counts that buried expired messages) or ROOM_POLL_MS,
+ * then reads the settings again: raising or lifting max-depth lets a
+ * waiting sender go on, and the count that follows buries what expired
+ * meanwhile, so expiry makes room with no consumer.  Gives up after
+ * wait_ms.
  */
 static void
 await(struct sender *s)
