@@ -776,3 +776,17 @@ entry() {
 	run -6 mq-send <<<z
 	assert_equal "$(count new)" 3
 }
+
+@test "depth: with ttls set, a count still lists only the leaves that changed, while none of theirs can expire (strace)" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-conf max-depth=100000 ttl=3600
+	for d in $(seq 10 10 100); do
+		mq-send -D "$d" --ttl 600 <<<"$d" >/dev/null
+	done
+	rm "$MQ_DIR/tmp/.depth"
+	mq-send -D 5000 <<<a >/dev/null
+	sleep 0.05
+	ASAN_OPTIONS=detect_leaks=0 strace -y -e trace=getdents64 -o "$BATS_TEST_TMPDIR/t" mq-send -D 6000 <<<b >/dev/null
+	assert_equal "$(leaves_listed "$BATS_TEST_TMPDIR/t")" 1
+	assert_equal "$(count dead)" 0
+}
