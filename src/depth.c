@@ -370,8 +370,8 @@ leaf_list(struct counting *c, int parent, const char *name,
 /*
  * The counting step of the descent, in key order: each leaf's count, from
  * the cache while its inode and mtime are unchanged and none of its
- * messages can have expired since, else from a listing, until the limit.  A leaf removed as empty before or while it is looked
- * at held nothing.
+ * messages can have expired since, else from a listing, until the limit.
+ * A leaf removed as empty before or while it is looked at held nothing.
  */
 static int
 count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
