@@ -249,9 +249,9 @@ dropped(void *arg, const char *id)
 /*
  * overflow=drop-oldest, before the batch is placed: dead-letters as many
  * of the oldest waiting messages as it needs room for, once the count has
- * buried the expired ones (as "expired": they make room without a drop).  The count goes as
- * far as max-depth plus the batch, so that what concurrent senders put
- * beyond max-depth is taken off too.
+ * buried the expired ones (as "expired": they make room without a drop).
+ * The count goes as far as max-depth plus the batch, so that what
+ * concurrent senders put beyond max-depth is taken off too.
  */
 static void
 drop(struct sender *s)
