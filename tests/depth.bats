@@ -672,12 +672,12 @@ reasons() {
 
 @test "depth: messages past their own --ttl do not count (no spool ttl)" {
 	mq-conf max-depth=3
-	run -6 --separate-stderr mq-send -l --ttl 0.5 < <(seq 1 5)
+	run -6 --separate-stderr mq-send -l --ttl 1 < <(seq 1 5)
 	assert_equal "${#lines[@]}" 3
 	# One without a ttl: it stays, and counts.
 	mq-conf max-depth=4
 	mq-send <<<kept >/dev/null
-	sleep 0.7
+	sleep 1.2
 	run -6 --separate-stderr mq-send -l < <(seq 6 9)
 	assert_equal "${#lines[@]}" 3
 	assert_equal "$(reasons)" "expired 3;"
@@ -698,10 +698,10 @@ reasons() {
 
 @test "depth: drop-oldest buries the expired ones as expired, then the oldest waiting ones as maxlen" {
 	mq-conf max-depth=4 overflow=drop-oldest
-	seq 1 2 | mq-send -l --ttl 0.5 >/dev/null
+	seq 1 2 | mq-send -l --ttl 1 >/dev/null
 	old=$(mq-send <<<old)
 	mq-send <<<older >/dev/null
-	sleep 0.7
+	sleep 1.2
 	assert_equal "$(count dead)" 0
 	# 2 waiting and 3 more: one must go, the oldest of those waiting.
 	run --separate-stderr mq-send -v -l < <(seq 3 5)
@@ -783,6 +783,8 @@ entry() {
 	for d in $(seq 10 10 100); do
 		mq-send -D "$d" --ttl 600 <<<"$d" >/dev/null
 	done
+	# (Later than the clock's tick in which the last leaf was made.)
+	sleep 0.05
 	rm "$MQ_DIR/tmp/.depth"
 	mq-send -D 5000 <<<a >/dev/null
 	sleep 0.05
