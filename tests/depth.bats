@@ -528,11 +528,14 @@ zeroed() {
 	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 2"
 	mq-conf max-depth=100
 	exact
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 5"
-	# Stopping again, at the first leaf, keeps the other four.
+	# The four leaves at least; the newest one only if it was changed in
+	# an earlier tick than its listing (racily clean otherwise).
+	head=$(sed -n 1p "$MQ_DIR/tmp/.depth")
+	[[ $head == "mq-depth 2 4" || $head == "mq-depth 2 5" ]] || { echo "$head"; false; }
+	# Stopping again, at the first leaf, keeps the others.
 	mq-conf max-depth=3
 	run -6 mq-send <<<x
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 5"
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "$head"
 	exact
 }
 
