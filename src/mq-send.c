@@ -50,7 +50,7 @@ struct sender {
 	struct mq_placer pl;
 	int		 sync;
 	uint64_t	 due;	/* 0: visible at once */
-	uint64_t	 ttl;	/* --ttl, ms; 0: none */
+	struct mq_name	 name;	/* what each is named with but its ID */
 	struct mq_tmpfile tf;	/* the message being written (tf.fd != -1) */
 	char		 id[MQ_ID_LEN + 1];
 	char		 batch[BATCH_MAX][MQ_ID_LEN + 1];
@@ -190,8 +190,9 @@ flush(struct sender *s)
 	    (uint64_t)s->nbatch > s->credit)
 		drop(s);
 	for (i = 0; i < s->nbatch; i++) {
-		if (mq_tmp_place(&s->pl, s->batch[i],
-		    s->due ? s->due : mq_now_ms(), s->ttl) == -1) {
+		memcpy(s->name.id, s->batch[i], sizeof(s->name.id));
+		if (mq_tmp_place(&s->pl, &s->name,
+		    s->due ? s->due : mq_now_ms()) == -1) {
 			saved = errno;
 			break;
 		}
@@ -432,7 +433,7 @@ main(int argc, char *argv[])
 			delay = xsecs("-D", optarg, 0);
 			break;
 		case OPT_TTL:
-			s.ttl = xsecs("--ttl", optarg, 1);
+			s.name.ttl = xsecs("--ttl", optarg, 1);
 			break;
 		case 'w':
 			s.wflag = 1;

@@ -71,12 +71,17 @@
 #define MQ_RETRIES	8
 
 #define MQ_ID_LEN	40	/* 16 hex time '.' pid '.' 12 hex random */
+#define MQ_PRIORITY_MAX	9	/* mq-send -p: 0 to 9, higher first */
+#define MQ_GROUP_MAX	64	/* mq-send -g: [A-Za-z0-9._-], no leading dot */
+#define MQ_KEY_MAX	200	/* mq-send -k: any bytes but NUL and newline */
+#define MQ_KEYHASH_LEN	32	/* a key's hash in names: 128 bits, hex */
 /*
- * The longest name is one of cur/ with its expiry: ID (40), ",DEADLINE"
+ * The longest name is one of cur/ with everything: ID (40), ",DEADLINE"
  * (12 digits, '.', 3: 17), ",ATTEMPT" (8), ",SENT" (15 digits: 16),
- * ",TTL" (13 digits: 14): 95 bytes and a NUL.
+ * ",TTL" (13 digits: 14), ",pN" (3), ",gGROUP" (66), ",kHASH" (34): 198
+ * bytes and a NUL.
  */
-#define MQ_NAME_MAX	96
+#define MQ_NAME_MAX	199
 #define MQ_BUCKET_MAX	24	/* a cur/ bucket's name: decimal seconds */
 #define MQ_RECEIPT_MAX	4096
 
@@ -128,6 +133,9 @@ struct mq_spool {
  * needs (mq_name_expiry): when it was enqueued (its send, or its last
  * redrive; 0 stands for the ID's own time) and its own time to live (0:
  * none), in ms.  dead/ keeps ttl only: a redrive enqueues it anew.
+ * prio, group and keyhash are what it was sent with (mq-send -p, -g, -k:
+ * the key itself is kept in keys/, under its hash); every state keeps
+ * them ("" and 0: none).
  */
 struct mq_name {
 	char	 id[MQ_ID_LEN + 1];
@@ -135,6 +143,9 @@ struct mq_name {
 	unsigned attempts;
 	uint64_t sent;
 	uint64_t ttl;
+	unsigned prio;
+	char	 group[MQ_GROUP_MAX + 1];
+	char	 keyhash[MQ_KEYHASH_LEN + 1];
 };
 
 /*
@@ -175,6 +186,7 @@ uint64_t mq_id_ms(const char *);
 int	 mq_id_valid(const char *);
 int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
 int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
+int	 mq_group_valid(const char *);
 uint64_t mq_name_expiry(const struct mq_name *, uint64_t);
 int	 mq_key_format(char *, size_t, uint64_t, int);
 int	 mq_key_parse(const char *, int, uint64_t *);
@@ -232,7 +244,7 @@ void	 mq_tmp_abort(struct mq_tmpfile *);
 int	 mq_tmp_commit(struct mq_tmpfile *, int, const char *);
 int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
 	    const char **);
-int	 mq_tmp_place(struct mq_placer *, const char *, uint64_t, uint64_t);
+int	 mq_tmp_place(struct mq_placer *, const struct mq_name *, uint64_t);
 void	 mq_tmp_remove(struct mq_spool *, const char *);
 
 /* receipt.c: leases in cur/ and their receipts */

@@ -7,15 +7,20 @@
  * bytewise in enqueue order.  A message's name is its ID and, after commas,
  * what its state needs:
  *
- *	new/.../ID,ATTEMPTS[,SENT,TTL]		claims so far
- *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL]	DEADLINE is epoch seconds
- *						with ms
- *	dead/ID,DIED,ATTEMPTS[,TTL]		DIED is epoch seconds
+ *	new/.../ID,ATTEMPTS[,SENT,TTL][,pN][,gGROUP][,kHASH]
+ *		claims so far
+ *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL][,pN][,gGROUP][,kHASH]
+ *		DEADLINE is epoch seconds with ms
+ *	dead/ID,DIED,ATTEMPTS[,TTL][,pN][,gGROUP][,kHASH]
+ *		DIED is epoch seconds
  *
  * SENT (ms since the epoch: the send, or the last redrive) and TTL (the
  * message's own time to live in ms) are what its expiry needs; they are
  * written only when TTL is set or SENT is not the ID's own time, so that
- * a message sent without --ttl is named as before they existed.
+ * a message sent without --ttl is named as before they existed.  The
+ * tagged fields, in that order and each only when set, are what it was
+ * sent with: its priority (1 to 9; none is 0), its group, and the hash of
+ * its dedup key (32 lowercase hex digits).
  *
  * Parsing is strict, and a name that parses formats back to itself: a
  * long form that says what the short one would is refused too.  Anything
@@ -151,6 +156,61 @@ number(const char *s, size_t maxlen, uint64_t max, uint64_t *v)
 	return s + i;
 }
 
+/* A group: 1 to MQ_GROUP_MAX of [A-Za-z0-9._-], not starting with '.'. */
+static size_t
+group_span(const char *s)
+{
+	size_t i;
+
+	for (i = 0; isalnum((unsigned char)s[i]) || s[i] == '.' ||
+	    s[i] == '_' || s[i] == '-'; i++)
+		if (i == MQ_GROUP_MAX)
+			return 0;
+	return s[0] == '.' ? 0 : i;
+}
+
+int
+mq_group_valid(const char *s)
+{
+	size_t n = group_span(s);
+
+	return n > 0 && s[n] == '\0';
+}
+
+/*
+ * The tagged fields after the numbers: ",pN", ",gGROUP", ",kHASH", in that
+ * order, each at most once.  Returns the end, or NULL.
+ */
+static const char *
+tagged(const char *p, struct mq_name *n)
+{
+	size_t len;
+
+	n->prio = 0;
+	n->group[0] = n->keyhash[0] = '\0';
+	if (p[0] == ',' && p[1] == 'p') {
+		if (p[2] < '1' || p[2] > '0' + MQ_PRIORITY_MAX)
+			return NULL;
+		n->prio = p[2] - '0';
+		p += 3;
+	}
+	if (p[0] == ',' && p[1] == 'g') {
+		if ((len = group_span(p + 2)) == 0)
+			return NULL;
+		memcpy(n->group, p + 2, len);
+		n->group[len] = '\0';
+		p += 2 + len;
+	}
+	if (p[0] == ',' && p[1] == 'k') {
+		if (!all(p + 2, MQ_KEYHASH_LEN, lowerhex))
+			return NULL;
+		memcpy(n->keyhash, p + 2, MQ_KEYHASH_LEN);
+		n->keyhash[MQ_KEYHASH_LEN] = '\0';
+		p += 2 + MQ_KEYHASH_LEN;
+	}
+	return p;
+}
+
 int
 mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 {
@@ -180,7 +240,7 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 		return -1;
 	memcpy(n->id, s, idlen);
 	n->id[idlen] = '\0';
-	if (*p == ',' && st != MQ_DEAD) {
+	if (*p == ',' && digit((unsigned char)p[1]) && st != MQ_DEAD) {
 		if ((p = number(p + 1, SENT_DIGITS, UINT64_MAX, &sent)) ==
 		    NULL || sent == 0 || *p != ',')
 			return -1;
@@ -188,12 +248,12 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 		    &ttl)) == NULL ||
 		    (ttl == 0 && sent == mq_id_ms(n->id)))
 			return -1;
-	} else if (*p == ',') {
+	} else if (*p == ',' && digit((unsigned char)p[1])) {
 		if ((p = number(p + 1, TTL_DIGITS, MQ_SECS_MAX * 1000,
 		    &ttl)) == NULL || ttl == 0)
 			return -1;
 	}
-	if (*p != '\0')
+	if ((p = tagged(p, n)) == NULL || *p != '\0')
 		return -1;
 	n->ms = ms;
 	n->attempts = v;
@@ -230,6 +290,18 @@ mq_name_format(char *buf, size_t size, enum mq_state st,
 		else if (st == MQ_DEAD && n->ttl != 0)
 			more = snprintf(buf + len, size - len, ",%" PRIu64,
 			    n->ttl);
+		len = more < 0 ? more : len + more;
+	}
+	if (len >= 0 && (size_t)len < size && n->prio != 0) {
+		more = snprintf(buf + len, size - len, ",p%u", n->prio);
+		len = more < 0 ? more : len + more;
+	}
+	if (len >= 0 && (size_t)len < size && n->group[0] != '\0') {
+		more = snprintf(buf + len, size - len, ",g%s", n->group);
+		len = more < 0 ? more : len + more;
+	}
+	if (len >= 0 && (size_t)len < size && n->keyhash[0] != '\0') {
+		more = snprintf(buf + len, size - len, ",k%s", n->keyhash);
 		len = more < 0 ? more : len + more;
 	}
 	if (len < 0 || (size_t)len >= size) {

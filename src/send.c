@@ -133,25 +133,18 @@ mq_tmp_sync(struct mq_spool *sp, char (*ids)[MQ_ID_LEN + 1], int n,
 }
 
 /*
- * Puts tmp/id into new/ (of pl's spool) as a new message, ID,0, visible
- * at due, with its own time to live ttl (ms; 0: none) counted from the
- * time of its ID.
+ * Puts tmp/ID (nm's) into new/ (of pl's spool) as a new message, named
+ * as nm says (its attempts 0, its sent 0: the time of its ID), visible at
+ * due.
  */
 int
-mq_tmp_place(struct mq_placer *pl, const char *id, uint64_t due, uint64_t ttl)
+mq_tmp_place(struct mq_placer *pl, const struct mq_name *nm, uint64_t due)
 {
-	struct mq_name nm;
 	char name[MQ_NAME_MAX];
 
-	memset(&nm, 0, sizeof(nm));
-	if (strlcpy(nm.id, id, sizeof(nm.id)) >= sizeof(nm.id)) {
-		errno = ENAMETOOLONG;
+	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
 		return -1;
-	}
-	nm.ttl = ttl;
-	if (mq_name_format(name, sizeof(name), MQ_NEW, &nm) == -1)
-		return -1;
-	return mq_place(pl, pl->sp->tmp, id, name, due);
+	return mq_place(pl, pl->sp->tmp, nm->id, name, due);
 }
 
 /* Removes tmp/id, a file written but not committed. */

@@ -218,6 +218,11 @@ main(void)
 		nm.attempts = MQ_ATTEMPTS_MAX;
 		nm.sent = 999999999999999ULL;
 		nm.ttl = MQ_SECS_MAX * 1000;
+		nm.prio = MQ_PRIORITY_MAX;
+		memset(nm.group, 'g', MQ_GROUP_MAX);
+		nm.group[MQ_GROUP_MAX] = '\0';
+		memset(nm.keyhash, 'f', MQ_KEYHASH_LEN);
+		nm.keyhash[MQ_KEYHASH_LEN] = '\0';
 		ok(strlen(nm.id) == MQ_ID_LEN &&
 		    mq_name_format(big, sizeof(big), MQ_CUR, &nm) == 0 &&
 		    mq_name_parse(big, MQ_CUR, &nm) == 0 &&
@@ -273,6 +278,78 @@ main(void)
 		ok(all_bad, "bad seconds are rejected");
 	}
 
+	{
+		static const char *round[] = {
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p9",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,gcust-42.eu_1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,2,1795975865689,3000"
+			    ",p3,gA,k0123456789abcdef0123456789abcdef",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "k0123456789abcdef0123456789abcdef",
+		};
+		int all_round = 1;
+		size_t k;
+
+		for (k = 0; k < sizeof(round) / sizeof(*round); k++)
+			if (mq_name_parse(round[k], MQ_NEW, &nm) == -1 ||
+			    mq_name_format(buf, sizeof(buf), MQ_NEW, &nm) ==
+			    -1 || strcmp(buf, round[k]) != 0) {
+				printf("# not round: %s\n", round[k]);
+				all_round = 0;
+			}
+		ok(all_round, "priority, group and key hash parse and format "
+		    "back to themselves");
+	}
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895.696,3"
+	    ",p2,gorders", MQ_CUR, &nm) == 0 && nm.prio == 2 &&
+	    strcmp(nm.group, "orders") == 0 && nm.keyhash[0] == '\0',
+	    "a cur name keeps priority and group");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895,5,3000"
+	    ",p1,k0123456789abcdef0123456789abcdef", MQ_DEAD, &nm) == 0 &&
+	    nm.ttl == 3000 && nm.prio == 1 &&
+	    strcmp(nm.keyhash, "0123456789abcdef0123456789abcdef") == 0,
+	    "a dead name keeps ttl, priority and key hash");
+	{
+		static const char *bad[] = {
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p0",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p10",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,g",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,g.hidden",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,ga/b",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,ga b",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,gA,p1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p1,p2",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,k0123",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "k0123456789ABCDEF0123456789abcdef",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,"
+			    "k0123456789abcdef0123456789abcdef0",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,x1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p1,",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,g"
+			    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			    "aaaaaaaaaaaaaaaaa",
+		};
+		int all_bad = 1;
+		size_t k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(*bad); k++)
+			if (mq_name_parse(bad[k], MQ_NEW, &nm) == 0) {
+				printf("# accepted: %s\n", bad[k]);
+				all_bad = 0;
+			}
+		ok(all_bad, "malformed tagged fields are rejected");
+	}
+	ok(mq_group_valid("a") && mq_group_valid("A.b_c-9") &&
+	    !mq_group_valid("") && !mq_group_valid(".a") &&
+	    !mq_group_valid("a/b") && !mq_group_valid("a,b") &&
+	    mq_group_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaa") &&
+	    !mq_group_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaa"), "group names: 1 to 64 of [A-Za-z0-9._-], "
+	    "no leading dot");
 	mq_time_iso(buf, sizeof(buf), 1795975895696ULL);
 	ok(strcmp(buf, "2026-11-29T18:11:35Z") == 0, "ISO 8601 UTC time");
 
