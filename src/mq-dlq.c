@@ -110,6 +110,9 @@ cmd_ls(struct mq_spool *sp, int json)
 				fputs("null", stdout);
 			else
 				mq_json_string(stdout, reason, rlen);
+			printf(",\"priority\":%u", d[i].n.prio);
+			if (d[i].n.group[0] != '\0')
+				printf(",\"group\":\"%s\"", d[i].n.group);
 			printf(",\"size\":%jd,\"body\":", (intmax_t)size);
 			mq_json_string(stdout, body, blen);
 			puts("}");

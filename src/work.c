@@ -64,6 +64,8 @@ struct job {
 	char	 id[MQ_ID_LEN + 1];
 	char	 receipt[PATH_MAX];
 	unsigned attempt;
+	unsigned prio;
+	char	 group[MQ_GROUP_MAX + 1];	/* "": none */
 	uint64_t beat;		/* next lease extension */
 	uint64_t deadline;	/* --timeout: SIGTERM then */
 	uint64_t kill_at;	/* SIGKILL then, once SIGTERM was sent */
@@ -155,7 +157,7 @@ static void __dead
 child(struct worker *wk, struct job *j, int body, int out, int errw,
     int report, const sigset_t *mask, pid_t parent)
 {
-	char attempt[16];
+	char attempt[16], prio[4];
 	size_t i;
 	int e;
 
@@ -168,12 +170,17 @@ child(struct worker *wk, struct job *j, int body, int out, int errw,
 	if (mq_die_with_parent() == -1 || getppid() != parent)
 		_exit(127);
 	snprintf(attempt, sizeof(attempt), "%u", j->attempt);
+	snprintf(prio, sizeof(prio), "%u", j->prio);
 	if (move_fd(body, STDIN_FILENO) == -1 ||
 	    (out != -1 && move_fd(out, STDOUT_FILENO) == -1) ||
 	    move_fd(errw, STDERR_FILENO) == -1 ||
 	    setenv("MQ_ID", j->id, 1) == -1 ||
 	    setenv("MQ_RECEIPT", j->receipt, 1) == -1 ||
 	    setenv("MQ_ATTEMPT", attempt, 1) == -1 ||
+	    setenv("MQ_PRIORITY", prio, 1) == -1 ||
+	    /* One the worker inherited is not this message's. */
+	    (j->group[0] != '\0' ? setenv("MQ_GROUP", j->group, 1) :
+	    unsetenv("MQ_GROUP")) == -1 ||
 	    setenv("MQ_DIR", wk->sp->real, 1) == -1)
 		goto fail;
 	sigprocmask(SIG_SETMASK, mask, NULL);
@@ -433,6 +440,8 @@ start(void *arg, const char *rcpt, const char *id)
 	if (receipt(wk, j) == -1)
 		return 0;
 	j->attempt = wk->rc.n.attempts;
+	j->prio = wk->rc.n.prio;
+	memcpy(j->group, wk->rc.n.group, sizeof(j->group));
 	body = mq_receipt_body(&wk->rc);
 	if (body == -1 || spawn(wk, j, body) == -1) {
 		warn("%s", body == -1 ?

@@ -66,11 +66,23 @@ bury() {
 	run mq-dlq ls --json
 	assert_success
 	assert_equal "${#lines[@]}" 1
-	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"size\":3,\"body\":\"a\\\"b\"}" ]]
+	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"priority\":0,\"size\":3,\"body\":\"a\\\"b\"}" ]]
 	if command -v python3 >/dev/null; then
 		reason=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["reason"], end="")' <<<"$output")
 		assert_equal "$reason" "$(printf 'tab\there "q" \\ nl\nend')"
 	fi
+}
+
+@test "mq-dlq ls --json shows a dead letter's priority and group, and redrive keeps them" {
+	mq-send -l </dev/null >/dev/null
+	id=$(printf '%016x.4242.0123456789ab' $(($(date +%s) * 1000000000)))
+	echo body >"$MQ_DIR/dead/$id,$(date +%s),2,p3,gorders-eu"
+	run mq-dlq ls --json
+	assert_success
+	[[ $output == *'"reason":null,"priority":3,"group":"orders-eu","size":5,'* ]]
+	mq-dlq redrive "$id"
+	r=$(mq-recv)
+	[[ ${r##*/} == "$id",*,1,*,p3,gorders-eu ]]
 }
 
 @test "mq-dlq show: prints the body byte for byte" {
