@@ -25,7 +25,7 @@ BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
-LIBOBJ = src/claim.o src/conf.o src/dead.o src/depth.o src/name.o \
+LIBOBJ = src/claim.o src/conf.o src/dead.o src/depth.o src/key.o src/name.o \
 	src/place.o src/receipt.o src/send.o src/spool.o src/stat.o \
 	src/sweep.o src/util.o src/wait.o src/work.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf
@@ -99,20 +99,25 @@ tests/name-test: tests/name-test.c src/libmq.a
 	    tests/name-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
+tests/key-test: tests/key-test.c src/libmq.a
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+	    tests/key-test.c \
+	    src/libmq.a $(BSD_LIBS)
+
 # The LD_PRELOAD shim with which tests/faults.bats makes calls fail; not
 # sanitized: the tests tell ASan to accept it (see tests/fault.c).
 tests/fault.so: tests/fault.c
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ tests/fault.c -ldl
 
 check: deps
-	$(MAKE) all tests/name-test tests/fault.so
+	$(MAKE) all tests/name-test tests/key-test tests/fault.so
 	sh tests/run
 
 # The core tests again with every program under valgrind memcheck.
-VALGRIND_TESTS = tests/name.bats tests/send.bats tests/recv.bats \
+VALGRIND_TESTS = tests/name.bats tests/key.bats tests/send.bats tests/recv.bats \
 	tests/ack.bats tests/dlq.bats tests/worker.bats tests/stat.bats
 check-valgrind: deps
-	$(MAKE) all tests/name-test tests/fault.so
+	$(MAKE) all tests/name-test tests/key-test tests/fault.so
 	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)
 
 TORTURE_SECS = 600
@@ -148,7 +153,8 @@ EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/thumbnail-worker.conf \
 	share/doc/mq/examples/thumbnail-job.sh \
 	share/doc/mq/examples/redrive-runbook.sh \
-	share/doc/mq/examples/shared-spool.sh
+	share/doc/mq/examples/shared-spool.sh \
+	share/doc/mq/examples/outbox-relay.sh
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
@@ -177,7 +183,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -f src/*.o src/libmq.a $(BIN) tests/name-test $(BENCHBIN) \
+	rm -f src/*.o src/libmq.a $(BIN) tests/name-test tests/key-test $(BENCHBIN) \
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 

@@ -30,6 +30,7 @@
 #define MQ_DIR_CUR	"cur"
 #define MQ_DIR_DEAD	"dead"
 #define MQ_DIR_REASON	"reason"
+#define MQ_DIR_KEYS	"keys"		/* dedup keys: made by a keyed send */
 
 /* The settings file in the spool root, and its name while written in tmp/. */
 #define MQ_CONF		"conf"
@@ -247,6 +248,42 @@ int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
 int	 mq_tmp_place(struct mq_placer *, const struct mq_name *, uint64_t);
 void	 mq_tmp_remove(struct mq_spool *, const char *);
 
+/* key.c: dedup keys (mq-send -k), their records in keys/ */
+struct mq_keys {
+	struct mq_spool *sp;
+	int	 fd;		/* keys/, or -1 */
+	int	 locked;
+};
+enum mq_key_state {
+	MQ_KEY_LIVE,		/* its holder is in the spool */
+	MQ_KEY_RECENT,		/* acked or purged, within the window */
+	MQ_KEY_PAST,		/* acked or purged before the window */
+	MQ_KEY_BROKEN,		/* keys/ID is missing */
+	MQ_KEY_STRANDED		/* in tmp/ still: its sender died */
+};
+enum mq_key_look {
+	MQ_KEY_FREE,
+	MQ_KEY_HELD,
+	MQ_KEY_OTHER,		/* another key has this hash */
+	MQ_KEY_BAD		/* keys/HASH or keys/ID is not a record */
+};
+void	 mq_sha256(const void *, size_t, unsigned char [32]);
+int	 mq_key_valid(const char *, size_t);
+void	 mq_key_hash(const char *, size_t, char *);
+int	 mq_key_is_hash(const char *);
+void	 mq_keys_init(struct mq_keys *, struct mq_spool *);
+int	 mq_keys_open(struct mq_keys *, int);
+int	 mq_keys_lock(struct mq_keys *);
+void	 mq_keys_unlock(struct mq_keys *);
+void	 mq_keys_close(struct mq_keys *);
+int	 mq_key_read(struct mq_keys *, const char *, char *, char *, size_t *);
+int	 mq_key_state(struct mq_keys *, const char *, uint64_t, uint64_t);
+int	 mq_key_forget(struct mq_keys *, const char *, const char *, int);
+int	 mq_key_look(struct mq_keys *, const char *, size_t, uint64_t, char *);
+int	 mq_key_hold(struct mq_keys *, const char *, size_t, const char *, int);
+void	 mq_key_drop(struct mq_keys *, const char *, const char *);
+int	 mq_key_get(struct mq_keys *, const struct mq_name *, char *);
+
 /* receipt.c: leases in cur/ and their receipts */
 struct mq_bucket {
 	int	 fd;		/* cur/S, or -1 */
@@ -319,6 +356,8 @@ int	 mq_expire(struct mq_spool *, uint64_t, void (*)(const char *,
 void	 mq_prune(struct mq_spool *);
 void	 mq_tidy(struct mq_spool *);
 int	 mq_tmp_clean(struct mq_spool *, uint64_t,
+	    void (*)(const char *, const char *));
+int	 mq_keys_sweep(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 
 /* dead.c */
