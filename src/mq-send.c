@@ -66,13 +66,18 @@ struct sender {
 	uint64_t	 until;		/* end of this wait; 0: not waiting */
 	int		 watching;	/* w is open */
 	struct mq_waiter w;
+	const char	*key;		/* -k: the dedup key, or NULL */
+	size_t		 keylen;
+	struct mq_keys	 keys;
 };
 
 static void flush(struct sender *);
 static void drop(struct sender *);
+static int keyed(struct sender *);
+static void unkeyed(struct sender *, int);
 
-#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [-w [secs]] " \
-	"[--ttl secs] [file ...]\n"
+#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [-k key] " \
+	"[-w [secs]]\n               [--ttl secs] [file ...]\n"
 
 /* The long option without a short one. */
 #define OPT_TTL	256
@@ -92,6 +97,9 @@ help(void)
 	    "  -0       every NUL-terminated record is a message\n"
 	    "  -l       every line is a message\n"
 	    "  -D secs  not visible before secs from now\n"
+	    "  -k key   dedup key: while a message sent with it is in the\n"
+	    "           spool (and dedup-window after), add nothing and print\n"
+	    "           that message's ID; one message (no -l, -0, 2 files)\n"
 	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
 	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
@@ -135,7 +143,9 @@ static void	admit(struct sender *);
 static void
 begin(struct sender *s)
 {
-	if (s->conf.max_depth > 0 && (uint64_t)s->nbatch >= s->credit)
+	/* A keyed send looks its key up first: a held key needs no room. */
+	if (s->key == NULL && s->conf.max_depth > 0 &&
+	    (uint64_t)s->nbatch >= s->credit)
 		admit(s);
 	mq_id_new(s->id);
 	if (mq_tmp_create(&s->tf, &s->sp, s->id) == -1)
@@ -186,6 +196,8 @@ flush(struct sender *s)
 			fail_tmp(s, failed);
 		fail(s, "%s/%s", s->sp.path, MQ_DIR_TMP);
 	}
+	if (s->key != NULL && !keyed(s))
+		return;
 	if (s->conf.max_depth > 0 && s->conf.drop_oldest &&
 	    (uint64_t)s->nbatch > s->credit)
 		drop(s);
@@ -198,6 +210,8 @@ flush(struct sender *s)
 		}
 	}
 	landed = i;
+	if (s->key != NULL)
+		unkeyed(s, landed);
 	s->credit -= s->credit < (uint64_t)landed ? s->credit :
 	    (uint64_t)landed;
 	/* What did land is synced even when the rest failed. */
@@ -272,6 +286,11 @@ drop(struct sender *s)
 static void __dead
 full(struct sender *s)
 {
+	int i;
+
+	/* A keyed send's message, written before its look-up. */
+	for (i = 0; i < s->nbatch; i++)
+		mq_tmp_remove(&s->sp, s->batch[i]);
 	mq_stdout_close();
 	errx(mq_worse(s->status, MQ_EX_FULL), "%s: full (max-depth %s)",
 	    s->sp.path, mq_conf_value(&s->conf, MQ_CONF_MAX_DEPTH));
@@ -346,6 +365,96 @@ admit(struct sender *s)
 	s->credit = 0;
 }
 
+/* -k: one message, a key mq-send takes. */
+static void
+keycheck(struct sender *s, int delim, int nfiles)
+{
+	mq_keys_init(&s->keys, &s->sp);
+	if (s->key == NULL)
+		return;
+	if (delim != -1 || nfiles > 1)
+		errx(MQ_EX_USAGE, "-k sends one message: not with %s",
+		    delim != -1 ? "-l or -0" : "several files");
+	s->keylen = strlen(s->key);
+	if (!mq_key_valid(s->key, s->keylen))
+		errx(MQ_EX_USAGE, "-k: a key is 1 to %d bytes, no newline",
+		    MQ_KEY_MAX);
+	mq_key_hash(s->key, s->keylen, s->name.keyhash);
+}
+
+/* Whether a keyed send has room to add its message (max-depth). */
+static int
+room(struct sender *s)
+{
+	return s->conf.max_depth == 0 || s->conf.drop_oldest ||
+	    depth(s, s->conf.max_depth) < s->conf.max_depth;
+}
+
+/*
+ * -k, the message written and synced in tmp/: takes the lock of keys/
+ * (held to its rename into new/: see unkeyed) and looks the key up.  Held:
+ * the message is taken back and the holder's ID printed (returns 0).
+ * Free, once there is room: the message is made the key's holder, durably
+ * (returns 1).  A full spool is waited for without the lock.
+ */
+static int
+keyed(struct sender *s)
+{
+	char holder[MQ_ID_LEN + 1];
+	const char *hash = s->name.keyhash;
+	int r;
+
+	if (mq_keys_open(&s->keys, 1) == -1)
+		fail(s, "%s/%s", s->sp.path, MQ_DIR_KEYS);
+	for (;;) {
+		if (mq_keys_lock(&s->keys) == -1)
+			fail(s, "%s/%s", s->sp.path, MQ_DIR_KEYS);
+		r = mq_key_look(&s->keys, s->key, s->keylen,
+		    s->conf.dedup_window_ms, holder);
+		if (r == -1)
+			fail(s, "%s/%s/%s", s->sp.path, MQ_DIR_KEYS, hash);
+		if (r == MQ_KEY_OTHER || r == MQ_KEY_BAD) {
+			mq_tmp_remove(&s->sp, s->batch[0]);
+			errx(MQ_EX_SYS, "%s/%s/%s: %s", s->sp.path, MQ_DIR_KEYS,
+			    hash, r == MQ_KEY_OTHER ? "another key has this "
+			    "hash" : "not a key record");
+		}
+		if (r == MQ_KEY_HELD)
+			break;
+		if (room(s)) {
+			memcpy(s->name.id, s->batch[0], sizeof(s->name.id));
+			if (mq_key_hold(&s->keys, s->key, s->keylen,
+			    s->name.id, s->sync) == -1)
+				fail(s, "%s/%s/%s", s->sp.path, MQ_DIR_KEYS,
+				    s->name.id);
+			return 1;
+		}
+		mq_keys_unlock(&s->keys);
+		await(s);
+	}
+	mq_keys_unlock(&s->keys);
+	mq_tmp_remove(&s->sp, s->batch[0]);
+	s->nbatch = 0;
+	puts(holder);
+	if (s->vflag)
+		warnx("%s: held by key", holder);
+	if (fflush(stdout) == EOF)
+		err(MQ_EX_SYS, "stdout");
+	return 0;
+}
+
+/*
+ * After the rename into new/ (landed 1) or its failure (0, the message
+ * then taken back by fail: its key first), lets the lock of keys/ go.
+ */
+static void
+unkeyed(struct sender *s, int landed)
+{
+	if (!landed)
+		mq_key_drop(&s->keys, s->name.keyhash, s->batch[0]);
+	mq_keys_unlock(&s->keys);
+}
+
 static void
 send_whole(struct sender *s, int fd, const char *name)
 {
@@ -410,7 +519,7 @@ main(int argc, char *argv[])
 	memset(&s, 0, sizeof(s));
 	s.sync = 1;
 	s.tf.fd = -1;
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:w::hV"),
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:k:w::hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '0':
@@ -435,6 +544,9 @@ main(int argc, char *argv[])
 		case OPT_TTL:
 			s.name.ttl = xsecs("--ttl", optarg, 1);
 			break;
+		case 'k':
+			s.key = optarg;
+			break;
 		case 'w':
 			s.wflag = 1;
 			name = mq_optional_secs(optarg, argc, argv);
@@ -453,6 +565,7 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
+	keycheck(&s, delim, argc);
 
 	/* Past a file size limit, fail with EFBIG rather than die silently. */
 	signal(SIGXFSZ, SIG_IGN);
@@ -486,6 +599,7 @@ main(int argc, char *argv[])
 	if (s.watching)
 		mq_wait_close(&s.w);
 	mq_placer_close(&s.pl);
+	mq_keys_close(&s.keys);
 	mq_spool_close(&s.sp);
 	mq_stdout_close();
 	return status;
