@@ -81,11 +81,13 @@ static int
 cmd_ls(struct mq_spool *sp, int json)
 {
 	struct mq_dead *d;
-	char iso[32], body[PREVIEW], *reason;
+	struct mq_keys keys;
+	char iso[32], body[PREVIEW], *reason, key[MQ_KEY_MAX + 1];
 	size_t n, i, blen, rlen;
 	off_t size;
-	int got, status = MQ_EX_OK;
+	int got, k, status = MQ_EX_OK;
 
+	mq_keys_init(&keys, sp);
 	if (mq_dead_list(sp, &d, &n) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 	for (i = 0; i < n; i++) {
@@ -103,9 +105,17 @@ cmd_ls(struct mq_spool *sp, int json)
 		}
 		mq_time_iso(iso, sizeof(iso), d[i].n.ms);
 		if (json) {
-			printf("{\"id\":\"%s\",\"attempts\":%u,\"died\":"
-			    "\"%s\",\"reason\":", d[i].n.id, d[i].n.attempts,
-			    iso);
+			printf("{\"id\":\"%s\",\"attempts\":%u,", d[i].n.id,
+			    d[i].n.attempts);
+			if ((k = mq_key_get(&keys, &d[i].n, key)) == 1) {
+				fputs("\"key\":", stdout);
+				mq_json_string(stdout, key, strlen(key));
+				putchar(',');
+			} else if (k == -1) {
+				warn("%s/%s", MQ_DIR_KEYS, d[i].n.keyhash);
+				status = MQ_EX_SYS;
+			}
+			printf("\"died\":\"%s\",\"reason\":", iso);
 			if (got == 1)
 				fputs("null", stdout);
 			else
@@ -129,6 +139,7 @@ cmd_ls(struct mq_spool *sp, int json)
 		}
 		free(reason);
 	}
+	mq_keys_close(&keys);
 	free(d);
 	return status;
 }

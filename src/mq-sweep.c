@@ -3,7 +3,8 @@
  * max attempts), waiting messages past their time to live go to dead/,
  * tmp/ fragments of crashed senders and reasons of purged dead letters go
  * after 36 hours, empty buckets are removed, spare directories used up on
- * a full file system are made again.  Receivers do
+ * a full file system are made again, dedup keys whose window is over (and
+ * records that crashed senders left) are forgotten.  Receivers do
  * the lease part themselves; sweeping only keeps the spool tidy.
  */
 #include <err.h>
@@ -36,7 +37,8 @@ help(void)
 	printf(USAGE
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
 	    "bury messages past their time to live (reason expired),\n"
-	    "remove tmp/ fragments older than 36 hours.\n"
+	    "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
+	    "whose dedup-window is over.\n"
 	    "  -m max     attempts before a message is dead (default: the\n"
 	    "             spool's max-attempts, 5 unless set with mq-conf)\n"
 	    "  -w [secs]  sweep again every secs (default 60) until killed\n"
@@ -121,6 +123,10 @@ main(int argc, char *argv[])
 		}
 		if (mq_tmp_clean(&sp, MQ_TMP_STALE_SECS, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_TMP);
+			status = MQ_EX_SYS;
+		}
+		if (mq_keys_sweep(&sp, conf.dedup_window_ms, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_KEYS);
 			status = MQ_EX_SYS;
 		}
 		mq_tidy(&sp);

@@ -10,6 +10,8 @@
  *	prune	empty past directories of new/ removed	(mq_prune)
  *	tmp/	fragments of crashed senders and reasons whose dead letter
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
+ *	keys/	records of keys whose window is over, of crashed senders,
+ *		broken or orphaned, forgotten (key.c)	(mq_keys_sweep)
  *
  * mq_reclaim makes expired messages visible to tools that only look at
  * new/; a claim takes expired leases itself (claim.c).  mq_expire buries
@@ -289,5 +291,98 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
 	}
 	free(dead);
 	mq_names_free(&names);
+	return 0;
+}
+
+static int
+is_key_record(const char *s)
+{
+	return mq_key_is_hash(s) || mq_id_valid(s);
+}
+
+static void
+held_add(struct mq_names *nl, const char *id)
+{
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+	}
+	nl->v[nl->n++] = xstrdup(id);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Forgets, under the lock of keys/, what holds no key any more: a record
+ * whose holder was acked or purged dedup-window (ms) ago or more, one
+ * whose keys/ID is missing, one of a sender that died before its rename
+ * (its message is taken out of tmp/ too), and a keys/ID that no record
+ * names (a sender or a sweep died between its two steps).  What is not a
+ * record is left alone.
+ */
+int
+mq_keys_sweep(struct mq_spool *sp, uint64_t window,
+    void (*report)(const char *, const char *))
+{
+	static const char *why[] = {
+		[MQ_KEY_PAST] = "key forgotten: its window is over",
+		[MQ_KEY_BROKEN] = "key forgotten: its record was broken",
+		[MQ_KEY_STRANDED] = "key forgotten: its send did not finish"
+	};
+	struct mq_keys ks;
+	struct mq_names names, held;
+	char id[MQ_ID_LEN + 1], key[MQ_KEY_MAX + 1];
+	uint64_t now = mq_now_ms();
+	size_t i, len;
+	int st, failed = 0;
+
+	mq_keys_init(&ks, sp);
+	if (mq_keys_open(&ks, 0) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (mq_keys_lock(&ks) == -1 ||
+	    mq_names_read(ks.fd, DT_UNKNOWN, is_key_record, &names) == -1) {
+		mq_keys_close(&ks);
+		return -1;
+	}
+	memset(&held, 0, sizeof(held));
+	for (i = 0; i < names.n; i++) {
+		if (!mq_key_is_hash(names.v[i]) ||
+		    mq_key_read(&ks, names.v[i], id, key, &len) == -1)
+			continue;
+		if ((st = mq_key_state(&ks, id, window, now)) == -1) {
+			failed = errno;
+			continue;
+		}
+		if (st == MQ_KEY_LIVE || st == MQ_KEY_RECENT) {
+			held_add(&held, id);
+			continue;
+		}
+		if (mq_key_forget(&ks, names.v[i], id, st) == -1)
+			failed = errno;
+		else if (report != NULL)
+			report(id, why[st]);
+	}
+	mq_names_sort(&held);
+	for (i = 0; i < names.n; i++) {
+		if (!mq_id_valid(names.v[i]) || bsearch(&names.v[i], held.v,
+		    held.n, sizeof(*held.v), name_cmp) != NULL)
+			continue;
+		if (unlinkat(ks.fd, names.v[i], 0) == 0) {
+			if (report != NULL)
+				report(names.v[i], "orphan key record removed");
+		} else if (errno != ENOENT)
+			failed = errno;
+	}
+	mq_names_free(&names);
+	mq_names_free(&held);
+	mq_keys_close(&ks);
+	if (failed != 0) {
+		errno = failed;
+		return -1;
+	}
 	return 0;
 }

@@ -66,6 +66,7 @@ struct job {
 	unsigned attempt;
 	unsigned prio;
 	char	 group[MQ_GROUP_MAX + 1];	/* "": none */
+	char	 key[MQ_KEY_MAX + 1];	/* its dedup key (MQ_KEY), or "" */
 	uint64_t beat;		/* next lease extension */
 	uint64_t deadline;	/* --timeout: SIGTERM then */
 	uint64_t kill_at;	/* SIGKILL then, once SIGTERM was sent */
@@ -82,6 +83,7 @@ struct worker {
 	struct mq_receipt rc;
 	struct mq_claimer cl;
 	struct mq_placer pl;
+	struct mq_keys	 keys;		/* opened for the first keyed message */
 	struct job	*jobs;
 	int		 running;
 	long long	 claimed;
@@ -181,6 +183,8 @@ child(struct worker *wk, struct job *j, int body, int out, int errw,
 	    /* One the worker inherited is not this message's. */
 	    (j->group[0] != '\0' ? setenv("MQ_GROUP", j->group, 1) :
 	    unsetenv("MQ_GROUP")) == -1 ||
+	    (j->key[0] != '\0' ? setenv("MQ_KEY", j->key, 1) :
+	    unsetenv("MQ_KEY")) == -1 ||
 	    setenv("MQ_DIR", wk->sp->real, 1) == -1)
 		goto fail;
 	sigprocmask(SIG_SETMASK, mask, NULL);
@@ -426,7 +430,7 @@ start(void *arg, const char *rcpt, const char *id)
 {
 	struct worker *wk = arg;
 	struct job *j = free_slot(wk);
-	int body;
+	int body, got;
 
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->err.fd = -1;
@@ -442,6 +446,13 @@ start(void *arg, const char *rcpt, const char *id)
 	j->attempt = wk->rc.n.attempts;
 	j->prio = wk->rc.n.prio;
 	memcpy(j->group, wk->rc.n.group, sizeof(j->group));
+	if ((got = mq_key_get(&wk->keys, &wk->rc.n, j->key)) != 1) {
+		/* The job runs without MQ_KEY. */
+		if (got == -1)
+			warn("%s/%s/%s", wk->sp->path, MQ_DIR_KEYS,
+			    wk->rc.n.keyhash);
+		j->key[0] = '\0';
+	}
 	body = mq_receipt_body(&wk->rc);
 	if (body == -1 || spawn(wk, j, body) == -1) {
 		warn("%s", body == -1 ?
@@ -785,6 +796,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	mq_receipt_init(&wk.rc);
 	mq_placer_init(&wk.pl, sp, 0);
 	wk.pl.spares = 1;
+	mq_keys_init(&wk.keys, sp);
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	mq_claimer_init(&wk.cl, 1);
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
@@ -928,6 +940,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	mq_receipt_close(&wk.rc);
 	mq_claimer_close(&wk.cl);
 	mq_placer_close(&wk.pl);
+	mq_keys_close(&wk.keys);
 	close(sigpipe[0]);
 	close(sigpipe[1]);
 	free(wk.jobs);
