@@ -347,3 +347,74 @@ JOB
 	as 4002 mq-ack -d "$top/mq/builds" "$r"
 	rm -rf "$top"
 }
+
+# An outbox of $1 rows, none relayed, in the database $db.
+outbox() {
+	db=$BATS_TEST_TMPDIR/app.db
+	sqlite3 "$db" 'CREATE TABLE outbox (id INTEGER PRIMARY KEY,
+	    payload TEXT NOT NULL, relayed INTEGER NOT NULL DEFAULT 0);'
+	for i in $(seq 1 "$1"); do
+		echo "INSERT INTO outbox (payload) VALUES ('event $i');"
+	done | sqlite3 "$db"
+}
+
+# The bodies queued: every one exactly once, "event 1" to "event $1".
+queued_once() {
+	assert_equal "$(count new)" "$1"
+	assert_equal "$(find "$MQ_DIR/new" -type f -exec cat {} + | sort)" \
+	    "$(seq 1 "$1" | sed 's/^/event /' | sort)"
+	assert_equal "$(sqlite3 "$db" 'SELECT count(*) FROM outbox WHERE relayed = 0;')" 0
+}
+
+@test "example outbox-relay.sh: killed (SIGKILL) at random points, rerun to the end: every row queued exactly once" {
+	command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (sh share/deps.sh test)"
+	command -v setsid >/dev/null || fail "setsid is not installed"
+	outbox 60
+	mq-send -l </dev/null
+	mq-conf dedup-window=3600
+	for n in 1 2 3 4 5 6; do
+		# The relay and what it runs, in a group of their own: all killed.
+		setsid sh "$ex/outbox-relay.sh" "$db" 2>/dev/null &
+		pid=$!
+		sleep "0.$(shuf -i 5-40 -n 1)"
+		kill -9 -- "-$pid" 2>/dev/null || true
+		wait "$pid" || true
+	done
+	run -0 --separate-stderr timeout 60 sh "$ex/outbox-relay.sh" "$db"
+	assert_equal "$stderr" ""
+	queued_once 60
+	# A run with nothing left to relay adds nothing.
+	run -0 timeout 60 sh "$ex/outbox-relay.sh" "$db"
+	queued_once 60
+}
+
+@test "example outbox-relay.sh: killed after a send and before its row is marked: the rerun adds nothing for it" {
+	command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (sh share/deps.sh test)"
+	crash=$BATS_TEST_TMPDIR/crash
+	mkdir -p "$crash"
+	outbox 3
+	mq-send -l </dev/null
+	mq-conf dedup-window=3600
+	# sqlite3 that kills the relay where it would mark the first row.
+	printf '#!/bin/sh\ncase "$*" in *UPDATE*) kill -9 $PPID; exit 1 ;; esac\nexec %s "$@"\n' \
+	    "$(command -v sqlite3)" >"$crash/sqlite3"
+	chmod +x "$crash/sqlite3"
+	PATH="$crash:$PATH" run timeout 60 sh "$ex/outbox-relay.sh" "$db"
+	assert_equal "$status" 137
+	assert_equal "$(count new)" 1
+	# Even once consumed and acked, the key is remembered (dedup-window).
+	r=$(mq-recv)
+	mq-ack "$r"
+	run -0 timeout 60 sh "$ex/outbox-relay.sh" "$db"
+	assert_equal "$(count new)" 2
+	assert_equal "$(find "$MQ_DIR/new" -type f -exec cat {} + | sort | tr '\n' ' ')" "event 2 event 3 "
+	assert_equal "$(sqlite3 "$db" 'SELECT count(*) FROM outbox WHERE relayed = 0;')" 0
+}
+
+@test "example outbox-relay.sh: warns when the spool's dedup-window is 0" {
+	command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (sh share/deps.sh test)"
+	outbox 1
+	run -0 --separate-stderr timeout 60 sh "$ex/outbox-relay.sh" "$db"
+	[[ $stderr == *"dedup-window is 0"* ]]
+	assert_equal "$(count new)" 1
+}
