@@ -347,3 +347,18 @@ messages() {
 	run -0 mq-send -k third <<<"three"
 	assert_equal "$(count new)" 1
 }
+
+@test "completion: mq-send -k takes a key, with no value to complete (bash and zsh)" {
+	comp=$BATS_TEST_DIRNAME/../share/completions
+	cd "$BATS_TEST_TMPDIR"
+	touch afile
+	run bash -c 'source "$1"; COMP_WORDS=(mq-send -k ""); COMP_CWORD=2; _mq
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp/mq.bash"
+	assert_output ""
+	run bash -c 'source "$1"; COMP_WORDS=(mq-send -k key ""); COMP_CWORD=3; _mq
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp/mq.bash"
+	assert_output "afile"
+	run bash -c 'source "$1"; _mq_options mq-send' _ "$comp/mq.bash"
+	assert_output --partial " -k "
+	grep -q "'(-l -0)-k\[dedup key[^]]*\]:key'" "$comp/_mq"
+}
