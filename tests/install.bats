@@ -21,7 +21,7 @@ installed_tree() { # root
 		for u in mq-sweep@.service mq-sweep@.timer mq-worker@.service; do
 			echo "./usr/local/lib/systemd/system/$u"
 		done
-		for e in cron-producer.sh redrive-runbook.sh shared-spool.sh thumbnail-job.sh \
+		for e in cron-producer.sh outbox-relay.sh redrive-runbook.sh shared-spool.sh thumbnail-job.sh \
 		    thumbnail-worker.conf xargs-pool.sh; do
 			echo "./usr/local/share/doc/mq/examples/$e"
 		done
