@@ -311,7 +311,7 @@ messages() {
 	assert_equal "$(stat -c %i "$f")" "$ino"
 	run -0 mq-send -k "$key" <<<"again"
 	assert_output "$id"
-	MQ_KEY= run -0 timeout 20 mq-recv -n 1 -- sh -c 'printf "%s" "$MQ_KEY" >"$0"' "$BATS_TEST_TMPDIR/k"
+	MQ_KEY='' run -0 timeout 20 mq-recv -n 1 -- sh -c 'printf "%s" "$MQ_KEY" >"$0"' "$BATS_TEST_TMPDIR/k"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/k")" "$key"
 }
 
