@@ -368,8 +368,9 @@ mq_keys_sweep(struct mq_spool *sp, uint64_t window,
 	}
 	mq_names_sort(&held);
 	for (i = 0; i < names.n; i++) {
-		if (!mq_id_valid(names.v[i]) || bsearch(&names.v[i], held.v,
-		    held.n, sizeof(*held.v), name_cmp) != NULL)
+		if (!mq_id_valid(names.v[i]) || (held.n > 0 &&
+		    bsearch(&names.v[i], held.v, held.n, sizeof(*held.v),
+		    name_cmp) != NULL))
 			continue;
 		if (unlinkat(ks.fd, names.v[i], 0) == 0) {
 			if (report != NULL)
