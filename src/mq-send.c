@@ -20,6 +20,12 @@
  * for a claim to ring the doorbell (-w), or, with overflow=drop-oldest,
  * dead-letters the oldest waiting messages to make room for each batch.
  * Without max-depth nothing is counted.
+ *
+ * With -k KEY the call sends one message, written and synced like any,
+ * then looked up and held under the lock of keys/ (key.c) until its rename
+ * into new/: a sender that finds the key held takes its message back and
+ * prints the holder's ID instead.  A held key needs no room, so the key is
+ * looked up before max-depth is.
  */
 #include <err.h>
 #include <errno.h>
