@@ -362,3 +362,36 @@ messages() {
 	assert_output --partial " -k "
 	grep -q "'(-l -0)-k\[dedup key[^]]*\]:key'" "$comp/_mq"
 }
+
+@test "mq-send -k: the order of its steps: data synced, lock, keys/ID, keys/HASH, keys/ synced, rename, unlock" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mq-send -l </dev/null
+	# LeakSanitizer cannot run under ptrace.
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=flock,linkat,symlinkat,fsync,renameat,renameat2 \
+	    mq-send -k ordered <<<"body" >"$BATS_TEST_TMPDIR/id"
+	id=$(cat "$BATS_TEST_TMPDIR/id")
+	t=$BATS_TEST_TMPDIR/trace
+	at() { grep -nE "$1" "$t" | head -n 1 | cut -d: -f1; }
+	data=$(at '^fsync\(')
+	lock=$(at 'flock\([0-9]+, LOCK_EX\)')
+	link=$(at "^linkat\(.*\"$id\", 0\)")
+	sym=$(at "^symlinkat\(\"$id ordered\"")
+	keysfd=$(sed -nE 's/^flock\(([0-9]+), LOCK_EX\).*/\1/p' "$t")
+	# The fd number may have been the data's too: the first after sym.
+	sync=$(awk -v s="$sym" -v fd="fsync($keysfd)" 'NR > s && index($0, fd) == 1 { print NR; exit }' "$t")
+	move=$(at "^renameat2?\(.*\"$id,0,k$(keyhash ordered)\"")
+	unlock=$(at 'flock\([0-9]+, LOCK_UN\)')
+	for v in "$data" "$lock" "$link" "$sym" "$sync" "$move" "$unlock"; do
+		[ -n "$v" ] || { cat "$t"; fail "a step is missing"; }
+	done
+	[ "$data" -lt "$lock" ] && [ "$lock" -lt "$link" ] &&
+	    [ "$link" -lt "$sym" ] && [ "$sym" -lt "$sync" ] &&
+	    [ "$sync" -lt "$move" ] && [ "$move" -lt "$unlock" ] ||
+	    { cat "$t"; fail "steps out of order"; }
+	# -S: no sync of keys/ either.
+	ASAN_OPTIONS=detect_leaks=0 strace -o "$t" -e trace=fsync,fdatasync,syncfs \
+	    mq-send -S -k unsynced <<<"body" >/dev/null
+	run grep -cE '^(fsync|fdatasync|syncfs)\(' "$t"
+	assert_output 0
+}
