@@ -13,7 +13,11 @@
  * takes the oldest ID of the oldest due leaf, so claiming never lists more
  * than one leaf and one directory per level; cur/S holds the leases that
  * end within second S, so expired leases are found by looking at the first
- * buckets only.
+ * buckets only.  A message of an ordered group is handed out only while
+ * it holds its group's turn; else it is parked (group.c):
+ *
+ *		cur/S/ID,DEADLINE,A+1	-> groups/G/T/M/L/ID,A
+ *
  * Because a rename either happens whole or not at all, two workers racing
  * for a message cannot both win: the loser gets ENOENT.
  */
@@ -77,6 +81,22 @@ claim_one(struct run *c, int from, const char *name,
 	if (mq_lease(c->sp, from, name, &nm, &c->bucket, newname,
 	    sizeof(newname)) == -1)
 		return errno == ENOENT ? 0 : -1;
+	/*
+	 * A message of a group is handed out only if it holds the group's
+	 * turn, checked after the rename so that no two claimers can both
+	 * hand out messages of one group; one that does not is parked
+	 * behind the head (group.c).
+	 */
+	if (nm.group[0] != '\0') {
+		switch (mq_group_claimed(c->sp, c->bucket.fd, newname, &nm,
+		    old->attempts)) {
+		case -1:
+			return errno == ENOENT ? 0 : -1;
+		case 0:
+			c->moved = 1;
+			return 0;
+		}
+	}
 	if (mq_receipt_format(receipt, sizeof(receipt), c->sp,
 	    c->bucket.name, newname) == -1)
 		return -1;

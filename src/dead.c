@@ -8,6 +8,10 @@
  *	redrive	dead/ID,DIED,A[,TTL]	-> new/T/M/L/ID,0,NOW,TTL mq_dead_redrive
  *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked)		mq_dead_purge
  *
+ * A burial of the head of an ordered group hands the group's turn on
+ * first, and a redrive of one of a group puts it back into its group
+ * (mq_group_leave, mq_group_place: group.c).
+ *
  * (a redrive's rename is mq_place's, place.c).  A run of burials for one
  * reason (a claim that meets expired messages, a sweep) writes the reason
  * once, in tmp/, and links it as reason/ID for each: mq_bury is a run of
@@ -208,7 +212,7 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	struct mq_name dead = *nm;
 	struct stat st;
 	char deadname[MQ_NAME_MAX];
-	int saved, with, mine;
+	int saved, with, mine, lock;
 
 	dead.ms = mq_now_ms();
 	if (mq_spool_need(sp, 0) == -1 ||
@@ -231,13 +235,20 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 		if (unlinkat(sp->reason, nm->id, 0) == -1 && errno != ENOENT)
 			return -1;
 	}
-	if (renameat(from, name, sp->dead, deadname) == -1) {
+	/*
+	 * The head of a group hands its turn on before it goes, under the
+	 * group's lock, held until it has gone (group.c).
+	 */
+	if (mq_group_leave(sp, from, name, nm, &lock) == -1 ||
+	    renameat(from, name, sp->dead, deadname) == -1) {
 		saved = errno;
+		mq_group_unlock(&lock);
 		if (with && mine && still_mine(b, nm->id))
 			unlinkat(sp->reason, nm->id, 0);
 		errno = saved;
 		return -1;
 	}
+	mq_group_unlock(&lock);
 	return 0;
 }
 
@@ -403,12 +414,15 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
-	if (mq_place(pl, sp->dead, d->name, newname, now) == -1) {
+	/* A message of a group goes back into its group, in ID order. */
+	if ((nm.group[0] != '\0' ? mq_group_place(pl, sp->dead, d->name, &nm,
+	    now) : mq_place(pl, sp->dead, d->name, newname, now)) == -1) {
 		if (errno != EXDEV)
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)
 			return -1;
-		if (mq_place(pl, pl->sp->tmp, nm.id, newname, now) == -1 ||
+		if ((nm.group[0] != '\0' ? mq_group_tmp_place(pl, &nm, now) :
+		    mq_place(pl, pl->sp->tmp, nm.id, newname, now)) == -1 ||
 		    mq_placer_flush(pl) == -1)
 			return -1;
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)

@@ -82,7 +82,7 @@ static void drop(struct sender *);
 static int keyed(struct sender *);
 static void unkeyed(struct sender *, int);
 
-#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs] [-k key] " \
+#define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs | -g group] [-k key] " \
 	"[-w [secs]]\n               [--ttl secs] [file ...]\n"
 
 /* The long option without a short one. */
@@ -106,6 +106,9 @@ help(void)
 	    "  -k key   dedup key: while a message sent with it is in the\n"
 	    "           spool (and dedup-window after), add nothing and print\n"
 	    "           that message's ID; one message (no -l, -0, 2 files)\n"
+	    "  -g group one at a time and in send order with the others of\n"
+	    "           group (1-64 of A-Z a-z 0-9 . _ -, no leading dot);\n"
+	    "           not with -D\n"
 	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
 	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
@@ -209,7 +212,9 @@ flush(struct sender *s)
 		drop(s);
 	for (i = 0; i < s->nbatch; i++) {
 		memcpy(s->name.id, s->batch[i], sizeof(s->name.id));
-		if (mq_tmp_place(&s->pl, &s->name,
+		/* A message of a group is parked while its group has a head. */
+		if ((s->name.group[0] != '\0' ? mq_group_tmp_place :
+		    mq_tmp_place)(&s->pl, &s->name,
 		    s->due ? s->due : mq_now_ms()) == -1) {
 			saved = errno;
 			break;
@@ -462,6 +467,26 @@ unkeyed(struct sender *s, int landed)
 }
 
 static void
+group(struct sender *s, const char *g)
+{
+	if (!mq_group_valid(g))
+		errx(MQ_EX_USAGE, "-g %s: invalid group (1-%d of A-Z a-z 0-9 "
+		    ". _ -, not starting with a dot)", g, MQ_GROUP_MAX);
+	strlcpy(s->name.group, g, sizeof(s->name.group));
+}
+
+/*
+ * Order within a group is send order: a delay would break it, or hold the
+ * whole group back (SQS FIFO has no per-message delay either).
+ */
+static void
+exclusive(const struct sender *s, uint64_t delay)
+{
+	if (delay != UINT64_MAX && s->name.group[0] != '\0')
+		errx(MQ_EX_USAGE, "-g and -D exclude each other");
+}
+
+static void
 send_whole(struct sender *s, int fd, const char *name)
 {
 	char buf[65536];
@@ -519,13 +544,13 @@ main(int argc, char *argv[])
 	};
 	static struct sender s;
 	const char *dir = NULL, *name;
-	uint64_t delay = 0;
+	uint64_t delay = UINT64_MAX;	/* no -D */
 	int ch, i, fd, delim = -1, status = MQ_EX_OK;
 
 	memset(&s, 0, sizeof(s));
 	s.sync = 1;
 	s.tf.fd = -1;
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:k:w::hV"),
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:g:k:w::hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '0':
@@ -546,6 +571,9 @@ main(int argc, char *argv[])
 			break;
 		case 'D':
 			delay = xsecs("-D", optarg, 0);
+			break;
+		case 'g':
+			group(&s, optarg);
 			break;
 		case OPT_TTL:
 			s.name.ttl = xsecs("--ttl", optarg, 1);
@@ -572,13 +600,14 @@ main(int argc, char *argv[])
 	argc -= optind;
 	argv += optind;
 	keycheck(&s, delim, argc);
+	exclusive(&s, delay);
 
 	/* Past a file size limit, fail with EFBIG rather than die silently. */
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&s.sp, dir, 1);
 	mq_conf_xread(&s.sp, &s.conf);
 	mq_placer_init(&s.pl, &s.sp, s.sync);
-	if (delay > 0)
+	if (delay > 0 && delay != UINT64_MAX)
 		s.due = mq_now_ms() + delay;
 
 	for (i = 0; i < (argc ? argc : 1); i++) {

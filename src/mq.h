@@ -31,6 +31,7 @@
 #define MQ_DIR_DEAD	"dead"
 #define MQ_DIR_REASON	"reason"
 #define MQ_DIR_KEYS	"keys"		/* dedup keys: made by a keyed send */
+#define MQ_DIR_GROUPS	"groups"	/* ordered groups' turns and queues */
 
 /* The settings file in the spool root, and its name while written in tmp/. */
 #define MQ_CONF		"conf"
@@ -155,6 +156,7 @@ struct mq_name {
  */
 struct mq_placer {
 	struct mq_spool *sp;
+	int	 root;		/* sp->new; a group's directory (group.c) */
 	int	 top, mid, leaf;
 	uint64_t key;
 	int	 count;
@@ -359,6 +361,20 @@ int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 int	 mq_keys_sweep(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
+
+/* group.c: ordered groups (mq-send -g) */
+int	 mq_group_place(struct mq_placer *, int, const char *,
+	    const struct mq_name *, uint64_t);
+int	 mq_group_tmp_place(struct mq_placer *, const struct mq_name *,
+	    uint64_t);
+int	 mq_group_claimed(struct mq_spool *, int, const char *,
+	    const struct mq_name *, unsigned);
+int	 mq_group_leave(struct mq_spool *, int, const char *,
+	    const struct mq_name *, int *);
+void	 mq_group_unlock(int *);
+int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t *);
+int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
+	    const char *));
 
 /* dead.c */
 int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,

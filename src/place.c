@@ -33,13 +33,15 @@ mq_placer_init(struct mq_placer *pl, struct mq_spool *sp, int sync)
 	memset(pl, 0, sizeof(*pl));
 	pl->sp = sp;
 	pl->sync = sync;
+	pl->root = sp->new;
 	pl->top = pl->mid = pl->leaf = -1;
 }
 
 /*
  * Opens the leaf for key, making what is missing of its path.  A receiver
  * may remove a level as empty between our making it and making the next
- * one inside (which then fails with ENOENT): start again from new/.
+ * one inside (which then fails with ENOENT): start again from the root
+ * (new/, or a group's tree: see group.c).
  */
 static int
 leaf_open(struct mq_placer *pl, uint64_t key)
@@ -53,7 +55,7 @@ leaf_open(struct mq_placer *pl, uint64_t key)
 		return -1;
 	for (i = 0; i < MQ_RETRIES; i++) {
 		mq_placer_close(pl);
-		if ((pl->top = mq_spool_subdir(pl->sp, pl->sp->new, top,
+		if ((pl->top = mq_spool_subdir(pl->sp, pl->root, top,
 		    pl->spares)) != -1 &&
 		    (pl->mid = mq_spool_subdir(pl->sp, pl->top, mid,
 		    pl->spares)) != -1 &&
@@ -93,7 +95,7 @@ mq_placer_flush(struct mq_placer *pl)
 		return 0;
 	if (pl->sync && (sync_level(pl->leaf) == -1 ||
 	    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
-	    mq_fsync_dir(pl->sp->new) == -1))
+	    mq_fsync_dir(pl->root) == -1))
 		return -1;
 	pl->dirty = 0;
 	(void)mq_ring(pl->sp);

@@ -1,0 +1,534 @@
+/*
+ * group.c: ordered groups (mq-send -g).  A group hands out one message at
+ * a time, in ID (send) order.  Its state is groups/G/:
+ *
+ *	turn		a hard link to the group's head: the one message of
+ *			the group that is in new/ or cur/ (ready, delayed or
+ *			in flight); no turn, no head
+ *	T/M/L/ID,A...	the parked messages, waiting behind the head, in a
+ *			tree of new/'s shape whose leaves are keyed by the
+ *			time of each ID exactly, so that the tree's order is
+ *			ID order whoever sent them
+ *
+ *	send	tmp/ID (or dead/..., a redrive)
+ *		 with a turn	-> groups/G/T/M/L/ID,0		(park)
+ *		 without	-> new/T/M/L/ID,0, then => turn	(a link)
+ *	claim	of one that does not hold the turn (another does)
+ *				cur/S/ID,D,A	-> groups/G/T/M/L/ID,A-1 (park)
+ *	leave	(ack, bury: before the unlink or rename of the head)
+ *		groups/G/T/M/L/ID,A	-> new/T/M/L/ID,A, then => turn
+ *					(promote; no parked one: turn unlinked)
+ *
+ * Every change to a group is made under an flock(2) on groups/G.  The
+ * orders above are what keeps a group whole when a process is killed at
+ * any point: a message is always somewhere (new/, cur/ or the tree), and
+ * the turn is made after its message moved, so that a crash leaves a head
+ * without a turn (the claim that meets it gives it the turn, or parks it
+ * if another has it) rather than a turn without a head.  The turn is
+ * checked after the claim's rename, not before, so that two claimers
+ * cannot both hand out messages of one group: at most one of them holds
+ * the link.  A turn whose message is gone without a leave (nlink 1) is
+ * mended by mq_group_sweep.
+ *
+ * A claim of a message without a group costs nothing here; one of a
+ * grouped message costs two fstatat(2) when it holds the turn.
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define TURN	"turn"
+
+static int
+same(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
+/*
+ * Opens groups/ (making it with create) and inside it group's directory,
+ * and locks it.  A sweep may remove the directory between our open and
+ * our lock: the one locked must still be groups/G, or we start again.
+ * Returns the locked fd (closing it unlocks), or -1 (ENOENT without
+ * create: no such group).  *made is set when a directory was made, so
+ * that a send syncs what holds it.
+ */
+static int
+group_lock(struct mq_spool *sp, const char *group, int create, int spares,
+    int *groupsfd)
+{
+	struct stat a, b;
+	int groups, fd, i, saved;
+
+	for (i = 0; i < MQ_RETRIES; i++) {
+		groups = create ? mq_spool_subdir(sp, sp->fd, MQ_DIR_GROUPS,
+		    spares) : mq_opendirat(sp->fd, MQ_DIR_GROUPS);
+		if (groups == -1)
+			return -1;
+		fd = create ? mq_spool_subdir(sp, groups, group, spares) :
+		    mq_opendirat(groups, group);
+		if (fd == -1) {
+			saved = errno;
+			close(groups);
+			errno = saved;
+			return -1;
+		}
+		while (flock(fd, LOCK_EX) == -1) {
+			if (errno != EINTR) {
+				saved = errno;
+				close(fd);
+				close(groups);
+				errno = saved;
+				return -1;
+			}
+		}
+		if (fstat(fd, &a) == 0 && fstatat(groups, group, &b,
+		    AT_SYMLINK_NOFOLLOW) == 0 && same(&a, &b)) {
+			if (groupsfd != NULL)
+				*groupsfd = groups;
+			else
+				close(groups);
+			return fd;
+		}
+		/* Removed as empty by a sweep meanwhile. */
+		close(fd);
+		close(groups);
+		if (!create) {
+			errno = ENOENT;
+			return -1;
+		}
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+static int
+sync_fd(int fd)
+{
+	return fd == -1 ? 0 : mq_fsync_dir(fd);
+}
+
+/*
+ * Renames from/fromname (a message named as nm) into the group's tree
+ * (gfd), in the leaf keyed by its ID's time: a placer of its own each
+ * time, so that no leaf is shared between IDs of different times and the
+ * tree's order stays ID order.  With sync, what holds it is made durable.
+ */
+static int
+park(struct mq_spool *sp, int gfd, int from, const char *fromname,
+    const struct mq_name *nm, int sync)
+{
+	struct mq_placer pl;
+	char name[MQ_NAME_MAX];
+	int r, saved;
+
+	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
+		return -1;
+	mq_placer_init(&pl, sp, 0);
+	pl.root = gfd;
+	r = mq_place(&pl, from, fromname, name, mq_id_ms(nm->id));
+	if (r == 0 && sync && (sync_fd(pl.leaf) == -1 ||
+	    sync_fd(pl.mid) == -1 || sync_fd(pl.top) == -1 ||
+	    mq_fsync_dir(gfd) == -1))
+		r = -1;
+	saved = errno;
+	mq_placer_close(&pl);
+	errno = saved;
+	return r;
+}
+
+/*
+ * The first parked message of the group: one descent of its tree, sorted;
+ * the first ID of the first leaf goes into new/ (visible now), and only
+ * then is the turn moved to it, by a link made aside and renamed over
+ * turn (atomic: the turn is never missing meanwhile).  A killed promote
+ * leaves the new head in new/ without the turn, which the old one still
+ * has: the new head's claim parks it again, and the old head's leave
+ * promotes it again.  Empty levels passed are removed (every change to
+ * the tree is made under the group's lock, so none is being filled).
+ */
+struct promotion {
+	struct mq_spool	*sp;
+	int		 gfd;
+	int		 done;
+	int		 failed;
+};
+
+static int
+promote_leaf(struct promotion *p, int leaf)
+{
+	struct mq_placer pl;
+	struct mq_names names;
+	struct mq_name nm;
+	char newname[MQ_NAME_MAX], aside[sizeof(TURN) + MQ_ID_LEN + 2];
+	size_t i;
+	int r = 0, saved;
+
+	if (mq_names_read(leaf, DT_REG, NULL, &names) == -1)
+		return errno == ENOENT ? 0 : -1;
+	mq_names_sort(&names);
+	mq_placer_init(&pl, p->sp, 0);
+	/* As a release: it is a consumer's step, which must drain. */
+	pl.spares = 1;
+	for (i = 0; i < names.n && !p->done; i++) {
+		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == -1 ||
+		    mq_name_format(newname, sizeof(newname), MQ_NEW,
+		    &nm) == -1)
+			continue;
+		if (mq_place(&pl, leaf, names.v[i], newname,
+		    mq_now_ms()) == -1) {
+			if (errno == ENOENT)
+				continue;
+			r = -1;
+			break;
+		}
+		p->done = 1;
+		snprintf(aside, sizeof(aside), "%s.%s", TURN, nm.id);
+		unlinkat(p->gfd, aside, 0);
+		if (linkat(pl.leaf, newname, p->gfd, aside, 0) == -1 ||
+		    renameat(p->gfd, aside, p->gfd, TURN) == -1)
+			r = -1;
+	}
+	saved = errno;
+	/* It is visible: waiting receivers are woken. */
+	(void)mq_placer_flush(&pl);
+	mq_placer_close(&pl);
+	mq_names_free(&names);
+	errno = saved;
+	return r;
+}
+
+static int
+promote_step(void *arg, int dirfd, const char *name, int digits,
+    uint64_t key)
+{
+	struct promotion *p = arg;
+	int fd, r, saved;
+
+	(void)key;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	r = promote_leaf(p, fd);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (r == -1)
+		return -1;
+	return p->done ? MQ_TREE_STOP : MQ_TREE_USED;
+}
+
+/* Returns 1 when one was promoted, 0 when none is parked, -1 on error. */
+static int
+promote(struct mq_spool *sp, int gfd)
+{
+	struct promotion p = { sp, gfd, 0, 0 };
+	struct mq_tree t = { promote_step, NULL, 1, 1, 0, UINT64_MAX };
+
+	t.arg = &p;
+	if (mq_tree_walk(&t, gfd) == -1)
+		return -1;
+	return p.done;
+}
+
+/*
+ * Sends from/fromname (a message named as nm, which has a group) into
+ * pl's spool, visible at due: parked behind the group's head if it has
+ * one, else into new/ as its head.  With pl->sync, the parking is made
+ * durable here; a head's place in new/ is the caller's to flush, as any
+ * send's.
+ */
+int
+mq_group_place(struct mq_placer *pl, int from, const char *fromname,
+    const struct mq_name *nm, uint64_t due)
+{
+	struct mq_spool *sp = pl->sp;
+	struct stat st;
+	char name[MQ_NAME_MAX];
+	int gfd, groups, r, saved;
+
+	if ((gfd = group_lock(sp, nm->group, 1, 0, &groups)) == -1)
+		return -1;
+	if (fstatat(gfd, TURN, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		r = park(sp, gfd, from, fromname, nm, pl->sync);
+		/* The group's directory may be new (a sweep removes them). */
+		if (r == 0 && pl->sync && (mq_fsync_dir(groups) == -1 ||
+		    mq_fsync_dir(sp->fd) == -1))
+			r = -1;
+	} else if (errno != ENOENT) {
+		r = -1;
+	} else if ((r = mq_name_format(name, sizeof(name), MQ_NEW,
+	    nm)) == 0 && (r = mq_place(pl, from, fromname, name, due)) == 0) {
+		/*
+		 * It is queued now, whatever follows: a turn that cannot be
+		 * linked is made by the claim that meets it (and fails
+		 * there, where it can be seen, if it cannot be made at all).
+		 */
+		(void)linkat(pl->leaf, name, gfd, TURN, 0);
+		if (pl->sync)
+			(void)mq_fsync_dir(gfd);
+	}
+	saved = errno;
+	close(groups);
+	close(gfd);
+	errno = saved;
+	return r;
+}
+
+/* mq_group_place from tmp/ID, a message just written (mq-send). */
+int
+mq_group_tmp_place(struct mq_placer *pl, const struct mq_name *nm,
+    uint64_t due)
+{
+	return mq_group_place(pl, pl->sp->tmp, nm->id, nm, due);
+}
+
+static void
+turn_path(char *buf, size_t size, const char *group)
+{
+	snprintf(buf, size, "%s/%s/%s", MQ_DIR_GROUPS, group, TURN);
+}
+
+/*
+ * After the claim's rename of a message of a group into cur/ (bucket/
+ * name, claimed as nm from a name with attempts): whether it holds its
+ * group's turn.  Returns 1 when it does (it is handed out; a group with
+ * no turn gives it the turn), 0 when another message has it (this one is
+ * parked, as it was before the claim: with its attempts), -1 on error.
+ */
+int
+mq_group_claimed(struct mq_spool *sp, int bucket, const char *name,
+    const struct mq_name *nm, unsigned attempts)
+{
+	struct mq_name parked = *nm;
+	struct stat me, turn;
+	char path[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + sizeof(TURN) + 2];
+	int gfd, r, saved;
+
+	if (fstatat(bucket, name, &me, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	turn_path(path, sizeof(path), nm->group);
+	/* The common case: two fstatat, no lock. */
+	if (fstatat(sp->fd, path, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    same(&me, &turn))
+		return 1;
+	if ((gfd = group_lock(sp, nm->group, 1, 1, NULL)) == -1)
+		return -1;
+	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (same(&me, &turn))
+			r = 1;
+		else {
+			parked.attempts = attempts;
+			r = park(sp, gfd, bucket, name, &parked, 0);
+		}
+	} else if (errno == ENOENT)
+		r = linkat(bucket, name, gfd, TURN, 0) == 0 ? 1 : -1;
+	else
+		r = -1;
+	saved = errno;
+	close(gfd);
+	errno = saved;
+	return r;
+}
+
+/*
+ * Before the head of a group (from/name, named as nm) leaves new/ or
+ * cur/ (acked or buried): the next parked message is promoted into new/
+ * and given the turn, or, none parked, the turn is removed.  A message
+ * that does not hold the turn (parked meanwhile, or that lost it) leaves
+ * it alone.  *lock gets the group's locked fd (or -1), which the caller
+ * closes (mq_group_unlock) once the message is gone: a send of the group
+ * meanwhile would otherwise find a turn still naming it and park behind
+ * a message about to go.  Returns -1 with ENOENT when from/name is gone.
+ */
+int
+mq_group_leave(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm, int *lock)
+{
+	struct stat me, turn;
+	int gfd, r = 0, saved;
+
+	*lock = -1;
+	if (nm->group[0] == '\0')
+		return 0;
+	if ((gfd = group_lock(sp, nm->group, 0, 0, NULL)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (fstatat(from, name, &me, AT_SYMLINK_NOFOLLOW) == -1)
+		r = -1;
+	else if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == -1)
+		r = errno == ENOENT ? 0 : -1;
+	else if (same(&me, &turn) && (r = promote(sp, gfd)) == 0)
+		r = unlinkat(gfd, TURN, 0) == -1 && errno != ENOENT ? -1 : 0;
+	if (r == -1) {
+		saved = errno;
+		close(gfd);
+		errno = saved;
+		return -1;
+	}
+	*lock = gfd;
+	return 0;
+}
+
+void
+mq_group_unlock(int *lock)
+{
+	mq_closefd(lock);
+}
+
+/* Counting the parked messages of every group, up to a limit. */
+struct parked {
+	uint64_t n, limit;
+};
+
+static int
+count_one(void *arg, int dirfd, const char *name)
+{
+	struct parked *c = arg;
+	struct mq_name nm;
+
+	(void)dirfd;
+	if (mq_name_parse(name, MQ_NEW, &nm) == 0)
+		c->n++;
+	return c->n >= c->limit;
+}
+
+static int
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+{
+	struct parked *c = arg;
+	int fd, r, saved;
+
+	(void)key;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	r = mq_dir_each(fd, DT_REG, count_one, c);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (r == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	return c->n >= c->limit ? MQ_TREE_STOP : MQ_TREE_NEXT;
+}
+
+static int
+count_group(void *arg, int groups, const char *name)
+{
+	struct mq_tree t = { count_step, arg, 0, 0, 1, 0 };
+	struct parked *c = arg;
+	int fd, r;
+
+	if (!mq_group_valid(name) || (fd = mq_opendirat(groups, name)) == -1)
+		return 0;
+	r = mq_tree_walk(&t, fd);
+	close(fd);
+	if (r == -1)
+		return -1;
+	return c->n >= c->limit;
+}
+
+/*
+ * How many messages are parked behind the heads of groups (not counting
+ * the heads, which are in new/ or cur/), up to limit, in *n.  Names only:
+ * it lists every group's leaves.
+ */
+int
+mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t *n)
+{
+	struct parked c = { 0, limit };
+	int groups, r;
+
+	*n = 0;
+	if (limit == 0)
+		return 0;
+	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = mq_dir_each(groups, DT_DIR, count_group, &c);
+	close(groups);
+	*n = c.n < limit ? c.n : limit;
+	return r == -1 ? -1 : 0;
+}
+
+/* mq_group_sweep's work on one group, under its lock. */
+struct sweeping {
+	struct mq_spool	*sp;
+	void		(*report)(const char *, const char *);
+	int		 failed;
+};
+
+static int
+is_aside(const char *s)
+{
+	return strncmp(s, TURN ".", sizeof(TURN)) == 0;
+}
+
+static int
+sweep_group(void *arg, int groups, const char *group)
+{
+	struct sweeping *w = arg;
+	struct mq_names aside;
+	struct stat turn;
+	size_t i;
+	int gfd, r = 0, saved;
+	char what[MQ_GROUP_MAX + 16];
+
+	if (!mq_group_valid(group))
+		return 0;
+	if ((gfd = group_lock(w->sp, group, 0, 0, NULL)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	snprintf(what, sizeof(what), "group %s", group);
+	/* Links of promotes killed between their link and their rename. */
+	if (mq_names_read(gfd, DT_REG, is_aside, &aside) == 0) {
+		for (i = 0; i < aside.n; i++)
+			unlinkat(gfd, aside.v[i], 0);
+		mq_names_free(&aside);
+	}
+	/* A turn whose message was removed by hand: nobody holds it. */
+	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    turn.st_nlink == 1 && unlinkat(gfd, TURN, 0) == 0 &&
+	    w->report != NULL)
+		w->report(what, "turn of a message gone removed");
+	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			r = -1;
+		else if ((r = promote(w->sp, gfd)) == 1 && w->report != NULL)
+			w->report(what, "next message given the turn");
+		else if (r == 0 && unlinkat(groups, group,
+		    AT_REMOVEDIR) == 0 && w->report != NULL)
+			w->report(what, "empty: removed");
+	}
+	saved = errno;
+	close(gfd);
+	errno = saved;
+	return r == -1 ? -1 : 0;
+}
+
+/*
+ * mq-sweep: mends every group (a turn without its message removed, a
+ * group with parked messages and no turn given its next, debris of killed
+ * promotes removed) and removes those left empty.  report is told.
+ */
+int
+mq_group_sweep(struct mq_spool *sp, void (*report)(const char *,
+    const char *))
+{
+	struct sweeping w = { sp, report, 0 };
+	int groups, r;
+
+	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = mq_dir_each(groups, DT_DIR, sweep_group, &w);
+	close(groups);
+	return r;
+}
