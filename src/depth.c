@@ -1,6 +1,8 @@
 /*
  * depth.c: how many messages wait in new/ (ready and delayed), for a
  * spool's max-depth, and making room by dead-lettering the oldest.
+ * Messages parked behind the head of an ordered group (groups/, group.c)
+ * are counted too, by listing their leaves (mq_group_count).
  *
  *	count	new/T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
  *		new/T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	(expired ones met)
@@ -486,6 +488,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 {
 	struct counting c;
 	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0 };
+	uint64_t parked;
 	int r, saved;
 
 	*n = 0;
@@ -520,6 +523,15 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 	errno = saved;
 	if (r == -1)
 		return -1;
+	/*
+	 * A bounded queue stays bounded: what is parked behind the head of
+	 * a group waits too (listed in full, without the cache).
+	 */
+	if (c.n < limit) {
+		if (mq_group_count(sp, limit - c.n, &parked) == -1)
+			return -1;
+		c.n += parked;
+	}
 	*n = c.n < limit ? c.n : limit;
 	return 0;
 }

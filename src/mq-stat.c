@@ -120,8 +120,8 @@ table(const struct result *r, size_t n, uint64_t now)
 	for (i = 0; i < n; i++) {
 		printf("%7" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
 		    " %7" PRIu64 " %13s %12s %12" PRIu64 "  %-*s  ",
-		    r[i].st.ready, r[i].st.delayed, r[i].st.in_flight,
-		    r[i].st.expired, r[i].st.dead,
+		    r[i].st.ready, r[i].st.delayed + r[i].st.blocked,
+		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead,
 		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
 		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now),
 		    r[i].st.bytes, w,
@@ -173,8 +173,9 @@ json(const struct result *r, size_t n, uint64_t now)
 		mq_json_string(stdout, r[i].path, strlen(r[i].path));
 		printf(",\"ready\":%" PRIu64 ",\"delayed\":%" PRIu64
 		    ",\"in_flight\":%" PRIu64 ",\"expired\":%" PRIu64
-		    ",\"dead\":%" PRIu64, r[i].st.ready, r[i].st.delayed,
-		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead);
+		    ",\"dead\":%" PRIu64 ",\"blocked\":%" PRIu64,
+		    r[i].st.ready, r[i].st.delayed, r[i].st.in_flight,
+		    r[i].st.expired, r[i].st.dead, r[i].st.blocked);
 		json_age("oldest_ready_age_seconds", r[i].st.oldest_ready_ms,
 		    now);
 		json_age("oldest_dead_age_seconds", r[i].st.oldest_dead_ms,
@@ -256,8 +257,8 @@ static void
 prometheus(const struct result *r, size_t n, uint64_t now)
 {
 	static const char *states[] = { "ready", "delayed", "in_flight",
-	    "expired", "dead" };
-	uint64_t v[5];
+	    "expired", "dead", "blocked" };
+	uint64_t v[6];
 	size_t i, s;
 
 	puts("# HELP mq_messages Messages in the spool, by state.");
@@ -268,7 +269,8 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 		v[2] = r[i].st.in_flight;
 		v[3] = r[i].st.expired;
 		v[4] = r[i].st.dead;
-		for (s = 0; s < 5; s++) {
+		v[5] = r[i].st.blocked;
+		for (s = 0; s < 6; s++) {
 			fputs("mq_messages{spool=", stdout);
 			label(r[i].path);
 			printf(",state=\"%s\"} %" PRIu64 "\n", states[s], v[s]);

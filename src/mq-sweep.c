@@ -38,7 +38,8 @@ help(void)
 	    "Move expired leases back to new/ (dead/ at max attempts),\n"
 	    "bury messages past their time to live (reason expired),\n"
 	    "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
-	    "whose dedup-window is over.\n"
+	    "whose dedup-window is over, mend ordered groups and remove\n"
+	    "those left empty.\n"
 	    "  -m max     attempts before a message is dead (default: the\n"
 	    "             spool's max-attempts, 5 unless set with mq-conf)\n"
 	    "  -w [secs]  sweep again every secs (default 60) until killed\n"
@@ -127,6 +128,10 @@ main(int argc, char *argv[])
 		}
 		if (mq_keys_sweep(&sp, conf.dedup_window_ms, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_KEYS);
+			status = MQ_EX_SYS;
+		}
+		if (mq_group_sweep(&sp, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_GROUPS);
 			status = MQ_EX_SYS;
 		}
 		mq_tidy(&sp);

@@ -458,6 +458,7 @@ int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
 /* stat.c */
 struct mq_stats {
 	uint64_t ready, delayed, in_flight, expired, dead;
+	uint64_t blocked;	/* parked behind the head of their group */
 	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
 	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
 	uint64_t bytes;			/* of every message file */

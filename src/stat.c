@@ -9,7 +9,8 @@
  * (memory does not grow with depth), and a file is stat'ed only for its
  * size.  A waiting message past its time to live (its name and the
  * spool's ttl tell) is counted as dead, as the next claim or sweep will
- * bury it: it is never ready.
+ * bury it: it is never ready.  The messages parked behind the head of an
+ * ordered group (groups/G/, group.c) are counted as blocked.
  */
 #include <sys/stat.h>
 
@@ -101,6 +102,47 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	    MQ_TREE_NEXT;
 }
 
+/* A group's parked messages are blocked: waiting, not claimable yet. */
+static int
+count_parked(void *arg, int dirfd, const char *name, int digits,
+    uint64_t key)
+{
+	struct counter *c = arg;
+	struct counter sub = *c;
+
+	(void)key;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	sub.count = &c->st->blocked;
+	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
+	    MQ_TREE_NEXT;
+}
+
+static int
+count_group(void *arg, int dirfd, const char *name)
+{
+	struct mq_tree t = { count_parked, arg, 0, 0, 1, 0 };
+	int fd, r;
+
+	if (!mq_group_valid(name) || (fd = mq_opendirat(dirfd, name)) == -1)
+		return 0;
+	r = mq_tree_walk(&t, fd);
+	close(fd);
+	return r == -1 ? -1 : 0;
+}
+
+static int
+count_groups(struct mq_spool *sp, struct counter *c)
+{
+	int fd, r;
+
+	if ((fd = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	r = mq_dir_each(fd, DT_DIR, count_group, c);
+	close(fd);
+	return r == -1 && errno == ENOENT ? 0 : r;
+}
+
 static int
 count_cur(void *arg, int dirfd, const char *name)
 {
@@ -163,7 +205,8 @@ mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms,
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_tree_walk(&t, sp->new) == -1 ||
 	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||
-	    mq_dir_each(sp->dead, DT_REG, count_dead, &c) == -1)
+	    mq_dir_each(sp->dead, DT_REG, count_dead, &c) == -1 ||
+	    count_groups(sp, &c) == -1)
 		return -1;
 	return 0;
 }
