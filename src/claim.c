@@ -42,6 +42,7 @@ struct run {
 	unsigned	 max;
 	int		 want, got;
 	int		 moved;		/* out of new/ or cur/ another way */
+	int		 promoted;	/* a group's head buried: its next is due */
 	struct mq_bucket bucket;
 	mq_claim_fn	 fn;
 	void		*arg;
@@ -65,12 +66,14 @@ claim_one(struct run *c, int from, const char *name,
 		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
 			return errno == ENOENT ? 0 : -1;
 		c->moved = 1;
+		c->promoted |= old->group[0] != '\0';
 		return 0;
 	}
 	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
 		if (mq_burial_bury(&c->expired, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
 		c->moved = 1;
+		c->promoted |= old->group[0] != '\0';
 		return 0;
 	}
 	/* Known before the first claim, and only once there is one. */
@@ -357,6 +360,16 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 		r = claim_kept(&c);
 	if (r != -1 && c.got < c.want)
 		r = mq_tree_walk(&t, sp->new);
+	/*
+	 * Burying the head of a group made its next visible from now, in a
+	 * leaf this walk may have passed: it is looked for again, so that a
+	 * claim does not come back empty-handed while a message waits.
+	 */
+	while (r != -1 && c.got < c.want && c.promoted) {
+		c.promoted = 0;
+		c.now = t.now = mq_now_ms();
+		r = mq_tree_walk(&t, sp->new);
+	}
 	mq_closefd(&c.bucket.fd);
 	/* Room was made: senders waiting for it (max-depth) count again. */
 	if (cl->ring && (c.got > 0 || c.moved))
