@@ -6,7 +6,7 @@
 # The options each tool takes, as in its --help.
 _mq_options() {
 	case $1 in
-	mq-send) echo "-0 -l -S -v -d -D -k -w --ttl -h --help -V --version" ;;
+	mq-send) echo "-0 -l -S -v -d -D -g -k -w --ttl -h --help -V --version" ;;
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
@@ -71,7 +71,7 @@ _mq() {
 			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		fi
 		return ;;
-	-n | -m | -w | -D | -k | -r | -e | -x | -P | --timeout | --backoff | --backoff-max | --ttl)
+	-n | -m | -w | -D | -g | -k | -r | -e | -x | -P | --timeout | --backoff | --backoff-max | --ttl)
 		return ;;
 	esac
 	if [ "$cmd" = mq-dlq ]; then
