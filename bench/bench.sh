@@ -6,7 +6,8 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot), BENCH_JOBS (jobs per worker-mode run, 2000),
+# expired maxdepth overshoot group), BENCH_GROUP_N (messages parked behind
+# a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit).
 set -eu
@@ -18,6 +19,7 @@ export PATH
 N=${BENCH_N:-20000}
 R=${BENCH_RUNS:-5}
 DEPTH=${BENCH_DEPTH:-1000000}
+GROUP_N=${BENCH_GROUP_N:-100000}
 PY=/usr/bin/python3
 [ -x "$PY" ] && "$PY" -c 'import dirq' 2>/dev/null || PY=
 mkdir -p "$here/tmp"
@@ -446,6 +448,27 @@ bench_maxdepth() { # fs
 	rm -rf "$w"
 }
 
+bench_group() { # fs: a claim with messages parked behind a blocked group
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=50 n=$GROUP_N
+	say "$name: group: $n messages behind one blocked group"
+	# The group's head in flight, the rest parked behind it.
+	echo head | MQ_DIR="$w/g" mq-send -g A >/dev/null
+	MQ_DIR="$w/g" mq-recv -t 3600 >/dev/null
+	seq 1 "$n" | MQ_DIR="$w/g" mq-send -l -S -g A >/dev/null
+	# As many messages, without a group, in the plain spool.
+	seq 1 "$n" | MQ_DIR="$w/p" mq-send -l -S >/dev/null
+	for r in $(seq 1 "$R"); do
+		say "$name: group, run $r of $R"
+		seq 1 "$k" | MQ_DIR="$w/g" mq-send -l -S >/dev/null
+		MQ_DIR="$w/g" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/g.t"
+		MQ_DIR="$w/p" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/p.t"
+	done
+	row "$name" "claim one, $n parked behind a blocked group" "$(median <"$w/g.t")" us \
+	    "claim one, $n ready, no group" "$(median <"$w/p.t")" "<= 2"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -462,7 +485,7 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -476,6 +499,7 @@ want worker && bench_worker "$first"
 want memory && bench_memory "$first"
 want expired && bench_expired "$first"
 want overshoot && bench_overshoot "$first"
+want group && bench_group "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
