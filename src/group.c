@@ -59,23 +59,37 @@ same(const struct stat *a, const struct stat *b)
  * and locks it.  A sweep may remove the directory between our open and
  * our lock: the one locked must still be groups/G, or we start again.
  * Returns the locked fd (closing it unlocks), or -1 (ENOENT without
- * create: no such group).  *made is set when a directory was made, so
- * that a send syncs what holds it.
+ * create: no such group).  *made (if not NULL) is set when a directory
+ * was made, so that a send syncs what holds it; *groupsfd (if not NULL)
+ * gets groups/, open.
  */
 static int
+subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
+    int spares, int *made)
+{
+	int m;
+
+	if (!create)
+		return mq_opendirat(dirfd, name);
+	/* No room to make it: a consumer may take a spare (spool.c). */
+	if (mq_mkdirat(dirfd, name, sp->dmode, &m) == -1)
+		return mq_spool_subdir(sp, dirfd, name, spares);
+	*made |= m;
+	return mq_opendirat(dirfd, name);
+}
+
+static int
 group_lock(struct mq_spool *sp, const char *group, int create, int spares,
-    int *groupsfd)
+    int *groupsfd, int *made)
 {
 	struct stat a, b;
-	int groups, fd, i, saved;
+	int groups, fd, i, saved, m = 0;
 
 	for (i = 0; i < MQ_RETRIES; i++) {
-		groups = create ? mq_spool_subdir(sp, sp->fd, MQ_DIR_GROUPS,
-		    spares) : mq_opendirat(sp->fd, MQ_DIR_GROUPS);
-		if (groups == -1)
+		if ((groups = subdir(sp, sp->fd, MQ_DIR_GROUPS, create, spares,
+		    &m)) == -1)
 			return -1;
-		fd = create ? mq_spool_subdir(sp, groups, group, spares) :
-		    mq_opendirat(groups, group);
+		fd = subdir(sp, groups, group, create, spares, &m);
 		if (fd == -1) {
 			saved = errno;
 			close(groups);
@@ -93,6 +107,8 @@ group_lock(struct mq_spool *sp, const char *group, int create, int spares,
 		}
 		if (fstat(fd, &a) == 0 && fstatat(groups, group, &b,
 		    AT_SYMLINK_NOFOLLOW) == 0 && same(&a, &b)) {
+			if (made != NULL)
+				*made = m;
 			if (groupsfd != NULL)
 				*groupsfd = groups;
 			else
@@ -255,14 +271,14 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 	struct mq_spool *sp = pl->sp;
 	struct stat st;
 	char name[MQ_NAME_MAX];
-	int gfd, groups, r, saved;
+	int gfd, groups, r, saved, made;
 
-	if ((gfd = group_lock(sp, nm->group, 1, 0, &groups)) == -1)
+	if ((gfd = group_lock(sp, nm->group, 1, 0, &groups, &made)) == -1)
 		return -1;
 	if (fstatat(gfd, TURN, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		r = park(sp, gfd, from, fromname, nm, pl->sync);
-		/* The group's directory may be new (a sweep removes them). */
-		if (r == 0 && pl->sync && (mq_fsync_dir(groups) == -1 ||
+		/* What holds a directory made now is synced too. */
+		if (r == 0 && pl->sync && made && (mq_fsync_dir(groups) == -1 ||
 		    mq_fsync_dir(sp->fd) == -1))
 			r = -1;
 	} else if (errno != ENOENT) {
@@ -322,7 +338,7 @@ mq_group_claimed(struct mq_spool *sp, int bucket, const char *name,
 	if (fstatat(sp->fd, path, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    same(&me, &turn))
 		return 1;
-	if ((gfd = group_lock(sp, nm->group, 1, 1, NULL)) == -1)
+	if ((gfd = group_lock(sp, nm->group, 1, 1, NULL, NULL)) == -1)
 		return -1;
 	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (same(&me, &turn))
@@ -361,7 +377,7 @@ mq_group_leave(struct mq_spool *sp, int from, const char *name,
 	*lock = -1;
 	if (nm->group[0] == '\0')
 		return 0;
-	if ((gfd = group_lock(sp, nm->group, 0, 0, NULL)) == -1)
+	if ((gfd = group_lock(sp, nm->group, 0, 0, NULL, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (fstatat(from, name, &me, AT_SYMLINK_NOFOLLOW) == -1)
 		r = -1;
@@ -485,7 +501,7 @@ sweep_group(void *arg, int groups, const char *group)
 
 	if (!mq_group_valid(group))
 		return 0;
-	if ((gfd = group_lock(w->sp, group, 0, 0, NULL)) == -1)
+	if ((gfd = group_lock(w->sp, group, 0, 0, NULL, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	snprintf(what, sizeof(what), "group %s", group);
 	/* Links of promotes killed between their link and their rename. */

@@ -169,6 +169,24 @@ parked() {
 	assert_output "123456 123456"
 }
 
+@test "group: several worker processes at once never run two of a group at once, and keep order" {
+	W=$BATS_TEST_TMPDIR
+	for i in 1 2 3 4 5 6 7 8; do gsend A "$i"; gsend B "$i"; done
+	for _ in 1 2 3; do
+		timeout -k 5 60 mq-recv -P 2 -w 1 -- sh -c \
+		    'n=$(cat); echo "start $MQ_GROUP $n" >>"$0/log"; sleep 0.05; echo "end $MQ_GROUP $n" >>"$0/log"' "$W" \
+		    2>>"$W/err" &
+	done
+	wait
+	run awk '
+	$1 == "start" { if (busy[$2]) { print "overlap", $2, $3; bad = 1 }
+		busy[$2] = 1; order[$2] = order[$2] $3 }
+	$1 == "end" { busy[$2] = 0 }
+	END { print order["A"], order["B"]; exit bad }' "$W/log"
+	assert_success
+	assert_output "12345678 12345678"
+}
+
 @test "group: a crash while holding the turn frees it when the lease runs out" {
 	gsend A a1 a2
 	# A consumer that claims and dies: its receipt is never used.
