@@ -528,7 +528,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 	 * a group waits too (listed in full, without the cache).
 	 */
 	if (c.n < limit) {
-		if (mq_group_count(sp, limit - c.n, &parked) == -1)
+		if (mq_group_count(sp, limit - c.n, ttl, now, &parked) == -1)
 			return -1;
 		c.n += parked;
 	}

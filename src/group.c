@@ -210,9 +210,21 @@ promote_leaf(struct promotion *p, int leaf)
 		p->done = 1;
 		snprintf(aside, sizeof(aside), "%s.%s", TURN, nm.id);
 		unlinkat(p->gfd, aside, 0);
-		if (linkat(pl.leaf, newname, p->gfd, aside, 0) == -1 ||
-		    renameat(p->gfd, aside, p->gfd, TURN) == -1)
+		if (linkat(pl.leaf, newname, p->gfd, aside, 0) == 0 &&
+		    renameat(p->gfd, aside, p->gfd, TURN) == 0)
+			continue;
+		/*
+		 * No turn could be made for it: the old one goes all the
+		 * same, and the new head, in new/ without a turn, gets it
+		 * when it is claimed (or that claim fails, and says why).
+		 */
+		saved = errno;
+		unlinkat(p->gfd, aside, 0);
+		if (unlinkat(p->gfd, TURN, 0) == -1 && errno != ENOENT) {
 			r = -1;
+			break;
+		}
+		errno = saved;
 	}
 	saved = errno;
 	/* It is visible: waiting receivers are woken. */
@@ -404,6 +416,7 @@ mq_group_unlock(int *lock)
 /* Counting the parked messages of every group, up to a limit. */
 struct parked {
 	uint64_t n, limit;
+	uint64_t ttl, now;
 };
 
 static int
@@ -413,7 +426,9 @@ count_one(void *arg, int dirfd, const char *name)
 	struct mq_name nm;
 
 	(void)dirfd;
-	if (mq_name_parse(name, MQ_NEW, &nm) == 0)
+	/* Past its time to live it is dead, not waiting (depth.c). */
+	if (mq_name_parse(name, MQ_NEW, &nm) == 0 &&
+	    c->now < mq_name_expiry(&nm, c->ttl))
 		c->n++;
 	return c->n >= c->limit;
 }
@@ -456,13 +471,15 @@ count_group(void *arg, int groups, const char *name)
 
 /*
  * How many messages are parked behind the heads of groups (not counting
- * the heads, which are in new/ or cur/), up to limit, in *n.  Names only:
- * it lists every group's leaves.
+ * the heads, which are in new/ or cur/), up to limit, in *n; those past
+ * their time to live (theirs, or the spool's ttl) as of now are not.
+ * Names only: it lists every group's leaves.
  */
 int
-mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t *n)
+mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t ttl,
+    uint64_t now, uint64_t *n)
 {
-	struct parked c = { 0, limit };
+	struct parked c = { 0, limit, ttl, now };
 	int groups, r;
 
 	*n = 0;

@@ -372,7 +372,8 @@ int	 mq_group_claimed(struct mq_spool *, int, const char *,
 int	 mq_group_leave(struct mq_spool *, int, const char *,
 	    const struct mq_name *, int *);
 void	 mq_group_unlock(int *);
-int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t *);
+int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t, uint64_t,
+	    uint64_t *);
 int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
 	    const char *));
 
