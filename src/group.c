@@ -55,6 +55,27 @@ same(const struct stat *a, const struct stat *b)
 }
 
 /*
+ * Opens dirfd/name, with create making it first (*made is then set if it
+ * was made here).  With no room to make it, or when it was removed again
+ * at once, mq_spool_subdir retries, and lets a consumer take a spare.
+ */
+static int
+subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
+    int spares, int *made)
+{
+	int m, fd;
+
+	if (!create)
+		return mq_opendirat(dirfd, name);
+	if (mq_mkdirat(dirfd, name, sp->dmode, &m) == 0 &&
+	    (fd = mq_opendirat(dirfd, name)) != -1) {
+		*made |= m;
+		return fd;
+	}
+	return mq_spool_subdir(sp, dirfd, name, spares);
+}
+
+/*
  * Opens groups/ (making it with create) and inside it group's directory,
  * and locks it.  A sweep may remove the directory between our open and
  * our lock: the one locked must still be groups/G, or we start again.
@@ -63,21 +84,6 @@ same(const struct stat *a, const struct stat *b)
  * was made, so that a send syncs what holds it; *groupsfd (if not NULL)
  * gets groups/, open.
  */
-static int
-subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
-    int spares, int *made)
-{
-	int m;
-
-	if (!create)
-		return mq_opendirat(dirfd, name);
-	/* No room to make it: a consumer may take a spare (spool.c). */
-	if (mq_mkdirat(dirfd, name, sp->dmode, &m) == -1)
-		return mq_spool_subdir(sp, dirfd, name, spares);
-	*made |= m;
-	return mq_opendirat(dirfd, name);
-}
-
 static int
 group_lock(struct mq_spool *sp, const char *group, int create, int spares,
     int *groupsfd, int *made)
@@ -176,7 +182,6 @@ struct promotion {
 	struct mq_spool	*sp;
 	int		 gfd;
 	int		 done;
-	int		 failed;
 };
 
 static int
@@ -260,7 +265,7 @@ promote_step(void *arg, int dirfd, const char *name, int digits,
 static int
 promote(struct mq_spool *sp, int gfd)
 {
-	struct promotion p = { sp, gfd, 0, 0 };
+	struct promotion p = { sp, gfd, 0 };
 	struct mq_tree t = { promote_step, NULL, 1, 1, 0, UINT64_MAX };
 
 	t.arg = &p;
