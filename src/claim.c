@@ -10,17 +10,24 @@
  * passed (with the reason "expired", mq_burial_bury: the burials of one
  * claim share their reason file), as the claim meets it: a run of expired
  * messages is passed over once, by the claim that buries it.  A claim
- * takes the oldest ID of the oldest due leaf, so claiming never lists more
- * than one leaf and one directory per level; cur/S holds the leases that
- * end within second S, so expired leases are found by looking at the first
- * buckets only.  A message of an ordered group is handed out only while
- * it holds its group's turn; else it is parked (group.c):
+ * takes the oldest ID of the oldest due leaf of the highest priority's
+ * tree that has one due (new/p9 ... new/p1, then new/ itself), so
+ * claiming lists new/ once, then one directory per level and one leaf in
+ * the tree it claims from, and descends once more into each tree above
+ * it, each time as far as its first leaf not yet due; cur/S holds the
+ * leases that end within second S, so expired leases are found by
+ * looking at the first buckets only.  They are claimed first, whatever
+ * their priority: they were handed out already.
+ * A message of an ordered group is handed out only while it holds its
+ * group's turn; else it is parked (group.c):
  *
  *		cur/S/ID,DEADLINE,A+1	-> groups/G/T/M/L/ID,A
  *
  * Because a rename either happens whole or not at all, two workers racing
  * for a message cannot both win: the loser gets ENOENT.
  */
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +37,14 @@
 
 #include "compat.h"
 #include "mq.h"
+
+/*
+ * A change of new/'s mtime within this long before it was looked at may
+ * be followed by another in the same tick of the file system's clock,
+ * which leaves it as it was (up to 2 s, on FAT): such a stamp proves
+ * nothing.
+ */
+#define RING_TICK_MS	2000
 
 /*
  * What a claim run shares: the lease to give, the cur/ bucket it goes to,
@@ -47,6 +62,7 @@ struct run {
 	mq_claim_fn	 fn;
 	void		*arg;
 	uint64_t	 wake;
+	uint64_t	 above;	/* the first key not due in the trees passed */
 	struct mq_burial expired;
 };
 
@@ -232,6 +248,64 @@ mq_claimer_close(struct mq_claimer *cl)
 	cl->names = NULL;
 }
 
+static void
+stamp_set(struct mq_claimer *cl, const struct timespec *m, uint64_t now)
+{
+	cl->stamp = *m;
+	cl->racy = m->tv_sec < 0 || (uint64_t)m->tv_sec * 1000 +
+	    m->tv_nsec / 1000000 + RING_TICK_MS > now;
+}
+
+/* Takes new/'s mtime, which every placement changes (mq_ring). */
+static void
+stamp(struct run *c)
+{
+	struct stat st;
+
+	if (fstat(c->sp->new, &st) == -1)
+		c->cl->racy = 1;
+	else
+		stamp_set(c->cl, &st.st_mtim, c->now);
+}
+
+static int
+is_above(void *arg, int dirfd, const char *name)
+{
+	const unsigned *prio = arg;
+
+	(void)dirfd;
+	return mq_prio_dir(name) > (int)*prio;
+}
+
+/*
+ * Whether the names kept from a leaf of priority P can still be claimed
+ * in order: not while a message of a higher priority can be due.  When
+ * they were kept, no tree above P had anything due; it still has not
+ * before the first key not due seen in those trees, unless something was
+ * placed since: every placement rings the doorbell, which sets new/'s
+ * mtime.  If that changed, new/ is listed: with no tree above P, what
+ * was placed comes after the kept names.  A spool without priorities
+ * pays one fstat, and a listing of new/ when a send rang.
+ */
+static int
+kept_usable(struct run *c)
+{
+	struct mq_claimer *cl = c->cl;
+	struct stat st;
+
+	if (cl->prio == MQ_PRIORITY_MAX)
+		return 1;
+	if (c->now >= cl->until || fstat(c->sp->new, &st) == -1)
+		return 0;
+	if (!cl->racy && st.st_mtim.tv_sec == cl->stamp.tv_sec &&
+	    st.st_mtim.tv_nsec == cl->stamp.tv_nsec)
+		return 1;
+	if (mq_dir_each(c->sp->new, DT_DIR, is_above, &cl->prio) != 0)
+		return 0;
+	stamp_set(cl, &st.st_mtim, c->now);
+	return 1;
+}
+
 /*
  * Claims from the names of a leaf listed by an earlier claim, in order;
  * a name another claimer took meanwhile costs one failed rename.  Returns
@@ -258,11 +332,11 @@ claim_kept(struct run *c)
 }
 
 /*
- * Claims from one due leaf in ID order.  Returns 1 when the leaf was
- * used up, 0 when the run is complete, -1 on error.
+ * Claims from one due leaf, of priority prio, in ID order.  Returns 1 when
+ * the leaf was used up, 0 when the run is complete, -1 on error.
  */
 static int
-claim_leaf(struct run *c, int leaf)
+claim_leaf(struct run *c, int leaf, unsigned prio)
 {
 	struct mq_claimer *cl = c->cl;
 	struct mq_names names;
@@ -285,6 +359,8 @@ claim_leaf(struct run *c, int leaf)
 		cl->names = names.v;
 		cl->n = names.n;
 		cl->next = i;
+		cl->prio = prio;
+		cl->until = c->above;
 		return 0;
 	}
 	mq_names_free(&names);
@@ -292,12 +368,14 @@ claim_leaf(struct run *c, int leaf)
 }
 
 /*
- * The claim's step of the descent of new/: every level in key order; a
- * leaf not yet due ends the walk (every later one is later still), and a
- * leaf used up is removed.
+ * The claim's step of the descent of new/: the trees from the highest
+ * priority down, every level in key order; a leaf not yet due ends its
+ * tree (every later one is later still) and the walk goes on with the
+ * next, and a leaf used up is removed.
  */
 static int
-claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct run *c = arg;
 	int fd, r, saved;
@@ -307,11 +385,13 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	if (key > c->now) {
 		if (key < c->wake)
 			c->wake = key;
-		return MQ_TREE_STOP;
+		if (key < c->above)
+			c->above = key;
+		return MQ_TREE_LATER;
 	}
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
 		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = claim_leaf(c, fd);
+	r = claim_leaf(c, fd, prio);
 	saved = errno;
 	close(fd);
 	errno = saved;
@@ -320,15 +400,17 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 
 /*
  * Claims up to want visible messages with a lease of lease_ms: expired
- * leases first (they have waited longest), then new/ oldest first; those
- * whose time to live (theirs, or cl->ttl_ms) has passed are buried.  fn is
- * called with each receipt as soon as its claim is made.  *wake is set to
- * when something next becomes visible (UINT64_MAX: nothing known).
+ * leases first (they have waited longest), then new/ by priority, oldest
+ * first within one; those whose time to live (theirs, or cl->ttl_ms) has
+ * passed are buried.  fn is called with each receipt as soon as its
+ * claim is made.  *wake is set to when something next becomes visible
+ * (UINT64_MAX: nothing known).
  * With cl->keep, what is left of the leaf it listed is kept in cl for the
  * next call, so that one claim at a time does not list and sort a whole
- * leaf each time; anything sent since sorts after those names, as new
- * leaves are keyed later than a due one.  With cl->ring, a call that
- * claimed or buried anything rings the doorbell.  Returns the number
+ * leaf each time; anything sent since at its priority sorts after those
+ * names, as new leaves are keyed later than a due one, and anything of a
+ * higher priority is claimed first (kept_usable).  With cl->ring, a call
+ * that claimed or buried anything rings the doorbell.  Returns the number
  * claimed or -1.
  */
 int
@@ -336,7 +418,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
     uint64_t lease_ms, unsigned max, mq_claim_fn fn, void *arg,
     uint64_t *wake)
 {
-	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0 };
+	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0, 0 };
 	struct run c;
 	int r;
 
@@ -351,15 +433,24 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.fn = fn;
 	c.arg = arg;
 	c.wake = UINT64_MAX;
+	c.above = UINT64_MAX;
 	mq_burial_init(&c.expired, sp, MQ_REASON_EXPIRED,
 	    strlen(MQ_REASON_EXPIRED));
 	t.arg = &c;
 	t.now = c.now;
 	r = mq_expired_scan(sp, c.now, want, claim_expired, &c, &c.wake);
-	if (r != -1 && c.got < c.want && cl->leaf != -1)
-		r = claim_kept(&c);
-	if (r != -1 && c.got < c.want)
+	if (r != -1 && c.got < c.want && cl->leaf != -1) {
+		if (kept_usable(&c))
+			r = claim_kept(&c);
+		else
+			mq_claimer_close(cl);
+	}
+	if (r != -1 && c.got < c.want) {
+		/* Before the walk: what is placed after it changes new/. */
+		if (cl->keep)
+			stamp(&c);
 		r = mq_tree_walk(&t, sp->new);
+	}
 	/*
 	 * Burying the head of a group made its next visible from now, in a
 	 * leaf this walk may have passed: it is looked for again, so that a

@@ -416,14 +416,15 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 		return -1;
 	/* A message of a group goes back into its group, in ID order. */
 	if ((nm.group[0] != '\0' ? mq_group_place(pl, sp->dead, d->name, &nm,
-	    now) : mq_place(pl, sp->dead, d->name, newname, now)) == -1) {
+	    now) : mq_place(pl, sp->dead, d->name, newname, nm.prio,
+	    now)) == -1) {
 		if (errno != EXDEV)
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)
 			return -1;
 		if ((nm.group[0] != '\0' ? mq_group_tmp_place(pl, &nm, now) :
-		    mq_place(pl, pl->sp->tmp, nm.id, newname, now)) == -1 ||
-		    mq_placer_flush(pl) == -1)
+		    mq_place(pl, pl->sp->tmp, nm.id, newname, nm.prio,
+		    now)) == -1 || mq_placer_flush(pl) == -1)
 			return -1;
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)
 			return -1;

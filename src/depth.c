@@ -4,9 +4,13 @@
  * Messages parked behind the head of an ordered group (groups/, group.c)
  * are counted too, by listing their leaves (mq_group_count).
  *
- *	count	new/T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
- *		new/T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	(expired ones met)
- *	drop	new/T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	("maxlen")
+ *	count	new/[pN/]T/M/L/		tmp/ID,depth -> tmp/.depth	(mq_depth)
+ *		new/[pN/]T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]
+ *					(the expired ones it meets)
+ *	drop	new/[pN/]T/M/L/ID,A[,S,T]	-> dead/ID,DIED,A[,T]	("maxlen")
+ *
+ * Both go over every priority's tree, from priority 0 up: a drop takes
+ * the least urgent first, the oldest first within a priority.
  *
  * A message past its time to live (mq_name_expiry) is not waiting: it is
  * dead, not yet buried.  A count does not count it, and buries those it
@@ -39,9 +43,10 @@
  * change.  An entry is trusted only while now is before both (the first
  * with the spool's ttl added; without a ttl it does not matter).
  *
- * The cache is text: a header "mq-depth 2 N", then N lines "KEY INO
- * MTIME_S MTIME_NS SENT OWN COUNT", by key, ascending; SENT and OWN in ms
- * since the epoch, 0 for none (an empty leaf, no own ttl).  It is a
+ * The cache is text: a header "mq-depth 3 N", then N lines "PRIO KEY INO
+ * MTIME_S MTIME_NS SENT OWN COUNT", by priority (the leaf's tree) and
+ * key, ascending; SENT and OWN in ms since the epoch, 0 for none (an
+ * empty leaf, no own ttl).  Leaves of two priorities can have one key.  It is a
  * cache, not a record: written without a sync, it is used only when it
  * parses whole, and an entry only for a leaf whose inode and mtime are
  * still those it names and whose messages cannot have expired since;
@@ -62,16 +67,20 @@
 #include "compat.h"
 #include "mq.h"
 
-#define CACHE_MAGIC	"mq-depth 2 "
+#define CACHE_MAGIC	"mq-depth 3 "
 /*
  * The most leaves cached, some 64 million messages: the oldest are kept,
  * where counts start; leaves beyond are listed by every count.
  */
 #define CACHE_MAX	65536
-/* A key (11), 6 numbers of up to 20 digits, 6 spaces and a newline. */
-#define CACHE_LINE_MAX	138
+/*
+ * A priority (1), a key (11), 6 numbers of up to 20 digits, 7 spaces and
+ * a newline.
+ */
+#define CACHE_LINE_MAX	140
 
 struct leafcount {
+	uint64_t prio;
 	uint64_t key;
 	uint64_t ino;
 	uint64_t sec;
@@ -97,7 +106,8 @@ struct counting {
 	size_t		 nold, next;
 	struct leafcount *v;	/* the cache to write, by key */
 	size_t		 nv, cap;
-	uint64_t	 last;	/* the key of the leaf the count stopped at */
+	uint64_t	 lastprio;	/* the leaf the count stopped at */
+	uint64_t	 last;
 	int		 stopped;
 	int		 stamped;	/* stamp() was called */
 	struct mq_tmpfile tf;	/* the cache to be, from stamp(); fd -1: none */
@@ -129,6 +139,13 @@ number(const char *p, int c, int hex, uint64_t *v)
 	return p + 1;
 }
 
+/* Whether leaf (pa, ka) comes before leaf (pb, kb): a count's order. */
+static int
+precedes(uint64_t pa, uint64_t ka, uint64_t pb, uint64_t kb)
+{
+	return pa < pb || (pa == pb && ka < kb);
+}
+
 /*
  * Parses the cache text buf (NUL-terminated, len bytes) into c->old; a
  * cache that is not whole and well-formed is left empty.
@@ -148,14 +165,17 @@ cache_parse(struct counting *c, const char *buf, size_t len)
 	v = xreallocarray(NULL, n > 0 ? n : 1, sizeof(*v));
 	for (i = 0; i < n; i++) {
 		e = &v[i];
-		if ((p = number(p, ' ', 1, &e->key)) == NULL ||
+		if ((p = number(p, ' ', 0, &e->prio)) == NULL ||
+		    e->prio > MQ_PRIORITY_MAX ||
+		    (p = number(p, ' ', 1, &e->key)) == NULL ||
 		    (p = number(p, ' ', 0, &e->ino)) == NULL ||
 		    (p = number(p, ' ', 0, &e->sec)) == NULL ||
 		    (p = number(p, ' ', 0, &e->nsec)) == NULL ||
 		    (p = number(p, ' ', 0, &e->sent)) == NULL ||
 		    (p = number(p, ' ', 0, &e->own)) == NULL ||
 		    (p = number(p, '\n', 0, &e->n)) == NULL ||
-		    e->nsec >= 1000000000 || (i > 0 && e->key <= v[i - 1].key))
+		    e->nsec >= 1000000000 || (i > 0 &&
+		    !precedes(v[i - 1].prio, v[i - 1].key, e->prio, e->key)))
 			break;
 		if (e->sent == 0)
 			e->sent = NEVER;
@@ -211,7 +231,8 @@ cache_add(struct counting *c, const struct leafcount *e)
 static int
 cache_same(const struct leafcount *a, const struct leafcount *b)
 {
-	return a->key == b->key && a->ino == b->ino && a->sec == b->sec &&
+	return a->prio == b->prio && a->key == b->key && a->ino == b->ino &&
+	    a->sec == b->sec &&
 	    a->nsec == b->nsec && a->sent == b->sent && a->own == b->own &&
 	    a->n == b->n;
 }
@@ -370,13 +391,15 @@ leaf_list(struct counting *c, int parent, const char *name,
 }
 
 /*
- * The counting step of the descent, in key order: each leaf's count, from
- * the cache while its inode and mtime are unchanged and none of its
- * messages can have expired since, else from a listing, until the limit.
- * A leaf removed as empty before or while it is looked at held nothing.
+ * The counting step of the descent, every priority's tree from 0 up, in
+ * key order: each leaf's count, from the cache while its inode and mtime
+ * are unchanged and none of its messages can have expired since, else
+ * from a listing, until the limit.  A leaf removed as empty before or
+ * while it is looked at held nothing.
  */
 static int
-count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct counting *c = arg;
 	struct leafcount e, *o;
@@ -391,10 +414,11 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	if (!S_ISDIR(st.st_mode))
 		return MQ_TREE_NEXT;
 	/* Cached leaves before this one are gone. */
-	while (c->next < c->nold && c->old[c->next].key < key)
+	while (c->next < c->nold && precedes(c->old[c->next].prio,
+	    c->old[c->next].key, prio, key))
 		c->next++;
-	o = c->next < c->nold && c->old[c->next].key == key ?
-	    &c->old[c->next] : NULL;
+	o = c->next < c->nold && c->old[c->next].prio == prio &&
+	    c->old[c->next].key == key ? &c->old[c->next] : NULL;
 	if (o != NULL && st.st_mtim.tv_sec >= 0 && o->ino == st.st_ino &&
 	    o->sec == (uint64_t)st.st_mtim.tv_sec &&
 	    o->nsec == (uint64_t)st.st_mtim.tv_nsec && alive(c, o)) {
@@ -403,6 +427,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	} else {
 		if (!c->stamped)
 			stamp(c);
+		e.prio = prio;
 		e.key = key;
 		if ((r = leaf_list(c, dirfd, name, &e, &m)) == -1)
 			return -1;
@@ -418,6 +443,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	c->n += e.n;
 	if (c->n >= c->limit) {
 		c->stopped = 1;
+		c->lastprio = prio;
 		c->last = key;
 		return MQ_TREE_STOP;
 	}
@@ -440,7 +466,8 @@ cache_write(struct counting *c)
 
 	if (c->stopped) {
 		for (i = c->next; i < c->nold; i++)
-			if (c->old[i].key > c->last)
+			if (precedes(c->lastprio, c->last, c->old[i].prio,
+			    c->old[i].key))
 				cache_add(c, &c->old[i]);
 	}
 	if (c->nv > CACHE_MAX)
@@ -459,9 +486,10 @@ cache_write(struct counting *c)
 	buf = xmalloc(size);
 	len = snprintf(buf, size, "%s%zu\n", CACHE_MAGIC, c->nv);
 	for (i = 0; i < c->nv; i++) {
-		n = snprintf(line, sizeof(line), "%0*" PRIx64 " %" PRIu64
+		n = snprintf(line, sizeof(line), "%" PRIu64 " %0*" PRIx64
 		    " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
-		    PRIu64 "\n", MQ_KEY_DIGITS, c->v[i].key, c->v[i].ino,
+		    PRIu64 " %" PRIu64 "\n", c->v[i].prio, MQ_KEY_DIGITS,
+		    c->v[i].key, c->v[i].ino,
 		    c->v[i].sec, c->v[i].nsec,
 		    c->v[i].sent == NEVER ? 0 : c->v[i].sent,
 		    c->v[i].own == NEVER ? 0 : c->v[i].own, c->v[i].n);
@@ -487,7 +515,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
     uint64_t *n)
 {
 	struct counting c;
-	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0 };
+	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0, 1 };
 	uint64_t parked;
 	int r, saved;
 
@@ -596,12 +624,14 @@ drop_leaf(struct dropping *d, int leaf)
 }
 
 static int
-drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct dropping *d = arg;
 	int fd, r, saved;
 
 	(void)key;
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
@@ -615,8 +645,8 @@ drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 
 /*
  * Makes room for n messages (overflow=drop-oldest): dead-letters the
- * oldest waiting ones, in the order a claim would take them (leaves in
- * key order, IDs in order), with the reason MQ_REASON_MAXLEN, calling fn
+ * least urgent oldest waiting ones (the trees from priority 0 up, leaves
+ * in key order, IDs in order), with the reason MQ_REASON_MAXLEN, calling fn
  * with the ID of each.  Those expired at now (ms, given the spool's ttl)
  * that it meets are buried as "expired" and not counted.  Stops once n
  * are gone or new/ is empty.  Returns 0, or -1 on error.
@@ -626,7 +656,7 @@ mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
     mq_drop_fn fn, void *arg)
 {
 	struct dropping d;
-	struct mq_tree t = { drop_step, NULL, 1, 0, 0, 0 };
+	struct mq_tree t = { drop_step, NULL, 1, 0, 0, 0, 1 };
 	int r;
 
 	if (n == 0)

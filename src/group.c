@@ -157,7 +157,7 @@ park(struct mq_spool *sp, int gfd, int from, const char *fromname,
 		return -1;
 	mq_placer_init(&pl, sp, 0);
 	pl.root = gfd;
-	r = mq_place(&pl, from, fromname, name, mq_id_ms(nm->id));
+	r = mq_place(&pl, from, fromname, name, 0, mq_id_ms(nm->id));
 	if (r == 0 && sync && (sync_fd(pl.leaf) == -1 ||
 	    sync_fd(pl.mid) == -1 || sync_fd(pl.top) == -1 ||
 	    mq_fsync_dir(gfd) == -1))
@@ -205,7 +205,7 @@ promote_leaf(struct promotion *p, int leaf)
 		    mq_name_format(newname, sizeof(newname), MQ_NEW,
 		    &nm) == -1)
 			continue;
-		if (mq_place(&pl, leaf, names.v[i], newname,
+		if (mq_place(&pl, leaf, names.v[i], newname, nm.prio,
 		    mq_now_ms()) == -1) {
 			if (errno == ENOENT)
 				continue;
@@ -242,12 +242,13 @@ promote_leaf(struct promotion *p, int leaf)
 
 static int
 promote_step(void *arg, int dirfd, const char *name, int digits,
-    uint64_t key)
+    uint64_t key, unsigned prio)
 {
 	struct promotion *p = arg;
 	int fd, r, saved;
 
 	(void)key;
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
@@ -266,7 +267,7 @@ static int
 promote(struct mq_spool *sp, int gfd)
 {
 	struct promotion p = { sp, gfd, 0 };
-	struct mq_tree t = { promote_step, NULL, 1, 1, 0, UINT64_MAX };
+	struct mq_tree t = { promote_step, NULL, 1, 1, 0, UINT64_MAX, 0 };
 
 	t.arg = &p;
 	if (mq_tree_walk(&t, gfd) == -1)
@@ -301,7 +302,8 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 	} else if (errno != ENOENT) {
 		r = -1;
 	} else if ((r = mq_name_format(name, sizeof(name), MQ_NEW,
-	    nm)) == 0 && (r = mq_place(pl, from, fromname, name, due)) == 0) {
+	    nm)) == 0 && (r = mq_place(pl, from, fromname, name, nm->prio,
+	    due)) == 0) {
 		/*
 		 * It is queued now, whatever follows: a turn that cannot be
 		 * linked is made by the claim that meets it (and fails
@@ -439,12 +441,14 @@ count_one(void *arg, int dirfd, const char *name)
 }
 
 static int
-count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct parked *c = arg;
 	int fd, r, saved;
 
 	(void)key;
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
@@ -461,7 +465,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 static int
 count_group(void *arg, int groups, const char *name)
 {
-	struct mq_tree t = { count_step, arg, 0, 0, 1, 0 };
+	struct mq_tree t = { count_step, arg, 0, 0, 1, 0, 0 };
 	struct parked *c = arg;
 	int fd, r;
 

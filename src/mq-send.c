@@ -83,7 +83,7 @@ static int keyed(struct sender *);
 static void unkeyed(struct sender *, int);
 
 #define USAGE	"usage: mq-send [-0lSv] [-d dir] [-D secs | -g group] [-k key] " \
-	"[-w [secs]]\n               [--ttl secs] [file ...]\n"
+	"[-p prio]\n               [-w [secs]] [--ttl secs] [file ...]\n"
 
 /* The long option without a short one. */
 #define OPT_TTL	256
@@ -109,6 +109,8 @@ help(void)
 	    "  -g group one at a time and in send order with the others of\n"
 	    "           group (1-64 of A-Z a-z 0-9 . _ -, no leading dot);\n"
 	    "           not with -D\n"
+	    "  -p prio  priority, 0 (the default) to 9: higher ones are\n"
+	    "           claimed first\n"
 	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
 	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
@@ -550,7 +552,7 @@ main(int argc, char *argv[])
 	memset(&s, 0, sizeof(s));
 	s.sync = 1;
 	s.tf.fd = -1;
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:g:k:w::hV"),
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:g:k:p:w::hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '0':
@@ -574,6 +576,9 @@ main(int argc, char *argv[])
 			break;
 		case 'g':
 			group(&s, optarg);
+			break;
+		case 'p':
+			s.name.prio = xnumber("-p", optarg, 0, MQ_PRIORITY_MAX);
 			break;
 		case OPT_TTL:
 			s.name.ttl = xsecs("--ttl", optarg, 1);

@@ -157,7 +157,8 @@ struct mq_name {
 struct mq_placer {
 	struct mq_spool *sp;
 	int	 root;		/* sp->new; a group's directory (group.c) */
-	int	 top, mid, leaf;
+	int	 pdir, top, mid, leaf;	/* pdir: new/pN, for priority N > 0 */
+	unsigned prio;		/* of the open leaf */
 	uint64_t key;
 	int	 count;
 	int	 dirty;
@@ -202,30 +203,34 @@ void	 mq_time_iso(char *, size_t, uint64_t);
 /* place.c: the new/ tree */
 void	 mq_placer_init(struct mq_placer *, struct mq_spool *, int);
 int	 mq_place(struct mq_placer *, int, const char *, const char *,
-	    uint64_t);
+	    unsigned, uint64_t);
 int	 mq_placer_flush(struct mq_placer *);
 int	 mq_place_back(struct mq_placer *, int, const char *,
 	    const struct mq_name *, uint64_t);
 void	 mq_placer_close(struct mq_placer *);
+int	 mq_prio_dir(const char *);
 
 /*
- * One descent of new/'s three levels (mq_tree_walk).  fn is given each
- * directory with its level (MQ_TOP_DIGITS, MQ_MID_DIGITS, MQ_KEY_DIGITS)
- * and key, and answers what to do with it, or -1 on error.
+ * One descent of new/'s trees, one per priority, each of three levels
+ * (mq_tree_walk).  fn is given each directory with its level
+ * (MQ_TOP_DIGITS, MQ_MID_DIGITS, MQ_KEY_DIGITS), its key and the priority
+ * of its tree, and answers what to do with it, or -1 on error.
  */
 enum mq_tree_step {
 	MQ_TREE_NEXT,		/* leave it, go on */
 	MQ_TREE_INTO,		/* walk its level (above the leaves only) */
 	MQ_TREE_USED,		/* done with it: remove it if empty, go on */
-	MQ_TREE_STOP		/* end the walk */
+	MQ_TREE_STOP,		/* end the walk */
+	MQ_TREE_LATER		/* end this priority's tree, go on */
 };
 struct mq_tree {
-	int	(*fn)(void *, int, const char *, int, uint64_t);
+	int	(*fn)(void *, int, const char *, int, uint64_t, unsigned);
 	void	*arg;
 	int	 sorted;	/* in key order (listed first), else as read */
 	int	 remove;	/* remove what is used, and levels passed */
 	int	 tolerant;	/* a level that cannot be read is passed */
 	uint64_t now;		/* with remove: only what no sender fills */
+	int	 lowfirst;	/* sorted: trees from priority 0 up, else 9 down */
 };
 int	 mq_tree_walk(const struct mq_tree *, int);
 
@@ -323,7 +328,8 @@ void	 mq_receipt_close(struct mq_receipt *);
 /* claim.c */
 /*
  * A claimer that claims again and again (worker mode) keeps the rest of
- * the leaf it listed, sorted, for its next claims (see mq_claim).
+ * the leaf it listed, sorted, for its next claims (see mq_claim), while
+ * nothing of a higher priority can be due (see claim.c).
  */
 struct mq_claimer {
 	uint64_t ttl_ms;	/* the spool's ttl (0: none), set by the caller */
@@ -332,6 +338,10 @@ struct mq_claimer {
 	int	 leaf;		/* that leaf, or -1 */
 	char	**names;
 	size_t	 n, next;
+	unsigned prio;		/* the leaf's priority */
+	uint64_t until;		/* the first key not due above it then */
+	struct timespec stamp;	/* new/'s mtime before the walk that kept it */
+	int	 racy;		/* that mtime may hide a later change */
 };
 void	 mq_claimer_init(struct mq_claimer *, int);
 void	 mq_claimer_close(struct mq_claimer *);

@@ -1,7 +1,10 @@
 /*
- * place.c: the new/ tree.  new/T/M/L is the leaf for visibility key L (ms
- * since the epoch, hex; T and M are its prefixes).  It owns the rename
- * into a leaf, which send, release, redrive and reclaim all end with:
+ * place.c: the new/ trees.  new/T/M/L is the leaf for visibility key L (ms
+ * since the epoch, hex; T and M are its prefixes) of priority 0, and
+ * new/pN/T/M/L that of priority N (1 to 9): one tree of the same shape
+ * per priority that has messages, so a spool without priorities is laid
+ * out as before they were.  It owns the rename into a leaf, which send,
+ * release, redrive and reclaim all end with:
  *
  *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_tmp_place)
  *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
@@ -10,8 +13,9 @@
  * (each name with its ",SENT,TTL" when it has them: a release keeps them,
  * a redrive makes SENT now; see name.c)
  *
- * and the one descent of the tree's three levels that claiming, pruning
- * and counting share (mq_tree_walk).
+ * (the leaf of the message's priority, from its name's ",pN") and the one
+ * descent of every tree's three levels that claiming, pruning and
+ * counting share (mq_tree_walk).
  *
  * Empty directories are removed as they are passed; whoever finds its
  * target directory gone (ENOENT while the source still exists) makes it
@@ -34,34 +38,60 @@ mq_placer_init(struct mq_placer *pl, struct mq_spool *sp, int sync)
 	pl->sp = sp;
 	pl->sync = sync;
 	pl->root = sp->new;
-	pl->top = pl->mid = pl->leaf = -1;
+	pl->pdir = pl->top = pl->mid = pl->leaf = -1;
+}
+
+/* "pN", the directory of priority N's tree in new/ (N > 0). */
+static void
+prio_name(char *buf, size_t size, unsigned prio)
+{
+	snprintf(buf, size, "p%u", prio);
+}
+
+/* The priority whose tree a directory of new/ holds, or -1. */
+int
+mq_prio_dir(const char *s)
+{
+	if (s[0] == 'p' && s[1] >= '1' && s[1] <= '0' + MQ_PRIORITY_MAX &&
+	    s[2] == '\0')
+		return s[1] - '0';
+	return -1;
 }
 
 /*
- * Opens the leaf for key, making what is missing of its path.  A receiver
- * may remove a level as empty between our making it and making the next
- * one inside (which then fails with ENOENT): start again from the root
- * (new/, or a group's tree: see group.c).
+ * Opens the leaf for key in the tree of priority prio, making what is
+ * missing of its path.  A receiver may remove a level as empty (new/pN
+ * too) between our making it and making the next one inside (which then
+ * fails with ENOENT): start again from the root (new/, or a group's
+ * tree, which has no priorities: see group.c).
  */
 static int
-leaf_open(struct mq_placer *pl, uint64_t key)
+leaf_open(struct mq_placer *pl, unsigned prio, uint64_t key)
 {
-	char top[16], mid[16], leaf[16];
+	char top[16], mid[16], leaf[16], pdir[16];
 	int i, saved;
 
+	if (prio > MQ_PRIORITY_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
 	if (mq_key_format(top, sizeof(top), key, MQ_TOP_DIGITS) == -1 ||
 	    mq_key_format(mid, sizeof(mid), key, MQ_MID_DIGITS) == -1 ||
 	    mq_key_format(leaf, sizeof(leaf), key, MQ_KEY_DIGITS) == -1)
 		return -1;
+	prio_name(pdir, sizeof(pdir), prio);
 	for (i = 0; i < MQ_RETRIES; i++) {
 		mq_placer_close(pl);
-		if ((pl->top = mq_spool_subdir(pl->sp, pl->root, top,
-		    pl->spares)) != -1 &&
+		if ((prio == 0 || (pl->pdir = mq_spool_subdir(pl->sp,
+		    pl->root, pdir, pl->spares)) != -1) &&
+		    (pl->top = mq_spool_subdir(pl->sp, prio == 0 ?
+		    pl->root : pl->pdir, top, pl->spares)) != -1 &&
 		    (pl->mid = mq_spool_subdir(pl->sp, pl->top, mid,
 		    pl->spares)) != -1 &&
 		    (pl->leaf = mq_spool_subdir(pl->sp, pl->mid, leaf,
 		    pl->spares)) != -1) {
 			pl->key = key;
+			pl->prio = prio;
 			pl->count = 0;
 			return 0;
 		}
@@ -95,7 +125,7 @@ mq_placer_flush(struct mq_placer *pl)
 		return 0;
 	if (pl->sync && (sync_level(pl->leaf) == -1 ||
 	    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
-	    mq_fsync_dir(pl->root) == -1))
+	    sync_level(pl->pdir) == -1 || mq_fsync_dir(pl->root) == -1))
 		return -1;
 	pl->dirty = 0;
 	(void)mq_ring(pl->sp);
@@ -108,23 +138,28 @@ mq_placer_close(struct mq_placer *pl)
 	mq_closefd(&pl->leaf);
 	mq_closefd(&pl->mid);
 	mq_closefd(&pl->top);
+	mq_closefd(&pl->pdir);
 }
 
 /*
- * Renames from/fromname into the leaf for visibility time due, as name.
- * A sender keeps filling one leaf while it is young and not full, so a
+ * Renames from/fromname into the leaf for visibility time due in the tree
+ * of priority prio, as name.  A sender keeps filling one leaf while it is
+ * young and not full and its messages have that leaf's priority, so a
  * batch shares its directory syncs and no leaf grows without bound.
  * ENOENT means from/fromname is gone, and only that: a leaf (or a level
  * above it) removed as empty by a receiver is made again, from the top.
  */
 int
 mq_place(struct mq_placer *pl, int from, const char *fromname,
-    const char *name, uint64_t due)
+    const char *name, unsigned prio, uint64_t due)
 {
 	uint64_t key = pl->key;
 	int i;
 
-	if (pl->leaf == -1 || due < pl->key ||
+	/* A group's tree is in ID order alone (group.c). */
+	if (pl->root != pl->sp->new)
+		prio = 0;
+	if (pl->leaf == -1 || prio != pl->prio || due < pl->key ||
 	    due - pl->key >= MQ_LEAF_SPAN_MS || pl->count >= MQ_LEAF_MAX) {
 		if (mq_placer_flush(pl) == -1)
 			return -1;
@@ -132,7 +167,7 @@ mq_place(struct mq_placer *pl, int from, const char *fromname,
 		key = due;
 	}
 	for (i = 0; i < MQ_RETRIES; i++) {
-		if (pl->leaf == -1 && leaf_open(pl, key) == -1)
+		if (pl->leaf == -1 && leaf_open(pl, prio, key) == -1)
 			break;
 		if (renameat(from, fromname, pl->leaf, name) == 0) {
 			pl->count++;
@@ -161,7 +196,8 @@ mq_place(struct mq_placer *pl, int from, const char *fromname,
 
 /*
  * Puts from/name (a message named as nm) back into new/, visible at due,
- * its attempts kept: what a release and an expired lease both come to.
+ * its attempts and priority kept: what a release and an expired lease
+ * both come to.
  */
 int
 mq_place_back(struct mq_placer *pl, int from, const char *name,
@@ -171,7 +207,7 @@ mq_place_back(struct mq_placer *pl, int from, const char *name,
 
 	if (mq_name_format(newname, sizeof(newname), MQ_NEW, nm) == -1)
 		return -1;
-	return mq_place(pl, from, name, newname, due);
+	return mq_place(pl, from, name, newname, nm->prio, due);
 }
 
 static int
@@ -198,7 +234,26 @@ is_leaf(const char *s)
 	return mq_key_parse(s, MQ_KEY_DIGITS, &k) == 0;
 }
 
-static int	level(const struct mq_tree *, int, int);
+/* What new/ itself holds: priority 0's top level, and the pN trees. */
+static int
+is_new_entry(const char *s)
+{
+	return is_top(s) || mq_prio_dir(s) != -1;
+}
+
+/* A walk under way: the tree it is in, and what that tree kept. */
+struct walk {
+	const struct mq_tree *t;
+	unsigned prio;
+	int	 left;	/* directories of the tree's top level not removed */
+};
+
+/* What level() and visit() answer. */
+#define PASSED	1	/* every directory passed: go on */
+#define STOPPED	0	/* the walk is to end */
+#define LATER	2	/* this tree is to end, the walk goes on */
+
+static int	level(struct walk *, int, int);
 
 /*
  * Whether no sender can be filling the directory of the level of digits
@@ -218,117 +273,231 @@ settled(uint64_t key, int digits, uint64_t now)
 
 /*
  * Hands dirfd/name (a directory of the level of digits, with its key) to
- * the walker's function and does what it answers.  Returns 1 to go on, 0
- * when the walk is to stop, -1 on error.
+ * the walker's function and does what it answers.  Returns PASSED to go
+ * on, STOPPED, LATER, or -1 on error.
  */
 static int
-visit(const struct mq_tree *t, int dirfd, const char *name, int digits,
-    uint64_t key)
+visit(struct walk *w, int dirfd, const char *name, int digits, uint64_t key)
 {
+	const struct mq_tree *t = w->t;
 	int fd, r, saved;
 
-	switch (t->fn(t->arg, dirfd, name, digits, key)) {
+	switch (t->fn(t->arg, dirfd, name, digits, key, w->prio)) {
 	case MQ_TREE_NEXT:
-		return 1;
+		goto left;
 	case MQ_TREE_STOP:
-		return 0;
+		return STOPPED;
+	case MQ_TREE_LATER:
+		return LATER;
 	case MQ_TREE_USED:
 		break;
 	case MQ_TREE_INTO:
 		/* One removed meanwhile was empty. */
 		if ((fd = mq_opendirat(dirfd, name)) == -1) {
 			if (errno == ENOENT)
-				return 1;
+				return PASSED;
 			if (!t->tolerant)
 				return -1;
 			break;
 		}
-		r = level(t, fd, digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
+		r = level(w, fd, digits == MQ_TOP_DIGITS ? MQ_MID_DIGITS :
 		    MQ_KEY_DIGITS);
 		saved = errno;
 		close(fd);
 		errno = saved;
 		if (r == -1 && !t->tolerant)
 			return -1;
-		if (r == 0)
-			return 0;
+		if (r == STOPPED || r == LATER)
+			return r;
 		break;
 	default:
 		return -1;
 	}
-	if (t->remove && settled(key, digits, t->now))
-		unlinkat(dirfd, name, AT_REMOVEDIR);
-	return 1;
+	if (t->remove && settled(key, digits, t->now) &&
+	    unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+		return PASSED;
+left:
+	if (digits == MQ_TOP_DIGITS)
+		w->left++;
+	return PASSED;
 }
 
 struct streamed {
-	const struct mq_tree *t;
+	struct walk *w;
 	int	 digits;
+	int	 r;		/* what the last visit answered */
 	int	 failed;	/* the error is t->fn's, not the listing's */
+	int	 ended;		/* new/ as read: priority 0's tree was ended */
 };
+
+static int	tree(struct walk *, int, unsigned, struct mq_names *);
 
 static int
 visit_streamed(void *arg, int dirfd, const char *name)
 {
 	struct streamed *s = arg;
 	uint64_t key;
-	int r;
+	unsigned saved;
+	int prio;
 
-	if (mq_key_parse(name, s->digits, &key) == -1)
-		return 0;
-	r = visit(s->t, dirfd, name, s->digits, key);
-	if (r == -1)
+	/* new/ as read: each pN is walked as it is met. */
+	if (s->digits == 0) {
+		if ((prio = mq_prio_dir(name)) == -1) {
+			if (s->ended ||
+			    mq_key_parse(name, MQ_TOP_DIGITS, &key) == -1)
+				return 0;
+			s->r = visit(s->w, dirfd, name, MQ_TOP_DIGITS, key);
+			/* Its other top levels are passed, not the pN. */
+			if (s->r == LATER) {
+				s->ended = 1;
+				s->r = PASSED;
+			}
+		} else {
+			saved = s->w->prio;
+			s->r = tree(s->w, dirfd, prio, NULL);
+			s->w->prio = saved;
+			if (s->r == LATER)
+				s->r = PASSED;
+		}
+	} else {
+		if (mq_key_parse(name, s->digits, &key) == -1)
+			return 0;
+		s->r = visit(s->w, dirfd, name, s->digits, key);
+	}
+	if (s->r == -1)
 		s->failed = 1;
-	return r == 1 ? 0 : r == 0 ? 1 : -1;
+	return s->r == PASSED ? 0 : s->r == -1 ? -1 : 1;
 }
 
 /*
- * Walks the level of digits that dirfd holds.  Returns 1 when every
- * directory of it was passed, 0 when the walk was stopped, -1 on error.
+ * Walks the sorted names of the level of digits in dirfd.  Returns as
+ * level() does.
  */
 static int
-level(const struct mq_tree *t, int dirfd, int digits)
+each(struct walk *w, int dirfd, struct mq_names *names, int digits)
 {
-	struct streamed s = { t, digits, 0 };
-	struct mq_names names;
 	uint64_t key;
 	size_t i;
-	int r = 1;
+	int r = PASSED;
+
+	for (i = 0; i < names->n && r == PASSED; i++) {
+		mq_key_parse(names->v[i], digits, &key);
+		r = visit(w, dirfd, names->v[i], digits, key);
+	}
+	return r;
+}
+
+/*
+ * Walks the level of digits that dirfd holds (0: new/ itself, as read,
+ * every tree in it).  Returns PASSED when every directory of it was
+ * passed, STOPPED when the walk was stopped, LATER when its tree was
+ * ended, -1 on error.
+ */
+static int
+level(struct walk *w, int dirfd, int digits)
+{
+	struct streamed s = { w, digits, PASSED, 0, 0 };
+	struct mq_names names;
+	int r;
 
 	/*
 	 * Listing a directory removed since it was opened fails with ENOENT:
 	 * it was empty, so it is passed.  An error of t->fn is passed up,
 	 * whatever its errno.
 	 */
-	if (!t->sorted) {
+	if (!w->t->sorted) {
 		r = mq_dir_each(dirfd, DT_DIR, visit_streamed, &s);
 		if (r == -1)
-			return !s.failed && errno == ENOENT ? 1 : -1;
-		return r == 0;
+			return !s.failed && errno == ENOENT ? PASSED : -1;
+		return r == 0 ? PASSED : s.r;
 	}
 	if (mq_names_read(dirfd, DT_DIR, digits == MQ_TOP_DIGITS ? is_top :
 	    digits == MQ_MID_DIGITS ? is_mid : is_leaf, &names) == -1)
-		return errno == ENOENT ? 1 : -1;
+		return errno == ENOENT ? PASSED : -1;
 	mq_names_sort(&names);
-	for (i = 0; i < names.n && r == 1; i++) {
-		mq_key_parse(names.v[i], digits, &key);
-		r = visit(t, dirfd, names.v[i], digits, key);
-	}
+	r = each(w, dirfd, &names, digits);
 	mq_names_free(&names);
 	return r;
 }
 
 /*
- * The one descent of new/: hands every directory of every level to t->fn,
- * in key order when t->sorted (the names of a level are then listed
- * first), else as read (nothing kept, so memory does not grow with the
- * tree).  A level t->fn sends the walk into and that is passed to its end,
- * and a leaf it calls used, is removed (if empty) when t->remove is set.
- * Returns 1 when the whole tree was passed, 0 when t->fn stopped the walk,
- * -1 on error.
+ * Walks the tree of priority prio: for 0, the top level in new/ itself,
+ * whose names (sorted) the listing of new/ has given when tops is not
+ * NULL; else new/pN, removed once it is passed and nothing is left in it
+ * (when t->remove: a sender that loses it so makes it again).  Returns as
+ * level() does.
+ */
+static int
+tree(struct walk *w, int newfd, unsigned prio, struct mq_names *tops)
+{
+	char name[16];
+	int fd, r, saved;
+
+	w->prio = prio;
+	w->left = 0;
+	if (prio == 0)
+		return tops != NULL ? each(w, newfd, tops, MQ_TOP_DIGITS) :
+		    level(w, newfd, MQ_TOP_DIGITS);
+	prio_name(name, sizeof(name), prio);
+	if ((fd = mq_opendirat(newfd, name)) == -1) {
+		if (errno == ENOENT)
+			return PASSED;
+		return w->t->tolerant ? PASSED : -1;
+	}
+	r = level(w, fd, MQ_TOP_DIGITS);
+	saved = errno;
+	close(fd);
+	if (r == PASSED && w->t->remove && w->left == 0)
+		unlinkat(newfd, name, AT_REMOVEDIR);
+	errno = saved;
+	return r == -1 && w->t->tolerant ? PASSED : r;
+}
+
+/*
+ * The one descent of new/: hands every directory of every level of every
+ * priority's tree to t->fn, with the tree's priority.  When t->sorted,
+ * the trees are walked by priority (highest first, or lowest with
+ * t->lowfirst) and each in key order (the names of a level are then
+ * listed first): new/ is listed once, and its pN names come with its
+ * priority 0 top level.  Else everything is walked as read (nothing kept,
+ * so memory does not grow with the tree).  t->fn can end the walk
+ * (MQ_TREE_STOP) or the tree it is in (MQ_TREE_LATER).  A level t->fn
+ * sends the walk into and that is passed to its end, and a leaf it calls
+ * used, is removed (if empty) when t->remove is set.  Returns 1 when
+ * every tree was passed or ended, 0 when t->fn stopped the walk, -1 on
+ * error.
  */
 int
 mq_tree_walk(const struct mq_tree *t, int newfd)
 {
-	return level(t, newfd, MQ_TOP_DIGITS);
+	struct walk w = { t, 0, 0 };
+	struct mq_names names, tops;
+	int have[MQ_PRIORITY_MAX + 1];
+	int i, p, r = PASSED;
+	size_t j;
+
+	if (!t->sorted) {
+		r = level(&w, newfd, 0);
+		return r == -1 ? -1 : r != STOPPED;
+	}
+	if (mq_names_read(newfd, DT_DIR, is_new_entry, &names) == -1)
+		return -1;
+	mq_names_sort(&names);
+	/* "pN" sorts after every hex key: the top level comes first. */
+	memset(have, 0, sizeof(have));
+	for (j = 0; j < names.n && mq_prio_dir(names.v[j]) == -1; j++)
+		continue;
+	tops.v = names.v;
+	tops.n = tops.cap = j;
+	for (; j < names.n; j++)
+		have[mq_prio_dir(names.v[j])] = 1;
+	have[0] = 1;
+	for (i = 0; i <= MQ_PRIORITY_MAX && r != STOPPED && r != -1; i++) {
+		p = t->lowfirst ? i : i == MQ_PRIORITY_MAX ? 0 :
+		    MQ_PRIORITY_MAX - i;
+		if (have[p])
+			r = tree(&w, newfd, p, &tops);
+	}
+	mq_names_free(&names);
+	return r == -1 ? -1 : r != STOPPED;
 }

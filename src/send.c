@@ -144,7 +144,7 @@ mq_tmp_place(struct mq_placer *pl, const struct mq_name *nm, uint64_t due)
 
 	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
 		return -1;
-	return mq_place(pl, pl->sp->tmp, nm->id, name, due);
+	return mq_place(pl, pl->sp->tmp, nm->id, name, nm->prio, due);
 }
 
 /* Removes tmp/id, a file written but not committed. */

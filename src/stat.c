@@ -88,13 +88,18 @@ count_in(int dirfd, const char *name, int type,
 	return r == -1 && errno == ENOENT ? 0 : r;
 }
 
-/* stat's step of the descent of new/: a leaf is ready once its key is due. */
+/*
+ * stat's step of the descent of new/, every priority's tree alike: a leaf
+ * is ready once its key is due.
+ */
 static int
-count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct counter *c = arg;
 	struct counter sub = *c;
 
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
@@ -105,12 +110,13 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 /* A group's parked messages are blocked: waiting, not claimable yet. */
 static int
 count_parked(void *arg, int dirfd, const char *name, int digits,
-    uint64_t key)
+    uint64_t key, unsigned prio)
 {
 	struct counter *c = arg;
 	struct counter sub = *c;
 
 	(void)key;
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	sub.count = &c->st->blocked;
@@ -121,7 +127,7 @@ count_parked(void *arg, int dirfd, const char *name, int digits,
 static int
 count_group(void *arg, int dirfd, const char *name)
 {
-	struct mq_tree t = { count_parked, arg, 0, 0, 1, 0 };
+	struct mq_tree t = { count_parked, arg, 0, 0, 1, 0, 0 };
 	int fd, r;
 
 	if (!mq_group_valid(name) || (fd = mq_opendirat(dirfd, name)) == -1)
@@ -194,7 +200,7 @@ mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms,
     struct mq_stats *st)
 {
 	struct counter c;
-	struct mq_tree t = { count_step, &c, 0, 0, 0, 0 };
+	struct mq_tree t = { count_step, &c, 0, 0, 0, 0, 0 };
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;

@@ -5,9 +5,10 @@
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
  *		or, past its ttl	-> dead/ID,DIED,A	(mq_burial_bury)
- *	ttl	new/T/M/L/ID,A,SENT,TTL (or ID,A, with the spool's ttl)
+ *	ttl	new/[pN/]T/M/L/ID,A,SENT,TTL (or ID,A, the spool's ttl)
  *		past its time to live	-> dead/ID,DIED,A	(mq_expire)
- *	prune	empty past directories of new/ removed	(mq_prune)
+ *	prune	empty past directories of new/ (and new/pN) removed
+ *		(mq_prune)
  *	tmp/	fragments of crashed senders and reasons whose dead letter
  *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
  *	keys/	records of keys whose window is over, of crashed senders,
@@ -125,12 +126,14 @@ mq_reclaim(struct mq_spool *sp, unsigned max, uint64_t ttl,
 }
 
 /*
- * mq_expire's step: every level, every leaf read whole, due or not.  A
+ * mq_expire's step: every level of every priority's tree, every leaf read
+ * whole, due or not.  A
  * leaf that fails is passed (its error kept for the end): one unreadable
  * leaf must not keep the others from being swept.
  */
 static int
-expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	struct reclaimer *rc = arg;
 	struct mq_names names;
@@ -139,6 +142,7 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
 	int fd, gone;
 
 	(void)key;
+	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1) {
@@ -173,7 +177,7 @@ mq_expire(struct mq_spool *sp, uint64_t ttl,
     void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
-	struct mq_tree t = { expire_step, &rc, 0, 0, 1, 0 };
+	struct mq_tree t = { expire_step, &rc, 0, 0, 1, 0, 0 };
 	int r;
 
 	reclaimer_init(&rc, sp, 0, ttl, report);
@@ -188,27 +192,30 @@ mq_expire(struct mq_spool *sp, uint64_t ttl,
 
 /* Every directory keyed before the cutoff is entered, then removed. */
 static int
-prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key)
+prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
 	const uint64_t *before = arg;
 
 	(void)dirfd;
 	(void)name;
+	(void)prio;
 	if (key >= *before)
 		return MQ_TREE_NEXT;
 	return digits == MQ_KEY_DIGITS ? MQ_TREE_USED : MQ_TREE_INTO;
 }
 
 /*
- * Removes empty directories of new/ whose time has passed.  A sender that
- * loses its leaf this way makes it again (see mq_place).  A level that
+ * Removes empty directories of new/ whose time has passed, in every
+ * priority's tree, and the new/pN left empty.  A sender that loses its
+ * leaf this way makes it again (see mq_place).  A level that
  * cannot be read stops nothing: it is passed over (and removed if empty).
  */
 void
 mq_prune(struct mq_spool *sp)
 {
 	uint64_t now = mq_now_ms(), before = now - MQ_LEAF_SPAN_MS;
-	struct mq_tree t = { prune_step, &before, 1, 1, 1, now };
+	struct mq_tree t = { prune_step, &before, 1, 1, 1, now, 0 };
 
 	(void)mq_tree_walk(&t, sp->new);
 }
