@@ -298,7 +298,7 @@ exact() {
 	assert_equal "$(count new)" $((n + 1))
 	[ -f "$MQ_DIR/tmp/.depth" ] || fail "no depth cache"
 	[ ! -L "$MQ_DIR/tmp/.depth" ] || fail "the depth cache is a symlink"
-	assert_equal "$(head -c 11 "$MQ_DIR/tmp/.depth")" "mq-depth 2 "
+	assert_equal "$(head -c 11 "$MQ_DIR/tmp/.depth")" "mq-depth 3 "
 	mq-conf max-depth=1000000
 }
 
@@ -428,12 +428,12 @@ teardown() {
 	assert_equal "$st" 6
 	assert_equal "$(count new)" 2
 	# Not older than the count that listed it: not cached.
-	run grep "^$(basename "$leaf") " "$MQ_DIR/tmp/.depth"
+	run grep "^0 $(basename "$leaf") " "$MQ_DIR/tmp/.depth"
 	assert_failure
 	# A second later it is, and the count is still exact.
 	sleep 1.1
 	run -6 frozen mq-send <<<3
-	grep -q "^$(basename "$leaf") [0-9]* $s0 0 [0-9]* 0 2\$" "$MQ_DIR/tmp/.depth"
+	grep -q "^0 $(basename "$leaf") [0-9]* $s0 0 [0-9]* 0 2\$" "$MQ_DIR/tmp/.depth"
 	run -6 frozen mq-send <<<3
 	assert_equal "$(count new)" 2
 }
@@ -447,7 +447,7 @@ teardown() {
 	future=$(($(date +%s) + 3600))
 	touch -m -d "@$future" "$leaf"
 	exact
-	run grep "^$(basename "$leaf") " "$MQ_DIR/tmp/.depth"
+	run grep "^0 $(basename "$leaf") " "$MQ_DIR/tmp/.depth"
 	assert_failure
 	# A message more in it (moved from another leaf), its mtime the same.
 	id=$(mq-send -D 200000 <<<moved)
@@ -479,19 +479,24 @@ zeroed() {
 		rm -f "$c"
 		case $bad in
 		# Right mtimes, counts 0: each would be trusted if read.
-		# The version before this one, whose entries had no expiry.
-		version) zeroed "mq-depth 1 $nl"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
-		count) zeroed "mq-depth 2 $((nl + 1))"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
-		order) zeroed "mq-depth 2 $nl"; { head -n 1 "$BATS_TEST_TMPDIR/zeroed"; sed 1d "$BATS_TEST_TMPDIR/zeroed" | sort -r; } >"$c" ;;
-		short) zeroed "mq-depth 2 $nl"; head -c -1 "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
-		nul) zeroed "mq-depth 2 $nl"; { cat "$BATS_TEST_TMPDIR/zeroed"; printf '\0'; } >"$c" ;;
+		# The versions before this one: entries without expiry (1),
+		# keys without a priority (2).
+		version) zeroed "mq-depth 1 $nl"; cp "$BATS_TEST_TMPDIR/zeroed" "$c"
+			exact
+			[ -f "$c" ] && [ ! -L "$c" ] || fail "$bad: not written anew"
+			cp "$c" "$BATS_TEST_TMPDIR/good"
+			zeroed "mq-depth 2 $nl"; sed '2,$s/^0 //' "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
+		count) zeroed "mq-depth 3 $((nl + 1))"; cp "$BATS_TEST_TMPDIR/zeroed" "$c" ;;
+		order) zeroed "mq-depth 3 $nl"; { head -n 1 "$BATS_TEST_TMPDIR/zeroed"; sed 1d "$BATS_TEST_TMPDIR/zeroed" | sort -r; } >"$c" ;;
+		short) zeroed "mq-depth 3 $nl"; head -c -1 "$BATS_TEST_TMPDIR/zeroed" >"$c" ;;
+		nul) zeroed "mq-depth 3 $nl"; { cat "$BATS_TEST_TMPDIR/zeroed"; printf '\0'; } >"$c" ;;
 		garbage) head -c 4000 /dev/urandom >"$c" ;;
 		empty) : >"$c" ;;
 		fifo) mkfifo "$c" ;;
 		# Not followed: the file it names is read by nobody, changed by
 		# nobody.
 		symlink)
-			zeroed "mq-depth 2 $nl"
+			zeroed "mq-depth 3 $nl"
 			cp "$BATS_TEST_TMPDIR/zeroed" "$BATS_TEST_TMPDIR/target"
 			ln -s "$BATS_TEST_TMPDIR/target" "$c" ;;
 		esac
@@ -525,13 +530,13 @@ zeroed() {
 	# Stops in the second leaf of four.
 	mq-conf max-depth=7
 	run -6 mq-send <<<x
-	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 2 2"
+	assert_equal "$(sed -n 1p "$MQ_DIR/tmp/.depth")" "mq-depth 3 2"
 	mq-conf max-depth=100
 	exact
 	# The four leaves at least; the newest one only if it was changed in
 	# an earlier tick than its listing (racily clean otherwise).
 	head=$(sed -n 1p "$MQ_DIR/tmp/.depth")
-	[[ $head == "mq-depth 2 4" || $head == "mq-depth 2 5" ]] || { echo "$head"; false; }
+	[[ $head == "mq-depth 3 4" || $head == "mq-depth 3 5" ]] || { echo "$head"; false; }
 	# Stopping again, at the first leaf, keeps the others.
 	mq-conf max-depth=3
 	run -6 mq-send <<<x
@@ -731,9 +736,10 @@ reasons() {
 	assert_file_exist "$leaf/notes.txt"
 }
 
-# The cache's entry for the leaf $1, without the key: "INO S NS SENT OWN N".
+# The cache's entry for the leaf $1 (of priority 0), without the priority
+# and key: "INO S NS SENT OWN N".
 entry() {
-	grep "^$(basename "$1") " "$MQ_DIR/tmp/.depth" | cut -d ' ' -f 2-
+	grep "^0 $(basename "$1") " "$MQ_DIR/tmp/.depth" | cut -d ' ' -f 3-
 }
 
 @test "depth: a cached leaf whose messages expire is listed again, though its mtime is unchanged" {
