@@ -57,6 +57,20 @@ purge"
 	assert_line echo
 }
 
+@test "completion (bash): mq-send -p completes the priorities 0 to 9" {
+	run complete_bash mq-send -p ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "0 1 2 3 4 5 6 7 8 9 "
+	run complete_bash mq-send -l -p 7
+	assert_output 7
+	run complete_bash mq-send -
+	assert_line -p
+}
+
+@test "completion (zsh): mq-send -p offers the priorities 0 to 9" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	grep -qF -- "'-p[priority, higher claimed first]:priority:(0 1 2 3 4 5 6 7 8 9)'" "$comp_zsh"
+}
+
 @test "completion (bash): mq-conf's keys, and the words of overflow and paused" {
 	run complete_bash mq-conf max-d
 	assert_output "max-depth="

@@ -6,7 +6,7 @@
 # The options each tool takes, as in its --help.
 _mq_options() {
 	case $1 in
-	mq-send) echo "-0 -l -S -v -d -D -g -k -w --ttl -h --help -V --version" ;;
+	mq-send) echo "-0 -l -S -v -d -D -g -k -p -w --ttl -h --help -V --version" ;;
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
@@ -70,6 +70,10 @@ _mq() {
 		if [ "$cmd" = mq-dlq ]; then
 			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		fi
+		return ;;
+	-p)
+		# mq-send's priorities, 0 (the default) to 9.
+		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
 		return ;;
 	-n | -m | -w | -D | -g | -k | -r | -e | -x | -P | --timeout | --backoff | --backoff-max | --ttl)
 		return ;;
