@@ -6,8 +6,8 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group), BENCH_GROUP_N (messages parked behind
-# a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
+# expired maxdepth overshoot group prio), BENCH_GROUP_N (messages parked
+# behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit).
 set -eu
@@ -469,6 +469,37 @@ bench_group() { # fs: a claim with messages parked behind a blocked group
 	rm -rf "$w"
 }
 
+bench_prio() { # fs: a claim at depth with the messages over 10 priorities
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	k=50
+	say "$name: priorities: two spools of $DEPTH, one over 10 priorities"
+	seq 1 "$DEPTH" | MQ_DIR="$w/plain" mq-send -l -S >/dev/null
+	for p in 0 1 2 3 4 5 6 7 8 9; do
+		seq 1 $((DEPTH / 10)) | MQ_DIR="$w/prio" mq-send -l -S -p "$p" >/dev/null
+	done
+	for r in $(seq 1 "$R"); do
+		say "$name: priorities, run $r of $R"
+		MQ_DIR="$w/prio" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/prio.t"
+		MQ_DIR="$w/plain" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/plain.t"
+	done
+	# The most a priority costs a claim: nine trees above it with
+	# nothing due, each descended to its first leaf.
+	for p in 1 2 3 4 5 6 7 8 9; do
+		echo later | MQ_DIR="$w/plain" mq-send -S -D 3600 -p "$p" >/dev/null
+	done
+	for r in $(seq 1 "$R"); do
+		say "$name: priorities, nine delayed trees above, run $r of $R"
+		MQ_DIR="$w/plain" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/above.t"
+	done
+	RATIO=$(ratios "$w/prio.t" "$w/plain.t")
+	row "$name" "claim one, $DEPTH queued over 10 priorities" "$(median <"$w/prio.t")" us \
+	    "claim one, $DEPTH queued, no priorities (same run)" "$(median <"$w/plain.t")" "<= 1.2"
+	RATIO=$(ratios "$w/above.t" "$w/plain.t")
+	row "$name" "claim one, $DEPTH at priority 0, 9 delayed trees above" "$(median <"$w/above.t")" us \
+	    "claim one, $DEPTH queued, no priorities (same run)" "$(median <"$w/plain.t")" "-"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -485,7 +516,7 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -500,6 +531,7 @@ want memory && bench_memory "$first"
 want expired && bench_expired "$first"
 want overshoot && bench_overshoot "$first"
 want group && bench_group "$first"
+want prio && bench_prio "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
