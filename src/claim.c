@@ -369,9 +369,11 @@ claim_leaf(struct run *c, int leaf, unsigned prio)
 
 /*
  * The claim's step of the descent of new/: the trees from the highest
- * priority down, every level in key order; a leaf not yet due ends its
- * tree (every later one is later still) and the walk goes on with the
- * next, and a leaf used up is removed.
+ * priority down, every level in key order; a directory not yet due (a
+ * level's key is the first of its range) ends its tree (every later one
+ * is later still) and the walk goes on with the next, and a leaf used up
+ * is removed.  The wake-up that a level's key gives may come before its
+ * first leaf is due: the claim then made looks further.
  */
 static int
 claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
@@ -380,8 +382,6 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	struct run *c = arg;
 	int fd, r, saved;
 
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
 	if (key > c->now) {
 		if (key < c->wake)
 			c->wake = key;
@@ -389,6 +389,8 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 			c->above = key;
 		return MQ_TREE_LATER;
 	}
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
 		return errno == ENOENT ? MQ_TREE_NEXT : -1;
 	r = claim_leaf(c, fd, prio);
