@@ -302,3 +302,37 @@ only_path() {
 	assert_not_exist "$MQ_DIR/new/p4"
 	assert_exist "$MQ_DIR/new/p7"
 }
+
+@test "priority: foreign entries of new/ (p0, p10, a file p3, a symlink p5) are never followed, handed out or counted" {
+	send a 2 >/dev/null
+	mkdir -p "$W/elsewhere/00000/00000000/00000000001"
+	echo secret >"$W/elsewhere/00000/00000000/00000000001/18ed3c600a90bd72.1.b30896cb1c24,0,p5"
+	ln -s "$W/elsewhere" "$MQ_DIR/new/p5"
+	mkdir -p "$MQ_DIR/new/p0/00000/00000000/00000000001" "$MQ_DIR/new/p10/00000/00000000/00000000001"
+	echo x >"$MQ_DIR/new/p0/00000/00000000/00000000001/18ed3c600a90bd72.2.b30896cb1c24,0"
+	echo x >"$MQ_DIR/new/p10/00000/00000000/00000000001/18ed3c600a90bd72.3.b30896cb1c24,0"
+	echo x >"$MQ_DIR/new/p3"
+	run mq-stat --json
+	[[ $output == *'"ready":1,'* ]]
+	assert_equal "$(order)" "a "
+	mq-sweep
+	assert_exist "$W/elsewhere/00000/00000000/00000000001/18ed3c600a90bd72.1.b30896cb1c24,0,p5"
+	assert_exist "$MQ_DIR/new/p0/00000/00000000/00000000001/18ed3c600a90bd72.2.b30896cb1c24,0"
+	assert_exist "$MQ_DIR/new/p3"
+}
+
+@test "priority: one mq-ack -r of receipts of several priorities puts each back into its own tree" {
+	a=$(send a 0)
+	b=$(send b 5)
+	c=$(send c 9)
+	d=$(send d 5)
+	mq-recv -n 4 >"$W/receipts"
+	assert_equal "$(wc -l <"$W/receipts")" 4
+	# shellcheck disable=SC2046 # one receipt per line, no blanks
+	mq-ack -r $(cat "$W/receipts")
+	assert_equal "$(find "$MQ_DIR/new/p9" -type f -name "$c,1,p9" | wc -l)" 1
+	assert_equal "$(find "$MQ_DIR/new/p5" -type f -name "$b,1,p5" | wc -l)" 1
+	assert_equal "$(find "$MQ_DIR/new/p5" -type f -name "$d,1,p5" | wc -l)" 1
+	assert_equal "$(find "$MQ_DIR/new" -path "$MQ_DIR/new/p*" -prune -o -type f -name "$a,1" -print | wc -l)" 1
+	assert_equal "$(order)" "c b d a "
+}
