@@ -1,7 +1,7 @@
 /*
  * claim.c: claiming (mq_claim), and finding expired leases.
  *
- *	claim	new/T/M/L/ID,A		-> cur/S/ID,DEADLINE,A+1
+ *	claim	new/[pN/]T/M/L/ID,A	-> cur/S/ID,DEADLINE,A+1
  *	 or an expired lease:
  *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *

@@ -6,16 +6,15 @@
  * out as before they were.  It owns the rename into a leaf, which send,
  * release, redrive and reclaim all end with:
  *
- *	send	tmp/ID			-> new/T/M/L/ID,0	(mq_tmp_place)
- *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
- *	redrive	dead/ID,DIED,A		-> new/T/M/L/ID,0	(mq_place)
+ *	send	tmp/ID			-> new/[pN/]T/M/L/ID,0	(mq_tmp_place)
+ *	release	cur/S/ID,DEADLINE,A	-> new/[pN/]T/M/L/ID,A	(mq_place_back)
+ *	redrive	dead/ID,DIED,A		-> new/[pN/]T/M/L/ID,0	(mq_place)
  *
  * (each name with its ",SENT,TTL" when it has them: a release keeps them,
- * a redrive makes SENT now; see name.c)
- *
- * (the leaf of the message's priority, from its name's ",pN") and the one
- * descent of every tree's three levels that claiming, pruning and
- * counting share (mq_tree_walk).
+ * a redrive makes SENT now; and with its ",pN", which every state keeps
+ * and which names its tree; see name.c), and the one descent of every
+ * tree's three levels that claiming, pruning and counting share
+ * (mq_tree_walk).
  *
  * Empty directories are removed as they are passed; whoever finds its
  * target directory gone (ENOENT while the source still exists) makes it
@@ -480,8 +479,9 @@ mq_tree_walk(const struct mq_tree *t, int newfd)
 		r = level(&w, newfd, 0);
 		return r == -1 ? -1 : r != STOPPED;
 	}
+	/* A new/ removed since it was opened was empty: passed. */
 	if (mq_names_read(newfd, DT_DIR, is_new_entry, &names) == -1)
-		return -1;
+		return errno == ENOENT ? 1 : -1;
 	mq_names_sort(&names);
 	/* "pN" sorts after every hex key: the top level comes first. */
 	memset(have, 0, sizeof(have));
