@@ -336,3 +336,11 @@ only_path() {
 	assert_equal "$(find "$MQ_DIR/new" -path "$MQ_DIR/new/p*" -prune -o -type f -name "$a,1" -print | wc -l)" 1
 	assert_equal "$(order)" "c b d a "
 }
+
+@test "worker mode exports MQ_PRIORITY, 0 for a message sent without -p; an inherited MQ_GROUP is not passed on" {
+	echo urgent | mq-send -p 7 >/dev/null
+	echo plain | mq-send >/dev/null
+	MQ_GROUP=stale MQ_PRIORITY=5 run -0 timeout 20 mq-recv -n 2 -- \
+	    sh -c 'printf "%s %s %s\n" "$(cat)" "$MQ_PRIORITY" "${MQ_GROUP-unset}" >>"$0"' "$BATS_TEST_TMPDIR/seen"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/seen")" "$(printf 'urgent 7 unset\nplain 0 unset')"
+}
