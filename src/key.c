@@ -218,8 +218,9 @@ mq_key_read(struct mq_keys *ks, const char *hash, char *id, char *key,
 
 	if ((n = readlinkat(ks->fd, hash, rec, sizeof(rec))) == -1)
 		return -1;
+	/* Anyone who may write keys/ may write it: nothing in it is trusted. */
 	if ((size_t)n >= sizeof(rec) || (blank = memchr(rec, ' ', n)) == NULL ||
-	    blank - rec > MQ_ID_LEN)
+	    blank - rec > MQ_ID_LEN || n - (blank - rec) - 1 > MQ_KEY_MAX)
 		goto bad;
 	memcpy(id, rec, blank - rec);
 	id[blank - rec] = '\0';

@@ -236,6 +236,18 @@ messages() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/elsewhere/f")" secret
 }
 
+@test "mq-send -k, mq-sweep: a record whose key is longer than any key is not one, and overflows nothing" {
+	mq-send -l </dev/null >/dev/null
+	mkdir -p "$MQ_DIR/keys"
+	ln -s "$(printf '%016x.1.0123456789ab' 1) $(head -c 240 /dev/zero | tr '\0' A)" \
+	    "$MQ_DIR/keys/$(keyhash k)"
+	run -4 --separate-stderr mq-send -k k <<<"x"
+	[[ $stderr == *"keys/$(keyhash k): not a key record" ]]
+	run mq-sweep
+	assert_success
+	assert_equal "$(count new)" 0
+}
+
 @test "mq-sweep: forgets keys past their window, broken records and orphans; keeps what is held" {
 	mq-conf dedup-window=1
 	held=$(echo a | mq-send -k held)
