@@ -16,6 +16,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 PATH="$top/bin:$here:$PATH"
 export PATH
+for t in floor spawn true-c; do
+	[ -x "$here/$t" ] || { echo "bench.sh: bench/$t is missing: run make bench" >&2; exit 2; }
+done
 N=${BENCH_N:-20000}
 R=${BENCH_RUNS:-5}
 DEPTH=${BENCH_DEPTH:-1000000}
@@ -536,8 +539,10 @@ want prio && bench_prio "$first"
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
 awk -F'\t' '
-function check(r, t,   op, v) {
+function check(r, t, mq, base,   op, v) {
 	if (t == "-" ) return ""
+	# A row without its figures met nothing (a tool missing, a run failed).
+	if (mq !~ /^[0-9.]+$/ || base !~ /^[0-9.]+$/) return "NO (no figure)"
 	split(t, p, " "); op = p[1]; v = p[2] + 0
 	if (op == ">=") return r >= v ? "yes" : "NO"
 	if (op == "<=") return r <= v ? "yes" : "NO"
@@ -547,5 +552,5 @@ function check(r, t,   op, v) {
 BEGIN { printf "%-6s %-58s %9s %-6s %-62s %9s %7s %-7s %s\n", "fs", "workload", "mq", "unit",
     "compared with", "value", "ratio", "target", "met" }
 {
-	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, check($8 + 0, $7)
+	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, check($8 + 0, $7, $3, $6)
 }' "$results"
