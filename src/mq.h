@@ -127,6 +127,9 @@ struct mq_spool {
 	int	 tmp, new, cur, dead, reason;
 	mode_t	 dmode;		/* directories are made like the spool root */
 	mode_t	 fmode;
+	dev_t	 dev;		/* of the root: which spool, on which fs */
+	ino_t	 ino;
+	gid_t	 gid;
 };
 
 /*
@@ -254,6 +257,10 @@ int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
 	    const char **);
 int	 mq_tmp_place(struct mq_placer *, const struct mq_name *, uint64_t);
 void	 mq_tmp_remove(struct mq_spool *, const char *);
+int	 mq_tmp_copy(struct mq_tmpfile *, struct mq_spool *, struct mq_spool *,
+	    const char *);
+int	 mq_tmp_link(struct mq_spool *, const char *, struct mq_spool *,
+	    enum mq_tmp_sync, int *);
 
 /* key.c: dedup keys (mq-send -k), their records in keys/ */
 struct mq_keys {
@@ -475,6 +482,56 @@ struct mq_stats {
 	uint64_t bytes;			/* of every message file */
 };
 int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
+
+/*
+ * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
+ * each a target with its own placer, settings, credit and wait, and the
+ * batch written once for them all.
+ */
+#define MQ_BATCH_MAX	MQ_LEAF_MAX
+struct mq_target {
+	struct mq_spool	 sp;
+	struct mq_placer pl;
+	struct mq_conf	 conf;		/* max-depth and overflow */
+	uint64_t	 credit;	/* messages to admit before counting */
+	uint64_t	 until;		/* end of this wait; 0: not waiting */
+	int		 watching;	/* w is open */
+	struct mq_waiter w;
+	int		 status;	/* MQ_EX_OK while it takes messages */
+	int		 own;		/* holds batch files no other one syncs */
+	int		 synced;	/* (while a batch is synced) */
+	int		 landed;	/* of the batch, in its new/ */
+};
+struct mq_fan {
+	struct mq_target *t, one;	/* t: &one, or n of them */
+	const char	**dirs, *dir1;	/* as given: -d ... */
+	int		 n;
+	int		 sync;		/* 0: -S */
+	int		 vflag;
+	int		 wflag;		/* wait for room */
+	uint64_t	 wait_ms;	/* that long; UINT64_MAX: forever */
+	uint64_t	 due;		/* 0: visible at once */
+	struct mq_name	 name;		/* what each is named with but its ID */
+	struct mq_tmpfile tf;		/* the message being written */
+	int		 writing;	/* tf is, in target first */
+	int		 first;
+	uint64_t	 size;		/* written to it so far */
+	char		 id[MQ_ID_LEN + 1];
+	char		 batch[MQ_BATCH_MAX][MQ_ID_LEN + 1];
+	const char	*from[MQ_BATCH_MAX];	/* each one's input, for -v */
+	int		 nbatch;
+	const char	*input;		/* the file being read */
+	int		 status;	/* the worst so far */
+};
+void	 mq_fan_init(struct mq_fan *);
+void	 mq_fan_dir(struct mq_fan *, const char *);
+int	 mq_fan_open(struct mq_fan *);
+int	 mq_fan_begin(struct mq_fan *);
+int	 mq_fan_write(struct mq_fan *, const void *, size_t);
+int	 mq_fan_end(struct mq_fan *);
+int	 mq_fan_flush(struct mq_fan *);
+void	 mq_fan_abort(struct mq_fan *);
+int	 mq_fan_close(struct mq_fan *);
 
 /* work.c: mq-recv's worker mode */
 struct mq_work {

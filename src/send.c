@@ -7,6 +7,8 @@
  *
  *	send	tmp/ID			-> new/T/M/L/ID,0[,SENT,TTL]
  *						(mq_tmp_place)
+ *	fan-out	tmp/ID			=> tmp/ID of another spool, a link
+ *					   or a copy	(mq_tmp_link)
  *	redrive	(to another file system: a copy in its tmp/, the same rename)
  *	bury	tmp/ID,reason		-> reason/ID		(mq_tmp_commit)
  *
@@ -152,4 +154,66 @@ void
 mq_tmp_remove(struct mq_spool *sp, const char *id)
 {
 	unlinkat(sp->tmp, id, 0);
+}
+
+/*
+ * Creates to's tmp/name as a copy of from's tmp/name, as far as that is
+ * written (it may still be open for more), and leaves it open to be
+ * written on.  On failure nothing of it is left.
+ */
+int
+mq_tmp_copy(struct mq_tmpfile *tf, struct mq_spool *to, struct mq_spool *from,
+    const char *name)
+{
+	int in, saved;
+
+	tf->sp = to;
+	tf->fd = -1;
+	tf->name[0] = '\0';
+	if ((in = openat(from->tmp, name, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if (mq_tmp_create(tf, to, name) == -1 ||
+	    mq_copy_fd(in, tf->fd) == -1) {
+		saved = errno;
+		close(in);
+		mq_tmp_abort(tf);
+		errno = saved;
+		return -1;
+	}
+	close(in);
+	return 0;
+}
+
+/*
+ * Gives to's tmp/ the closed file name of from's tmp/, under that name: a
+ * hard link where the two spools would make the file alike (one file
+ * system, the same mode and group: an inode has one of each, and the
+ * members of a shared spool must be able to read what is in it), else a
+ * copy, closed as sync says.  *copied says which it was.
+ */
+int
+mq_tmp_link(struct mq_spool *from, const char *name, struct mq_spool *to,
+    enum mq_tmp_sync sync, int *copied)
+{
+	struct mq_tmpfile tf;
+
+	*copied = 0;
+	if (from->dev == to->dev && from->fmode == to->fmode &&
+	    from->gid == to->gid) {
+		if (linkat(from->tmp, name, to->tmp, name, 0) == 0)
+			return 0;
+		/* Not across file systems, or no hard links here: copy. */
+		if (errno != EXDEV && errno != EPERM && errno != EMLINK &&
+		    errno != ENOTSUP && errno != EOPNOTSUPP)
+			return -1;
+	}
+	*copied = 1;
+	if (mq_tmp_copy(&tf, to, from, name) == -1)
+		return -1;
+	if (mq_tmp_close(&tf, sync) == -1) {
+		mq_tmp_abort(&tf);
+		return -1;
+	}
+	return 0;
 }

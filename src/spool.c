@@ -129,6 +129,9 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 	/* What is made inside is shared as the root is, and with nobody else. */
 	sp->dmode = st.st_mode & 02770;
 	sp->fmode = st.st_mode & 0660;
+	sp->dev = st.st_dev;
+	sp->ino = st.st_ino;
+	sp->gid = st.st_gid;
 	if ((sp->new = state_open(sp, MQ_DIR_NEW, create)) == -1 ||
 	    (sp->cur = state_open(sp, MQ_DIR_CUR, create)) == -1)
 		goto fail;

@@ -1,0 +1,638 @@
+/*
+ * fan.c: what one mq-send call adds messages to: one spool, or several
+ * (mq-send -d A -d B ...), each a target with its own placer, settings,
+ * credit and wait; and the batch in flight to them all.
+ *
+ * Each message has one ID.  Its body is written once, into tmp/ of the
+ * first target still taking messages, and every other target gets it in
+ * its own tmp/ under the same name as soon as it is closed: a hard link
+ * where the two spools would make the file alike, else a copy
+ * (mq_tmp_link).  A batch (up to a leaf's worth, or what came before the
+ * input paused) is then made durable, once per inode or file system (see
+ * sync_data), renamed into each target's new/ and each target's
+ * directories synced; only then are its IDs printed, each once: an ID
+ * printed is durable in every spool that took it.
+ *
+ *	tmp/ID of the first	=> tmp/ID of each other	(mq_tmp_link)
+ *	tmp/ID			-> new/T/M/L/ID,0...	(place_one, each target)
+ *
+ * A target that fails (no permission, an I/O error, no room, full at its
+ * max-depth) is named on stderr, what it holds of the batch that is not in
+ * its new/ is taken back, and it takes no more of the call; the others go
+ * on, and the call's status is the worst (mq_worse).  A message written
+ * into a target that fails is moved on to the next with what was written
+ * of it, so every target that can take a message gets it, whatever their
+ * order.  Once a message is in new/ of any target it is queued whatever
+ * fails next, so its ID is printed even then: a producer that retries on
+ * failure must retry only what has no ID (see mq-send(1)).
+ *
+ * With a target's max-depth set, messages are admitted to it on credit: a
+ * count of its new/ (mq_depth, bounded by max-depth; messages past their
+ * time to live are not counted but buried) grants an eighth of the room it
+ * found, at least one, and is taken again once that is used up.  So a call
+ * alone never passes max-depth, and each concurrent sender can overshoot
+ * by at most one credit (mq-send(1) gives the bound).  When a target has
+ * no room the batch so far is published to all, and that target drops out
+ * (exit 6), is waited for (-w: the others wait with it, their messages
+ * already placed), or, with overflow=drop-oldest, has the oldest waiting
+ * messages dead-lettered to make room for each batch.  Without max-depth
+ * nothing is counted; with one target, nothing is linked: a plain send
+ * costs what it did before there were several.
+ */
+#include <err.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+/* A count grants room / CREDIT_DIV messages (at least one). */
+#define CREDIT_DIV	8
+/*
+ * A sender waiting for room counts again at least this often, for room
+ * made without a ring (a worker started before max-depth was set).
+ */
+#define ROOM_POLL_MS	1000
+
+static int
+live(const struct mq_target *t)
+{
+	return t->status == MQ_EX_OK;
+}
+
+static int
+nlive(const struct mq_fan *f)
+{
+	int i, n = 0;
+
+	for (i = 0; i < f->n; i++)
+		n += live(&f->t[i]);
+	return n;
+}
+
+void
+mq_fan_init(struct mq_fan *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->sync = 1;
+	f->tf.fd = -1;
+	f->first = -1;
+}
+
+/* Adds a spool to send to (-d), to be opened by mq_fan_open. */
+void
+mq_fan_dir(struct mq_fan *f, const char *dir)
+{
+	const char **v;
+
+	if (*dir == '\0')
+		errx(MQ_EX_USAGE, "-d: empty spool name");
+	if (f->n == 0)
+		v = &f->dir1;
+	else {
+		v = xreallocarray(f->dirs == &f->dir1 ? NULL : f->dirs,
+		    f->n + 1, sizeof(*v));
+		if (f->dirs == &f->dir1)
+			v[0] = f->dir1;
+	}
+	v[f->n++] = dir;
+	f->dirs = v;
+}
+
+/*
+ * t takes no more of this call: what it holds of the batch and not yet in
+ * its new/ is taken back.  Other targets may hold links to its files,
+ * whose data it will not sync now: from here on each syncs its own.
+ */
+static void
+drop_target(struct mq_fan *f, struct mq_target *t, int status)
+{
+	int saved = errno, i;
+
+	if (f->writing && t == &f->t[f->first]) {
+		mq_tmp_abort(&f->tf);
+		f->writing = 0;
+	}
+	for (i = t->landed; i < f->nbatch; i++)
+		mq_tmp_remove(&t->sp, f->batch[i]);
+	t->status = status;
+	f->status = mq_worse(f->status, status);
+	for (i = 0; i < f->n; i++)
+		f->t[i].own = 1;
+	errno = saved;
+}
+
+/* Names what failed in t (and why: errno), and drops t. */
+static void
+fail(struct mq_fan *f, struct mq_target *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	drop_target(f, t, MQ_EX_SYS);
+}
+
+/* A spool error names the message's file in tmp/, not the input. */
+static void
+fail_tmp(struct mq_fan *f, struct mq_target *t, const char *id)
+{
+	fail(f, t, "%s/%s/%s", t->sp.path, MQ_DIR_TMP, id);
+}
+
+static int
+target_open(struct mq_target *t, const char *path)
+{
+	const char *why;
+	int line;
+
+	if (mq_spool_open(&t->sp, path, 1) == -1) {
+		if (errno == ENOTDIR)
+			warnx("%s: not a spool", path);
+		else
+			warn("%s", path);
+		return -1;
+	}
+	if (mq_conf_read(&t->sp, &t->conf, &line, &why) == -1) {
+		mq_conf_warn(&t->sp, line, why);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Opens every spool given (or the one of $MQ_DIR, else the default), making
+ * those missing.  One that cannot be opened is named and left out; the
+ * same spool twice is a usage error.  Returns -1 when none is open.
+ */
+int
+mq_fan_open(struct mq_fan *f)
+{
+	struct mq_target *t, *u;
+	const char *path;
+	int i, j;
+
+	if (f->n == 0) {
+		if ((path = mq_spool_dir(NULL)) == NULL)
+			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+		mq_fan_dir(f, path);
+	}
+	f->t = f->n == 1 ? &f->one : xreallocarray(NULL, f->n, sizeof(*f->t));
+	memset(f->t, 0, f->n * sizeof(*f->t));
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		mq_placer_init(&t->pl, &t->sp, f->sync);
+		if (target_open(t, f->dirs[i]) == -1) {
+			t->status = MQ_EX_SYS;
+			f->status = mq_worse(f->status, MQ_EX_SYS);
+		}
+	}
+	for (i = 0; i < f->n; i++)
+		for (j = 0; j < i; j++) {
+			t = &f->t[i];
+			u = &f->t[j];
+			if (live(t) && live(u) && t->sp.dev == u->sp.dev &&
+			    t->sp.ino == u->sp.ino)
+				errx(MQ_EX_USAGE, "%s, %s: the same spool",
+				    f->dirs[j], f->dirs[i]);
+		}
+	return nlive(f) > 0 ? 0 : -1;
+}
+
+/*
+ * Makes the batch's data durable before any of it is renamed.  Where one
+ * syncfs(2) does a batch (mq_tmp_sync), one per file system that holds
+ * files of it; else one fsync(2) per file, at mq_tmp_sync for a lone
+ * message or as each was closed.  A target whose files are all links to
+ * another's has nothing of its own to sync.
+ */
+static void
+sync_data(struct mq_fan *f)
+{
+	struct mq_target *t, *u;
+	const char *failed;
+	int i, j, again;
+
+	for (i = 0; i < f->n; i++)
+		f->t[i].synced = 0;
+	do {
+		again = 0;
+		for (i = 0; i < f->n && !again; i++) {
+			t = &f->t[i];
+			if (!live(t) || !t->own || t->synced)
+				continue;
+			t->synced = 1;
+			for (j = 0; MQ_HAVE_SYNCFS && f->nbatch > 1 && j < f->n;
+			    j++) {
+				u = &f->t[j];
+				if (u != t && live(u) && u->synced && u->own &&
+				    u->sp.dev == t->sp.dev)
+					break;
+			}
+			if (MQ_HAVE_SYNCFS && f->nbatch > 1 && j < f->n)
+				continue;
+			if (mq_tmp_sync(&t->sp, f->batch, f->nbatch,
+			    &failed) == -1) {
+				if (failed != NULL)
+					fail_tmp(f, t, failed);
+				else
+					fail(f, t, "%s/%s", t->sp.path,
+					    MQ_DIR_TMP);
+				/* Its links elsewhere are not synced: again. */
+				again = 1;
+			}
+		}
+	} while (again);
+}
+
+/*
+ * Puts message i of the batch into t's new/: the one place where a message
+ * enters one target, and where a check of one spool for one message goes.
+ */
+static int
+place_one(struct mq_fan *f, struct mq_target *t, int i)
+{
+	memcpy(f->name.id, f->batch[i], sizeof(f->name.id));
+	return mq_tmp_place(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
+}
+
+static int
+depth(struct mq_fan *f, struct mq_target *t, uint64_t limit, uint64_t *n)
+{
+	if (mq_depth(&t->sp, limit, t->conf.ttl_ms, mq_now_ms(), n) == -1) {
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
+		return -1;
+	}
+	return 0;
+}
+
+/* What a count that found room grants: an eighth of it, at least one. */
+static uint64_t
+grant(uint64_t room)
+{
+	return room / CREDIT_DIV > 0 ? room / CREDIT_DIV : 1;
+}
+
+struct dropping {
+	struct mq_fan	*f;
+	struct mq_target *t;
+};
+
+static void
+dropped(void *arg, const char *id)
+{
+	struct dropping *d = arg;
+
+	if (!d->f->vflag)
+		return;
+	if (d->f->n > 1)
+		warnx("%s: dead in %s: %s", id, d->t->sp.path,
+		    MQ_REASON_MAXLEN);
+	else
+		warnx("%s: dead: %s", id, MQ_REASON_MAXLEN);
+}
+
+/*
+ * overflow=drop-oldest, before the batch is placed in t: dead-letters as
+ * many of the oldest waiting messages as it needs room for, once the count
+ * has buried the expired ones (as "expired": they make room without a
+ * drop).  The count goes as far as max-depth plus the batch, so that what
+ * concurrent senders put beyond max-depth is taken off too.
+ */
+static int
+drop(struct mq_fan *f, struct mq_target *t)
+{
+	struct dropping d = { f, t };
+	uint64_t max = t->conf.max_depth, n;
+
+	if (depth(f, t, max + f->nbatch, &n) == -1)
+		return -1;
+	if (n + f->nbatch > max && mq_depth_drop(&t->sp, n + f->nbatch - max,
+	    t->conf.ttl_ms, mq_now_ms(), dropped, &d) == -1) {
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
+		return -1;
+	}
+	/* Credit for the batch, and for what room is left after it. */
+	n = n + f->nbatch >= max ? 0 : grant(max - n - f->nbatch);
+	t->credit = f->nbatch + n;
+	return 0;
+}
+
+/*
+ * Renames the batch into t's new/, in order, and syncs t's directories.
+ * What did land stays, and counts as taken, even when the rest failed.
+ */
+static void
+place(struct mq_fan *f, struct mq_target *t)
+{
+	int i, saved = 0;
+
+	if (t->conf.max_depth > 0 && t->conf.drop_oldest &&
+	    (uint64_t)f->nbatch > t->credit && drop(f, t) == -1)
+		return;
+	for (i = 0; i < f->nbatch; i++)
+		if (place_one(f, t, i) == -1) {
+			saved = errno;
+			break;
+		}
+	t->landed = i;
+	t->credit -= t->credit < (uint64_t)i ? t->credit : (uint64_t)i;
+	if (mq_placer_flush(&t->pl) == -1 && saved == 0)
+		saved = errno;
+	if (saved != 0) {
+		errno = saved;
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
+	}
+}
+
+/*
+ * Makes the batch durable, visible, and known: data first, then in each
+ * target one rename each into new/ and its directories; an ID is printed
+ * once its message is in new/ of every target that took it, and would
+ * survive a crash there (or is in new/ somewhere when what follows
+ * failed).  Returns -1 when no target is left.
+ */
+int
+mq_fan_flush(struct mq_fan *f)
+{
+	struct mq_target *t;
+	int i, j, took = 0;
+
+	if (f->nbatch > 0 && f->sync)
+		sync_data(f);
+	for (i = 0; f->nbatch > 0 && i < f->n; i++) {
+		t = &f->t[i];
+		if (live(t))
+			place(f, t);
+		if (t->landed > took)
+			took = t->landed;
+	}
+	for (j = 0; j < took; j++) {
+		puts(f->batch[j]);
+		if (!f->vflag)
+			continue;
+		warnx("%s: queued from %s", f->batch[j], f->from[j]);
+		for (i = 0; f->n > 1 && i < f->n; i++)
+			if (j < f->t[i].landed)
+				warnx("%s: queued in %s", f->batch[j],
+				    f->t[i].sp.path);
+	}
+	for (i = 0; i < f->n; i++)
+		f->t[i].landed = f->t[i].own = 0;
+	f->nbatch = 0;
+	if (fflush(stdout) == EOF)
+		err(MQ_EX_SYS, "stdout");
+	return nlive(f) > 0 ? 0 : -1;
+}
+
+/* No room in t, and no more waiting for it: it takes no more. */
+static void
+full(struct mq_fan *f, struct mq_target *t)
+{
+	warnx("%s: full (max-depth %s)", t->sp.path,
+	    mq_conf_value(&t->conf, MQ_CONF_MAX_DEPTH));
+	drop_target(f, t, MQ_EX_FULL);
+}
+
+/*
+ * -w: waits for t's doorbell (rung by claims while max-depth is set, by
+ * mq-conf, and by counts that buried expired messages) or ROOM_POLL_MS,
+ * then reads its settings again: raising or lifting max-depth lets a
+ * waiting sender go on, and the count that follows buries what expired
+ * meanwhile, so expiry makes room with no consumer.  Gives up after
+ * wait_ms.
+ */
+static void
+await(struct mq_fan *f, struct mq_target *t)
+{
+	uint64_t now = mq_now_ms(), left;
+	const char *why;
+	int line;
+
+	if (!f->wflag) {
+		full(f, t);
+		return;
+	}
+	if (t->until == 0)
+		t->until = f->wait_ms == UINT64_MAX ? UINT64_MAX :
+		    now + f->wait_ms;
+	if (now >= t->until) {
+		full(f, t);
+		return;
+	}
+	/* Opened before the count that follows, so no claim goes unseen. */
+	if (!t->watching) {
+		if (mq_wait_open(&t->w, &t->sp) == -1)
+			goto failed;
+		t->watching = 1;
+		return;
+	}
+	left = t->until - now;
+	if (mq_wait(&t->w, left < ROOM_POLL_MS ? (int64_t)left :
+	    ROOM_POLL_MS) == -1)
+		goto failed;
+	if (mq_conf_read(&t->sp, &t->conf, &line, &why) == -1) {
+		mq_conf_warn(&t->sp, line, why);
+		drop_target(f, t, MQ_EX_SYS);
+	}
+	return;
+failed:
+	if (errno == ENOENT) {
+		warnx("%s: spool removed", t->sp.path);
+		drop_target(f, t, MQ_EX_SYS);
+	} else
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
+}
+
+/*
+ * Before a message is begun, once t's last credit is used up: publishes
+ * the batch so far and counts again.  With overflow=reject and no room, t
+ * takes no more, unless -w waits for room.  drop-oldest makes its room as
+ * it publishes (drop).
+ */
+static void
+admit(struct mq_fan *f, struct mq_target *t)
+{
+	uint64_t n;
+
+	/* A batch past its credit is bounded as a credit is. */
+	if (t->conf.drop_oldest) {
+		if ((uint64_t)f->nbatch >= grant(t->conf.max_depth))
+			(void)mq_fan_flush(f);
+		return;
+	}
+	(void)mq_fan_flush(f);
+	while (live(t) && t->conf.max_depth > 0 && !t->conf.drop_oldest) {
+		if (depth(f, t, t->conf.max_depth, &n) == -1)
+			return;
+		if (n < t->conf.max_depth) {
+			t->credit = grant(t->conf.max_depth - n);
+			t->until = 0;
+			return;
+		}
+		await(f, t);
+	}
+	/* The settings changed while waiting: the next flush counts. */
+	t->credit = 0;
+}
+
+/*
+ * Begins a message: admitted by every target with a max-depth, then
+ * created in the first target that takes it.  Returns -1 when no target is
+ * left.
+ */
+int
+mq_fan_begin(struct mq_fan *f)
+{
+	struct mq_target *t;
+	int i;
+
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		if (live(t) && t->conf.max_depth > 0 &&
+		    (uint64_t)f->nbatch >= t->credit)
+			admit(f, t);
+	}
+	mq_id_new(f->id);
+	f->size = 0;
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t))
+			continue;
+		if (mq_tmp_create(&f->tf, &t->sp, f->id) == 0) {
+			f->first = i;
+			f->writing = 1;
+			return 0;
+		}
+		fail_tmp(f, t, f->id);
+	}
+	return -1;
+}
+
+/*
+ * The target being written into failed (errno says why): the message goes
+ * on in the next that takes it, with what was written of it so far.
+ */
+static int
+move(struct mq_fan *f)
+{
+	struct mq_target *from = &f->t[f->first], *t;
+	struct mq_tmpfile tf;
+	int i;
+
+	warn("%s/%s/%s", from->sp.path, MQ_DIR_TMP, f->id);
+	for (i = f->first + 1; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t))
+			continue;
+		/* A write that failed part way may have left some of it. */
+		if (mq_tmp_copy(&tf, &t->sp, &from->sp, f->id) == 0 &&
+		    ftruncate(tf.fd, f->size) == 0 &&
+		    lseek(tf.fd, f->size, SEEK_SET) != -1) {
+			drop_target(f, from, MQ_EX_SYS);
+			f->tf = tf;
+			f->first = i;
+			f->writing = 1;
+			return 0;
+		}
+		mq_tmp_abort(&tf);
+		fail_tmp(f, t, f->id);
+	}
+	drop_target(f, from, MQ_EX_SYS);
+	return -1;
+}
+
+int
+mq_fan_write(struct mq_fan *f, const void *buf, size_t len)
+{
+	while (mq_tmp_write(&f->tf, buf, len) == -1)
+		if (move(f) == -1)
+			return -1;
+	f->size += len;
+	return 0;
+}
+
+/*
+ * Ends the message: closed (synced now if no batch sync will do it), then
+ * linked or copied into every other target, and added to the batch, which
+ * is flushed when it is a leaf's worth.
+ */
+int
+mq_fan_end(struct mq_fan *f)
+{
+	struct mq_target *t;
+	enum mq_tmp_sync sync = f->sync ? MQ_TMP_SYNC_BATCH : MQ_TMP_SYNC_NONE;
+	int i, copied;
+
+	/* A failed fsync leaves it open; what was written is moved on. */
+	while (mq_tmp_close(&f->tf, sync) == -1)
+		if (move(f) == -1)
+			return -1;
+	f->t[f->first].own = 1;
+	for (i = f->first + 1; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t))
+			continue;
+		if (mq_tmp_link(&f->t[f->first].sp, f->id, &t->sp, sync,
+		    &copied) == -1)
+			fail_tmp(f, t, f->id);
+		else if (copied)
+			t->own = 1;
+	}
+	f->writing = 0;
+	f->from[f->nbatch] = f->input;
+	memcpy(f->batch[f->nbatch++], f->id, sizeof(f->id));
+	if (f->nbatch == MQ_BATCH_MAX)
+		return mq_fan_flush(f);
+	return 0;
+}
+
+/* Takes back every message not yet visible anywhere; errno is kept. */
+void
+mq_fan_abort(struct mq_fan *f)
+{
+	struct mq_target *t;
+	int saved = errno, i, j;
+
+	if (f->writing)
+		mq_tmp_abort(&f->tf);
+	f->writing = 0;
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		for (j = t->landed; live(t) && j < f->nbatch; j++)
+			mq_tmp_remove(&t->sp, f->batch[j]);
+	}
+	f->nbatch = 0;
+	errno = saved;
+}
+
+/* Publishes what is left, closes all; returns the worst status seen. */
+int
+mq_fan_close(struct mq_fan *f)
+{
+	struct mq_target *t;
+	int i;
+
+	if (f->t != NULL)
+		(void)mq_fan_flush(f);
+	for (i = 0; f->t != NULL && i < f->n; i++) {
+		t = &f->t[i];
+		if (t->watching)
+			mq_wait_close(&t->w);
+		mq_placer_close(&t->pl);
+		mq_spool_close(&t->sp);
+	}
+	if (f->t != &f->one)
+		free(f->t);
+	if (f->dirs != &f->dir1)
+		free(f->dirs);
+	f->t = NULL;
+	f->dirs = NULL;
+	mq_stdout_close();
+	return f->status;
+}
