@@ -498,7 +498,7 @@ struct mq_target {
 	int		 watching;	/* w is open */
 	struct mq_waiter w;
 	int		 status;	/* MQ_EX_OK while it takes messages */
-	int		 own;		/* holds batch files no other one syncs */
+	int		 own;		/* has batch files to sync itself */
 	int		 synced;	/* (while a batch is synced) */
 	int		 landed;	/* of the batch, in its new/ */
 };
