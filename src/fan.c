@@ -103,20 +103,55 @@ mq_fan_dir(struct mq_fan *f, const char *dir)
 	f->dirs = v;
 }
 
+static void	fail_tmp(struct mq_fan *, struct mq_target *, const char *);
+
+/*
+ * The message being written in the first target goes on in the next that
+ * takes it, with what was written of it so far (a write that failed part
+ * way may have left some more); it is then no longer in the first.
+ * Returns -1 when no target takes it: it is then taken back.
+ */
+static int
+relocate(struct mq_fan *f)
+{
+	struct mq_target *from = &f->t[f->first], *t;
+	struct mq_tmpfile tf, old;
+	int i;
+
+	for (i = f->first + 1; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t))
+			continue;
+		if (mq_tmp_copy(&tf, &t->sp, &from->sp, f->id) == 0 &&
+		    ftruncate(tf.fd, f->size) == 0 &&
+		    lseek(tf.fd, f->size, SEEK_SET) != -1) {
+			old = f->tf;
+			f->tf = tf;
+			f->first = i;
+			mq_tmp_abort(&old);
+			return 0;
+		}
+		mq_tmp_abort(&tf);
+		fail_tmp(f, t, f->id);
+	}
+	mq_tmp_abort(&f->tf);
+	f->writing = 0;
+	return -1;
+}
+
 /*
  * t takes no more of this call: what it holds of the batch and not yet in
- * its new/ is taken back.  Other targets may hold links to its files,
- * whose data it will not sync now: from here on each syncs its own.
+ * its new/ is taken back, and a message being written in it goes on in the
+ * next target.  Other targets may hold links to its files, whose data it
+ * will not sync now: from here on each syncs its own.
  */
 static void
 drop_target(struct mq_fan *f, struct mq_target *t, int status)
 {
 	int saved = errno, i;
 
-	if (f->writing && t == &f->t[f->first]) {
-		mq_tmp_abort(&f->tf);
-		f->writing = 0;
-	}
+	if (f->writing && t == &f->t[f->first])
+		(void)relocate(f);
 	for (i = t->landed; i < f->nbatch; i++)
 		mq_tmp_remove(&t->sp, f->batch[i]);
 	t->status = status;
@@ -514,37 +549,14 @@ mq_fan_begin(struct mq_fan *f)
 	return -1;
 }
 
-/*
- * The target being written into failed (errno says why): the message goes
- * on in the next that takes it, with what was written of it so far.
- */
+/* Writing into the first target failed: it is named (errno) and dropped. */
 static int
 move(struct mq_fan *f)
 {
-	struct mq_target *from = &f->t[f->first], *t;
-	struct mq_tmpfile tf;
-	int i;
+	struct mq_target *t = &f->t[f->first];
 
-	warn("%s/%s/%s", from->sp.path, MQ_DIR_TMP, f->id);
-	for (i = f->first + 1; i < f->n; i++) {
-		t = &f->t[i];
-		if (!live(t))
-			continue;
-		/* A write that failed part way may have left some of it. */
-		if (mq_tmp_copy(&tf, &t->sp, &from->sp, f->id) == 0 &&
-		    ftruncate(tf.fd, f->size) == 0 &&
-		    lseek(tf.fd, f->size, SEEK_SET) != -1) {
-			drop_target(f, from, MQ_EX_SYS);
-			f->tf = tf;
-			f->first = i;
-			f->writing = 1;
-			return 0;
-		}
-		mq_tmp_abort(&tf);
-		fail_tmp(f, t, f->id);
-	}
-	drop_target(f, from, MQ_EX_SYS);
-	return -1;
+	fail_tmp(f, t, f->id);
+	return f->writing ? 0 : -1;
 }
 
 int

@@ -212,6 +212,18 @@ readonly_dir() {
 	assert_equal "$(ids "$A")" "$(cat "$BATS_TEST_TMPDIR/printed")"
 	r=$(MQ_DIR="$A" mq-recv -n 3 | sed -n 2p)
 	cmp "$r" "$BATS_TEST_TMPDIR/big"
+	# The same with -l: a long line, begun in B, is whole in A.
+	head -c 300000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/line"
+	run -4 --separate-stderr mq-send -l -d "$B" -d "$A" \
+	    < <(printf 'a\n'; cat "$BATS_TEST_TMPDIR/line"; printf '\nb\n')
+	assert_equal "${#lines[@]}" 3
+	[[ $stderr == "mq-send: $B/tmp/"*": No space left on device" ]]
+	assert_equal "$(find "$B/new" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
+	mapfile -t rs < <(MQ_DIR="$A" mq-recv -n 3 -t 60)
+	assert_equal "${#rs[@]}" 3
+	assert_equal "$(cat "${rs[0]}")" a
+	cmp "${rs[1]}" "$BATS_TEST_TMPDIR/line"
+	assert_equal "$(cat "${rs[2]}")" b
 }
 
 @test "fanout: a spool that cannot be opened is named, exit 4; the others get everything" {
