@@ -222,10 +222,12 @@ mq_fan_open(struct mq_fan *f)
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
 		mq_placer_init(&t->pl, &t->sp, f->sync);
+		mq_keys_init(&t->keys, &t->sp);
 		if (target_open(t, f->dirs[i]) == -1) {
 			t->status = MQ_EX_SYS;
 			f->status = mq_worse(f->status, MQ_EX_SYS);
-		}
+		} else	/* It starts from new/, open now. */
+			mq_placer_init(&t->pl, &t->sp, f->sync);
 	}
 	for (i = 0; i < f->n; i++)
 		for (j = 0; j < i; j++) {
@@ -288,12 +290,26 @@ sync_data(struct mq_fan *f)
 /*
  * Puts message i of the batch into t's new/: the one place where a message
  * enters one target, and where a check of one spool for one message goes.
+ * A message of a group is parked while its group has a head in t.
  */
 static int
 place_one(struct mq_fan *f, struct mq_target *t, int i)
 {
 	memcpy(f->name.id, f->batch[i], sizeof(f->name.id));
-	return mq_tmp_place(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
+	return (f->name.group[0] != '\0' ? mq_group_tmp_place :
+	    mq_tmp_place)(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
+}
+
+/*
+ * -k, after the rename into t's new/ (landed) or its failure: lets the
+ * lock of t's keys/ go, the key's hold taken back first if it failed.
+ */
+static void
+unkeyed(struct mq_fan *f, struct mq_target *t)
+{
+	if (!t->landed)
+		mq_key_drop(&t->keys, f->name.keyhash, f->batch[0]);
+	mq_keys_unlock(&t->keys);
 }
 
 static int
@@ -368,14 +384,19 @@ place(struct mq_fan *f, struct mq_target *t)
 	int i, saved = 0;
 
 	if (t->conf.max_depth > 0 && t->conf.drop_oldest &&
-	    (uint64_t)f->nbatch > t->credit && drop(f, t) == -1)
+	    (uint64_t)f->nbatch > t->credit && drop(f, t) == -1) {
+		if (f->key != NULL)
+			unkeyed(f, t);
 		return;
+	}
 	for (i = 0; i < f->nbatch; i++)
 		if (place_one(f, t, i) == -1) {
 			saved = errno;
 			break;
 		}
 	t->landed = i;
+	if (f->key != NULL)
+		unkeyed(f, t);
 	t->credit -= t->credit < (uint64_t)i ? t->credit : (uint64_t)i;
 	if (mq_placer_flush(&t->pl) == -1 && saved == 0)
 		saved = errno;
@@ -392,6 +413,8 @@ place(struct mq_fan *f, struct mq_target *t)
  * survive a crash there (or is in new/ somewhere when what follows
  * failed).  Returns -1 when no target is left.
  */
+static int	keyed_flush(struct mq_fan *);
+
 int
 mq_fan_flush(struct mq_fan *f)
 {
@@ -400,6 +423,8 @@ mq_fan_flush(struct mq_fan *f)
 
 	if (f->nbatch > 0 && f->sync)
 		sync_data(f);
+	if (f->nbatch > 0 && f->key != NULL)
+		return keyed_flush(f);
 	for (i = 0; f->nbatch > 0 && i < f->n; i++) {
 		t = &f->t[i];
 		if (live(t))
@@ -484,6 +509,172 @@ failed:
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 }
 
+/* Whether t has room to add a keyed message (max-depth); -1: t failed. */
+static int
+room(struct mq_fan *f, struct mq_target *t)
+{
+	uint64_t n;
+
+	if (t->conf.max_depth == 0 || t->conf.drop_oldest)
+		return 1;
+	if (depth(f, t, t->conf.max_depth, &n) == -1)
+		return -1;
+	return n < t->conf.max_depth;
+}
+
+/*
+ * -k: takes the lock of t's keys/ and looks the key up: MQ_KEY_FREE or
+ * MQ_KEY_HELD (the holder's ID in holder), the lock then held; -1 when t
+ * failed (named, dropped, unlocked).
+ */
+static int
+look(struct mq_fan *f, struct mq_target *t, char *holder)
+{
+	const char *hash = f->name.keyhash;
+	int r;
+
+	if (mq_keys_open(&t->keys, 1) == -1 || mq_keys_lock(&t->keys) == -1) {
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_KEYS);
+		return -1;
+	}
+	r = mq_key_look(&t->keys, f->key, f->keylen, t->conf.dedup_window_ms,
+	    holder);
+	if (r == MQ_KEY_FREE || r == MQ_KEY_HELD)
+		return r;
+	mq_keys_unlock(&t->keys);
+	if (r == -1)
+		fail(f, t, "%s/%s/%s", t->sp.path, MQ_DIR_KEYS, hash);
+	else {
+		warnx("%s/%s/%s: %s", t->sp.path, MQ_DIR_KEYS, hash,
+		    r == MQ_KEY_OTHER ? "another key has this hash" :
+		    "not a key record");
+		drop_target(f, t, MQ_EX_SYS);
+	}
+	return -1;
+}
+
+/*
+ * -k, the message written and synced in t's tmp/: under the lock of t's
+ * keys/ (held to its rename into new/: see unkeyed), the key held: the
+ * message is taken back (returns 0, the holder's ID in holder); free, once
+ * there is room: the message is made the key's holder, durably, and placed
+ * (returns 1).  A full spool is waited for without the lock.  -1: t failed.
+ */
+static int
+keyed(struct mq_fan *f, struct mq_target *t, char *holder)
+{
+	int r;
+
+	for (;;) {
+		if ((r = look(f, t, holder)) == -1)
+			return -1;
+		if (r == MQ_KEY_HELD) {
+			mq_keys_unlock(&t->keys);
+			mq_tmp_remove(&t->sp, f->batch[0]);
+			return 0;
+		}
+		if ((r = room(f, t)) == 1)
+			break;
+		mq_keys_unlock(&t->keys);
+		if (r == -1)
+			return -1;
+		await(f, t);
+		if (!live(t))
+			return -1;
+	}
+	if (mq_key_hold(&t->keys, f->key, f->keylen, f->batch[0],
+	    f->sync) == -1) {
+		mq_keys_unlock(&t->keys);
+		fail(f, t, "%s/%s/%s", t->sp.path, MQ_DIR_KEYS, f->batch[0]);
+		return -1;
+	}
+	place(f, t);
+	return live(t) || t->landed ? 1 : -1;
+}
+
+/*
+ * With several targets, the key is looked up in each first: the ID of its
+ * holder in the first that has it is the one the message is added under
+ * where it is missing, so that a rerun after a partial failure completes
+ * the message under one ID.  The copies in tmp/ are renamed to it.
+ * Returns whether a holder was found (its ID in id).
+ */
+static int
+found(struct mq_fan *f, char *id)
+{
+	struct mq_target *t;
+	char holder[MQ_ID_LEN + 1];
+	int i, r, got = 0;
+
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t) || (r = look(f, t, holder)) == -1)
+			continue;
+		mq_keys_unlock(&t->keys);
+		if (r != MQ_KEY_HELD)
+			continue;
+		t->has = 1;
+		mq_tmp_remove(&t->sp, f->batch[0]);
+		if (!got)
+			memcpy(id, holder, MQ_ID_LEN + 1);
+		got = 1;
+	}
+	for (i = 0; got && strcmp(id, f->batch[0]) != 0 && i < f->n; i++) {
+		t = &f->t[i];
+		if (live(t) && !t->has &&
+		    mq_tmp_rename(&t->sp, f->batch[0], id) == -1)
+			fail_tmp(f, t, f->batch[0]);
+	}
+	if (got)
+		memcpy(f->batch[0], id, MQ_ID_LEN + 1);
+	return got;
+}
+
+/*
+ * -k: the one message, a copy in each target's tmp/, written and synced.
+ * In each target that does not have the key, under the lock of its keys/:
+ * held (by a sender since) -> nothing added there; free -> added.  One ID
+ * is printed: the one added under or first found.
+ */
+static int
+keyed_flush(struct mq_fan *f)
+{
+	struct mq_target *t;
+	char id[MQ_ID_LEN + 1], holder[MQ_ID_LEN + 1];
+	int i, r, shown = 0;
+
+	if (f->n > 1)
+		shown = found(f, id);
+	for (i = 0; i < f->n; i++) {
+		t = &f->t[i];
+		if (!live(t) || t->has || (r = keyed(f, t, holder)) == -1)
+			continue;
+		if (r == 1 && !shown)
+			memcpy(id, f->batch[0], sizeof(id));
+		else if (r == 0 && !shown)
+			memcpy(id, holder, sizeof(id));
+		shown = 1;
+		if (!f->vflag)
+			continue;
+		if (r == 0 && f->n > 1)
+			warnx("%s: held by key in %s", holder, t->sp.path);
+		else if (r == 0)
+			warnx("%s: held by key", holder);
+		else if (f->n > 1)
+			warnx("%s: queued in %s", f->batch[0], t->sp.path);
+		else
+			warnx("%s: queued from %s", f->batch[0], f->from[0]);
+	}
+	if (shown)
+		puts(id);
+	for (i = 0; i < f->n; i++)
+		f->t[i].landed = f->t[i].own = f->t[i].has = 0;
+	f->nbatch = 0;
+	if (fflush(stdout) == EOF)
+		err(MQ_EX_SYS, "stdout");
+	return nlive(f) > 0 ? 0 : -1;
+}
+
 /*
  * Before a message is begun, once t's last credit is used up: publishes
  * the batch so far and counts again.  With overflow=reject and no room, t
@@ -529,7 +720,8 @@ mq_fan_begin(struct mq_fan *f)
 
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
-		if (live(t) && t->conf.max_depth > 0 &&
+		/* A keyed send looks its key up first: a held key needs no room. */
+		if (live(t) && f->key == NULL && t->conf.max_depth > 0 &&
 		    (uint64_t)f->nbatch >= t->credit)
 			admit(f, t);
 	}
@@ -570,6 +762,18 @@ mq_fan_write(struct mq_fan *f, const void *buf, size_t len)
 }
 
 /*
+ * Whether each target gets its own copy of a message, never a link to
+ * another's: keys and groups tell from an inode's link count whether the
+ * message is still in their spool (keys/ID, groups/G/turn), which a body
+ * shared with another spool would keep up after its ack here.
+ */
+static int
+separate(const struct mq_fan *f)
+{
+	return f->key != NULL || f->name.group[0] != '\0';
+}
+
+/*
  * Ends the message: closed (synced now if no batch sync will do it), then
  * linked or copied into every other target, and added to the batch, which
  * is flushed when it is a leaf's worth.
@@ -591,7 +795,7 @@ mq_fan_end(struct mq_fan *f)
 		if (!live(t))
 			continue;
 		if (mq_tmp_link(&f->t[f->first].sp, f->id, &t->sp, sync,
-		    &copied) == -1)
+		    !separate(f), &copied) == -1)
 			fail_tmp(f, t, f->id);
 		else if (copied)
 			t->own = 1;
@@ -637,6 +841,7 @@ mq_fan_close(struct mq_fan *f)
 		if (t->watching)
 			mq_wait_close(&t->w);
 		mq_placer_close(&t->pl);
+		mq_keys_close(&t->keys);
 		mq_spool_close(&t->sp);
 	}
 	if (f->t != &f->one)

@@ -4,7 +4,8 @@
  * written to tmp/ in batches, made durable, renamed into new/ of each
  * spool, the directories synced, and only then are the IDs printed.
  * Nothing partial is ever visible: a failure leaves at most tmp/ files,
- * which are removed (or, after a crash, swept by mq-sweep).
+ * which are removed (or, after a crash, swept by mq-sweep).  -p, -g and -k
+ * are checked here and name every message fan.c places.
  */
 #include <err.h>
 #include <errno.h>
@@ -19,8 +20,9 @@
 #include "compat.h"
 #include "mq.h"
 
-#define USAGE	"usage: mq-send [-0lSv] [-d dir]... [-D secs] [-w [secs]] " \
-	"[--ttl secs] [file ...]\n"
+#define USAGE	"usage: mq-send [-0lSv] [-d dir]... [-D secs | -g group] " \
+	"[-k key] [-p prio]\n               [-w [secs]] [--ttl secs] " \
+	"[file ...]\n"
 
 /* The long option without a short one. */
 #define OPT_TTL	256
@@ -42,6 +44,14 @@ help(void)
 	    "  -0       every NUL-terminated record is a message\n"
 	    "  -l       every line is a message\n"
 	    "  -D secs  not visible before secs from now\n"
+	    "  -k key   dedup key: while a message sent with it is in the\n"
+	    "           spool (and dedup-window after), add nothing and print\n"
+	    "           that message's ID; one message (no -l, -0, 2 files)\n"
+	    "  -g group one at a time and in send order with the others of\n"
+	    "           group (1-64 of A-Z a-z 0-9 . _ -, no leading dot);\n"
+	    "           not with -D\n"
+	    "  -p prio  priority, 0 (the default) to 9: higher ones are\n"
+	    "           claimed first\n"
 	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
 	    "           of the send (the spool's ttl applies if lower)\n"
 	    "  -S       skip fsync (faster, not crash-safe)\n"
@@ -61,6 +71,42 @@ fail(const char *name)
 {
 	mq_fan_abort(&fan);
 	err(MQ_EX_SYS, "%s", name);
+}
+
+/* -k: one message, a key mq-send takes. */
+static void
+keycheck(int delim, int nfiles)
+{
+	if (fan.key == NULL)
+		return;
+	if (delim != -1 || nfiles > 1)
+		errx(MQ_EX_USAGE, "-k sends one message: not with %s",
+		    delim != -1 ? "-l or -0" : "several files");
+	fan.keylen = strlen(fan.key);
+	if (!mq_key_valid(fan.key, fan.keylen))
+		errx(MQ_EX_USAGE, "-k: a key is 1 to %d bytes, no newline",
+		    MQ_KEY_MAX);
+	mq_key_hash(fan.key, fan.keylen, fan.name.keyhash);
+}
+
+static void
+group(const char *g)
+{
+	if (!mq_group_valid(g))
+		errx(MQ_EX_USAGE, "-g %s: invalid group (1-%d of A-Z a-z 0-9 "
+		    ". _ -, not starting with a dot)", g, MQ_GROUP_MAX);
+	strlcpy(fan.name.group, g, sizeof(fan.name.group));
+}
+
+/*
+ * Order within a group is send order: a delay would break it, or hold the
+ * whole group back (SQS FIFO has no per-message delay either).
+ */
+static void
+exclusive(uint64_t delay)
+{
+	if (delay != UINT64_MAX && fan.name.group[0] != '\0')
+		errx(MQ_EX_USAGE, "-g and -D exclude each other");
 }
 
 /* The whole of fd is one message.  -1: no spool takes any more. */
@@ -114,28 +160,27 @@ send_records(int fd, int delim, const char *name)
 	return ok;
 }
 
-int
-main(int argc, char *argv[])
+/* Parses the options into fan, *delim and *delay; returns optind. */
+static int
+options(int argc, char *argv[], int *delim, uint64_t *delay)
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
 		{ "ttl", required_argument, NULL, OPT_TTL },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *name;
-	uint64_t delay = 0;
-	int ch, i, fd, delim = -1, rc;
+	const char *arg;
+	int ch;
 
-	mq_fan_init(&fan);
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:w::hV"),
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0lSvd:D:g:k:p:w::hV"),
 	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case '0':
 		case 'l':
-			if (delim != -1 && delim != (ch == '0' ? '\0' : '\n'))
+			if (*delim != -1 && *delim != (ch == '0' ? '\0' : '\n'))
 				errx(MQ_EX_USAGE, "-l and -0 exclude each "
 				    "other");
-			delim = ch == '0' ? '\0' : '\n';
+			*delim = ch == '0' ? '\0' : '\n';
 			break;
 		case 'S':
 			fan.sync = 0;
@@ -147,35 +192,59 @@ main(int argc, char *argv[])
 			mq_fan_dir(&fan, optarg);
 			break;
 		case 'D':
-			delay = xsecs("-D", optarg, 0);
+			*delay = xsecs("-D", optarg, 0);
+			break;
+		case 'g':
+			group(optarg);
+			break;
+		case 'k':
+			fan.key = optarg;
+			break;
+		case 'p':
+			fan.name.prio = xnumber("-p", optarg, 0,
+			    MQ_PRIORITY_MAX);
 			break;
 		case OPT_TTL:
 			fan.name.ttl = xsecs("--ttl", optarg, 1);
 			break;
 		case 'w':
 			fan.wflag = 1;
-			name = mq_optional_secs(optarg, argc, argv);
-			fan.wait_ms = name != NULL ? xsecs("-w", name, 0) :
+			arg = mq_optional_secs(optarg, argc, argv);
+			fan.wait_ms = arg != NULL ? xsecs("-w", arg, 0) :
 			    UINT64_MAX;
 			break;
 		case 'h':
 			help();
-			return MQ_EX_OK;
+			exit(MQ_EX_OK);
 		case 'V':
 			mq_version();
-			return MQ_EX_OK;
+			exit(MQ_EX_OK);
 		default:
 			usage();
 		}
 	}
-	argc -= optind;
-	argv += optind;
+	return optind;
+}
+
+int
+main(int argc, char *argv[])
+{
+	const char *name;
+	uint64_t delay = UINT64_MAX;	/* no -D */
+	int i, fd, delim = -1, rc;
+
+	mq_fan_init(&fan);
+	i = options(argc, argv, &delim, &delay);
+	argc -= i;
+	argv += i;
+	keycheck(delim, argc);
+	exclusive(delay);
 
 	/* Past a file size limit, fail with EFBIG rather than die silently. */
 	signal(SIGXFSZ, SIG_IGN);
 	if (mq_fan_open(&fan) == -1)
 		return mq_fan_close(&fan);
-	if (delay > 0)
+	if (delay > 0 && delay != UINT64_MAX)
 		fan.due = mq_now_ms() + delay;
 
 	for (i = 0; i < (argc ? argc : 1); i++) {

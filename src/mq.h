@@ -260,7 +260,8 @@ void	 mq_tmp_remove(struct mq_spool *, const char *);
 int	 mq_tmp_copy(struct mq_tmpfile *, struct mq_spool *, struct mq_spool *,
 	    const char *);
 int	 mq_tmp_link(struct mq_spool *, const char *, struct mq_spool *,
-	    enum mq_tmp_sync, int *);
+	    enum mq_tmp_sync, int, int *);
+int	 mq_tmp_rename(struct mq_spool *, const char *, const char *);
 
 /* key.c: dedup keys (mq-send -k), their records in keys/ */
 struct mq_keys {
@@ -501,6 +502,8 @@ struct mq_target {
 	int		 own;		/* has batch files to sync itself */
 	int		 synced;	/* (while a batch is synced) */
 	int		 landed;	/* of the batch, in its new/ */
+	struct mq_keys	 keys;		/* -k */
+	int		 has;		/* -k: the key is held there */
 };
 struct mq_fan {
 	struct mq_target *t, one;	/* t: &one, or n of them */
@@ -522,6 +525,8 @@ struct mq_fan {
 	int		 nbatch;
 	const char	*input;		/* the file being read */
 	int		 status;	/* the worst so far */
+	const char	*key;		/* -k: the dedup key, or NULL */
+	size_t		 keylen;
 };
 void	 mq_fan_init(struct mq_fan *);
 void	 mq_fan_dir(struct mq_fan *, const char *);

@@ -187,19 +187,19 @@ mq_tmp_copy(struct mq_tmpfile *tf, struct mq_spool *to, struct mq_spool *from,
 
 /*
  * Gives to's tmp/ the closed file name of from's tmp/, under that name: a
- * hard link where the two spools would make the file alike (one file
- * system, the same mode and group: an inode has one of each, and the
- * members of a shared spool must be able to read what is in it), else a
- * copy, closed as sync says.  *copied says which it was.
+ * hard link where link allows it and the two spools would make the file
+ * alike (one file system, the same mode and group: an inode has one of
+ * each, and the members of a shared spool must be able to read what is in
+ * it), else a copy, closed as sync says.  *copied says which it was.
  */
 int
 mq_tmp_link(struct mq_spool *from, const char *name, struct mq_spool *to,
-    enum mq_tmp_sync sync, int *copied)
+    enum mq_tmp_sync sync, int link, int *copied)
 {
 	struct mq_tmpfile tf;
 
 	*copied = 0;
-	if (from->dev == to->dev && from->fmode == to->fmode &&
+	if (link && from->dev == to->dev && from->fmode == to->fmode &&
 	    from->gid == to->gid) {
 		if (linkat(from->tmp, name, to->tmp, name, 0) == 0)
 			return 0;
@@ -216,4 +216,11 @@ mq_tmp_link(struct mq_spool *from, const char *name, struct mq_spool *to,
 		return -1;
 	}
 	return 0;
+}
+
+/* Renames tmp/from to tmp/to: a keyed fan-out takes the ID it found. */
+int
+mq_tmp_rename(struct mq_spool *sp, const char *from, const char *to)
+{
+	return renameat(sp->tmp, from, sp->tmp, to);
 }

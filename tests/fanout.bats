@@ -214,8 +214,11 @@ readonly_dir() {
 	cmp "$r" "$BATS_TEST_TMPDIR/big"
 	# The same with -l: a long line, begun in B, is whole in A.
 	head -c 300000 /dev/zero | tr '\0' x >"$BATS_TEST_TMPDIR/line"
+	# From a file, not a pipe: a pipe's pause after "a" would publish it.
+	{ printf 'a\n'; cat "$BATS_TEST_TMPDIR/line"; printf '\nb\n'; } \
+	    >"$BATS_TEST_TMPDIR/lines"
 	run -4 --separate-stderr mq-send -l -d "$B" -d "$A" \
-	    < <(printf 'a\n'; cat "$BATS_TEST_TMPDIR/line"; printf '\nb\n')
+	    <"$BATS_TEST_TMPDIR/lines"
 	assert_equal "${#lines[@]}" 3
 	[[ $stderr == "mq-send: $B/tmp/"*": No space left on device" ]]
 	assert_equal "$(find "$B/new" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
