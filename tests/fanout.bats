@@ -316,3 +316,96 @@ readonly_dir() {
 	[[ $stderr == *"-d: empty spool name"* ]]
 	[ ! -e "$A" ]
 }
+
+@test "fanout: -p gives the message the same priority in every spool" {
+	echo low | mq-send -d "$A" -d "$B" >/dev/null
+	id=$(echo high | mq-send -p 7 -d "$A" -d "$B")
+	for d in "$A" "$B"; do
+		run find "$d/new/p7" -type f -name "$id,*,p7"
+		assert_output --partial "$id"
+		r=$(MQ_DIR="$d" mq-recv -t 60)
+		assert_equal "$(cat "$r")" high
+	done
+}
+
+@test "fanout: -g puts the message in its group in every spool; order is kept in each" {
+	for m in m1 m2 m3; do
+		echo "$m" | mq-send -g G -d "$A" -d "$B" >/dev/null
+	done
+	# Each spool has its own copy: a group's turn is told by a link count.
+	find "$A/new" "$A/groups" -type f -printf '%i\n' | sort -u >"$BATS_TEST_TMPDIR/ia"
+	find "$B/new" "$B/groups" -type f -printf '%i\n' | sort -u >"$BATS_TEST_TMPDIR/ib"
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/ia")" 3
+	assert_equal "$(comm -12 "$BATS_TEST_TMPDIR/ia" "$BATS_TEST_TMPDIR/ib")" ""
+	for d in "$A" "$B"; do
+		for m in m1 m2 m3; do
+			r=$(MQ_DIR="$d" mq-recv -t 60)
+			assert_equal "$(cat "$r")" "$m"
+			# One of the group at a time, in this spool.
+			MQ_DIR="$d" run -1 mq-recv -t 60
+			MQ_DIR="$d" mq-ack "$r"
+		done
+	done
+	# Nothing of the group is left in either spool.
+	[ -z "$(find "$A/groups" "$B/groups" -type f 2>/dev/null)" ] ||
+	    fail "groups left: $(find "$A/groups" "$B/groups" -type f)"
+}
+
+@test "fanout: -k into A only, then -d A -d B -k K adds to B under A's ID, and a rerun adds nothing" {
+	id=$(echo first | mq-send -d "$A" -k K)
+	before=$(files "$A")
+	run --separate-stderr mq-send -d "$A" -d "$B" -k K < <(echo second)
+	assert_success
+	assert_output "$id"
+	assert_equal "$(files "$A")" "$before"
+	assert_equal "$(ids "$B")" "$id"
+	r=$(MQ_DIR="$B" mq-recv -t 60)
+	assert_equal "$(cat "$r")" second
+	MQ_DIR="$B" mq-ack -r "$r"
+	run --separate-stderr mq-send -d "$A" -d "$B" -k K < <(echo third)
+	assert_success
+	assert_output "$id"
+	assert_equal "$(files "$A")" "$before"
+	assert_equal "$(ids "$B")" "$id"
+	assert_equal "$(find "$A/tmp" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
+}
+
+@test "fanout: -k with a new key: one ID in every spool, each body its own inode" {
+	run --separate-stderr mq-send -d "$A" -d "$B" -d "$C" -k K < <(echo x)
+	assert_success
+	id=$output
+	for d in "$A" "$B" "$C"; do
+		assert_equal "$(ids "$d")" "$id"
+	done
+	a=$(find "$A/new" -type f -exec stat -c %i {} +)
+	b=$(find "$B/new" -type f -exec stat -c %i {} +)
+	c=$(find "$C/new" -type f -exec stat -c %i {} +)
+	[ "$a" != "$b" ] && [ "$a" != "$c" ] && [ "$b" != "$c" ] ||
+	    fail "shared inodes: $a $b $c"
+	# Each holds its key through its own keys/ID only.
+	for d in "$A" "$B" "$C"; do
+		assert_equal "$(stat -c %h "$d"/new/*/*/*/"$id",*)" 2
+	done
+	# An ack in one spool frees the key there, not in the others.
+	r=$(MQ_DIR="$A" mq-recv -t 60)
+	MQ_DIR="$A" mq-ack "$r"
+	run --separate-stderr mq-send -d "$A" -d "$B" -d "$C" -k K < <(echo y)
+	assert_success
+	assert_output "$id"
+	assert_equal "$(ids "$A")" "$id"
+	assert_equal "$(cat "$A"/new/*/*/*/"$id",*)" y
+	assert_equal "$(cat "$B"/new/*/*/*/"$id",*)" x
+}
+
+@test "fanout: -k held in one spool, the other full: it is named, exit 6, the holder's ID printed" {
+	id=$(echo first | mq-send -d "$A" -k K)
+	echo other | mq-send -d "$B" >/dev/null
+	mq-conf -d "$B" max-depth=1
+	run --separate-stderr mq-send -d "$A" -d "$B" -k K < <(echo second)
+	assert_failure 6
+	assert_output "$id"
+	assert_equal "$stderr" "mq-send: $B: full (max-depth 1)"
+	assert_equal "$(ids "$A")" "$id"
+	assert_equal "$(find "$B/new" -type f | wc -l)" 1
+	assert_equal "$(find "$A/tmp" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
+}
