@@ -596,7 +596,10 @@ keyed(struct mq_fan *f, struct mq_target *t, char *holder)
  * With several targets, the key is looked up in each first: the ID of its
  * holder in the first that has it is the one the message is added under
  * where it is missing, so that a rerun after a partial failure completes
- * the message under one ID.  The copies in tmp/ are renamed to it.
+ * the message under one ID.  The copies in tmp/ are renamed to it (kid),
+ * but where that name is taken (its own sender is still at work there, or
+ * no link can be made) the copy keeps its own: each target decides under
+ * its own lock, so a spool gets one message per key either way.
  * Returns whether a holder was found (its ID in id).
  */
 static int
@@ -622,11 +625,9 @@ found(struct mq_fan *f, char *id)
 	for (i = 0; got && strcmp(id, f->batch[0]) != 0 && i < f->n; i++) {
 		t = &f->t[i];
 		if (live(t) && !t->has &&
-		    mq_tmp_rename(&t->sp, f->batch[0], id) == -1)
-			fail_tmp(f, t, f->batch[0]);
+		    mq_tmp_rename(&t->sp, f->batch[0], id) == 0)
+			memcpy(t->kid, id, MQ_ID_LEN + 1);
 	}
-	if (got)
-		memcpy(f->batch[0], id, MQ_ID_LEN + 1);
 	return got;
 }
 
@@ -643,11 +644,17 @@ keyed_flush(struct mq_fan *f)
 	char id[MQ_ID_LEN + 1], holder[MQ_ID_LEN + 1];
 	int i, r, shown = 0;
 
+	for (i = 0; i < f->n; i++)
+		memcpy(f->t[i].kid, f->batch[0], MQ_ID_LEN + 1);
 	if (f->n > 1)
 		shown = found(f, id);
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
-		if (!live(t) || t->has || (r = keyed(f, t, holder)) == -1)
+		if (!live(t) || t->has)
+			continue;
+		/* What t's copy is named: each step on t goes by batch[0]. */
+		memcpy(f->batch[0], t->kid, MQ_ID_LEN + 1);
+		if ((r = keyed(f, t, holder)) == -1)
 			continue;
 		if (r == 1 && !shown)
 			memcpy(id, f->batch[0], sizeof(id));

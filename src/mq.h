@@ -504,6 +504,7 @@ struct mq_target {
 	int		 landed;	/* of the batch, in its new/ */
 	struct mq_keys	 keys;		/* -k */
 	int		 has;		/* -k: the key is held there */
+	char		 kid[MQ_ID_LEN + 1];	/* -k: its copy's name in tmp/ */
 };
 struct mq_fan {
 	struct mq_target *t, one;	/* t: &one, or n of them */

@@ -218,9 +218,17 @@ mq_tmp_link(struct mq_spool *from, const char *name, struct mq_spool *to,
 	return 0;
 }
 
-/* Renames tmp/from to tmp/to: a keyed fan-out takes the ID it found. */
+/*
+ * Gives tmp/from the name to instead (a keyed fan-out takes the ID it
+ * found), unless to is taken: a link, not a rename, as another sender's
+ * tmp/to (that ID's own) must not be replaced.  -1 (EEXIST: taken): from
+ * is left as it was.
+ */
 int
 mq_tmp_rename(struct mq_spool *sp, const char *from, const char *to)
 {
-	return renameat(sp->tmp, from, sp->tmp, to);
+	if (linkat(sp->tmp, from, sp->tmp, to, 0) == -1)
+		return -1;
+	unlinkat(sp->tmp, from, 0);
+	return 0;
 }

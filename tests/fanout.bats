@@ -409,3 +409,27 @@ readonly_dir() {
 	assert_equal "$(find "$B/new" -type f | wc -l)" 1
 	assert_equal "$(find "$A/tmp" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
 }
+
+@test "fanout: -k, 8 senders racing into the same two spools: one message per key in each (5 rounds)" {
+	for round in 1 2 3 4 5; do
+		pids=()
+		for i in 1 2 3 4 5 6 7 8; do
+			echo "$i" | timeout 20 mq-send -d "$A" -d "$B" -k "K$round" \
+			    >"$BATS_TEST_TMPDIR/out.$i" &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do
+			wait "$p" || fail "round $round: a sender failed"
+		done
+		for d in "$A" "$B"; do
+			assert_equal "$(find "$d/new" -type f -name "*,k*" | wc -l)" "$round"
+		done
+		# Every sender printed an ID that one of the spools holds.
+		for i in 1 2 3 4 5 6 7 8; do
+			id=$(cat "$BATS_TEST_TMPDIR/out.$i")
+			[ -n "$(find "$A/new" "$B/new" -type f -name "$id,*")" ] ||
+			    fail "round $round: sender $i printed $id, held nowhere"
+		done
+	done
+	assert_equal "$(find "$A/tmp" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
+}
