@@ -38,6 +38,13 @@
  * messages dead-lettered to make room for each batch.  Without max-depth
  * nothing is counted; with one target, nothing is linked: a plain send
  * costs what it did before there were several.
+ *
+ * -p and -g name every message (f->name), and place_one puts it in each
+ * target's tree of its priority or in its group there.  With -g or -k each
+ * target gets a copy, never a link (see separate).  -k sends one message,
+ * added in each target under that target's lock of keys/ only where the
+ * key is missing (keyed_flush), before any count of max-depth: a held key
+ * needs no room.
  */
 #include <err.h>
 #include <errno.h>
