@@ -8,8 +8,8 @@
  *	redrive	dead/ID,DIED,A[,TTL]	-> new/T/M/L/ID,0,NOW,TTL mq_dead_redrive
  *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked)		mq_dead_purge
  *
- * A burial of the head of an ordered group hands the group's turn on
- * first, and a redrive of one of a group puts it back into its group
+ * A burial of the head of an ordered group hands the group's turn on as
+ * it goes, and a redrive of one of a group puts it back into its group
  * (mq_group_leave, mq_group_place: group.c).
  *
  * (a redrive's rename is mq_place's, place.c).  A run of burials for one
@@ -212,7 +212,7 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	struct mq_name dead = *nm;
 	struct stat st;
 	char deadname[MQ_NAME_MAX];
-	int saved, with, mine, lock;
+	int saved, with, mine, lock, r;
 
 	dead.ms = mq_now_ms();
 	if (mq_spool_need(sp, 0) == -1 ||
@@ -236,11 +236,12 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 			return -1;
 	}
 	/*
-	 * The head of a group hands its turn on before it goes, under the
-	 * group's lock, held until it has gone (group.c).
+	 * The head of a group is buried by mq_group_leave, which hands its
+	 * turn on as it goes (1); another message of a group is buried
+	 * under the group's lock (0: group.c).
 	 */
-	if (mq_group_leave(sp, from, name, nm, &lock) == -1 ||
-	    renameat(from, name, sp->dead, deadname) == -1) {
+	if ((r = mq_group_leave(sp, from, name, nm, deadname, &lock)) == -1 ||
+	    (r == 0 && renameat(from, name, sp->dead, deadname) == -1)) {
 		saved = errno;
 		mq_group_unlock(&lock);
 		if (with && mine && still_mine(b, nm->id))

@@ -508,11 +508,12 @@ cache_write(struct counting *c)
  * there are that many or more: those not expired at now (ms) given the
  * spool's ttl (ms, 0: none).  The expired messages of the leaves it
  * lists are buried, with the reason "expired"; if any were, the doorbell
- * is rung.  Returns 0, or -1 on error.
+ * is rung.  With parked_too (overflow=reject), the messages parked behind
+ * the heads of groups are counted too.  Returns 0, or -1 on error.
  */
 int
 mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
-    uint64_t *n)
+    int parked_too, uint64_t *n)
 {
 	struct counting c;
 	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0, 1 };
@@ -553,9 +554,12 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 		return -1;
 	/*
 	 * A bounded queue stays bounded: what is parked behind the head of
-	 * a group waits too (listed in full, without the cache).
+	 * a group waits too (listed in full, without the cache).  Not with
+	 * overflow=drop-oldest (!parked_too): the drop takes from new/ only
+	 * (a parked message may not overtake its head), so counting what it
+	 * cannot drop would have it drop heads and the newest instead.
 	 */
-	if (c.n < limit) {
+	if (parked_too && c.n < limit) {
 		if (mq_group_count(sp, limit - c.n, ttl, now, &parked) == -1)
 			return -1;
 		c.n += parked;

@@ -322,7 +322,8 @@ unkeyed(struct mq_fan *f, struct mq_target *t)
 static int
 depth(struct mq_fan *f, struct mq_target *t, uint64_t limit, uint64_t *n)
 {
-	if (mq_depth(&t->sp, limit, t->conf.ttl_ms, mq_now_ms(), n) == -1) {
+	if (mq_depth(&t->sp, limit, t->conf.ttl_ms, mq_now_ms(),
+	    !t->conf.drop_oldest, n) == -1) {
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 		return -1;
 	}

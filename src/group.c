@@ -76,37 +76,44 @@ subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
 }
 
 /*
- * Opens groups/ (making it with create) and inside it group's directory,
- * and locks it.  A sweep may remove the directory between our open and
- * our lock: the one locked must still be groups/G, or we start again.
- * Returns the locked fd (closing it unlocks), or -1 (ENOENT without
- * create: no such group).  *made (if not NULL) is set when a directory
- * was made, so that a send syncs what holds it; *groupsfd (if not NULL)
- * gets groups/, open.
+ * groups/, opened once per spool (sp->groups), made first with create
+ * (*made is then set).  Everything below it is reached through it and
+ * fds opened with O_NOFOLLOW: a symbolic link planted at groups/ or at
+ * groups/G is never followed.
+ */
+static int
+groups_fd(struct mq_spool *sp, int create, int spares, int *made)
+{
+	if (sp->groups == -1)
+		sp->groups = subdir(sp, sp->fd, MQ_DIR_GROUPS, create, spares,
+		    made);
+	return sp->groups;
+}
+
+/*
+ * Opens group's directory (making it, and groups/, with create) and locks
+ * it.  A sweep may remove the directory between our open and our lock:
+ * the one locked must still be groups/G, or we start again.  Returns the
+ * locked fd (closing it unlocks), or -1 (ENOENT without create: no such
+ * group).  *made (if not NULL) is set when a directory was made, so that
+ * a send syncs what holds it.
  */
 static int
 group_lock(struct mq_spool *sp, const char *group, int create, int spares,
-    int *groupsfd, int *made)
+    int *made)
 {
 	struct stat a, b;
 	int groups, fd, i, saved, m = 0;
 
 	for (i = 0; i < MQ_RETRIES; i++) {
-		if ((groups = subdir(sp, sp->fd, MQ_DIR_GROUPS, create, spares,
-		    &m)) == -1)
+		if ((groups = groups_fd(sp, create, spares, &m)) == -1)
 			return -1;
-		fd = subdir(sp, groups, group, create, spares, &m);
-		if (fd == -1) {
-			saved = errno;
-			close(groups);
-			errno = saved;
+		if ((fd = subdir(sp, groups, group, create, spares, &m)) == -1)
 			return -1;
-		}
 		while (flock(fd, LOCK_EX) == -1) {
 			if (errno != EINTR) {
 				saved = errno;
 				close(fd);
-				close(groups);
 				errno = saved;
 				return -1;
 			}
@@ -115,15 +122,10 @@ group_lock(struct mq_spool *sp, const char *group, int create, int spares,
 		    AT_SYMLINK_NOFOLLOW) == 0 && same(&a, &b)) {
 			if (made != NULL)
 				*made = m;
-			if (groupsfd != NULL)
-				*groupsfd = groups;
-			else
-				close(groups);
 			return fd;
 		}
 		/* Removed as empty by a sweep meanwhile. */
 		close(fd);
-		close(groups);
 		if (!create) {
 			errno = ENOENT;
 			return -1;
@@ -143,11 +145,15 @@ sync_fd(int fd)
  * Renames from/fromname (a message named as nm) into the group's tree
  * (gfd), in the leaf keyed by its ID's time: a placer of its own each
  * time, so that no leaf is shared between IDs of different times and the
- * tree's order stays ID order.  With sync, what holds it is made durable.
+ * tree's order stays ID order.  spares: a consumer's park (a claim's),
+ * which may take spare directories, as promote does: it must drain a full
+ * file system.  With sync, what holds it is made durable; a sync that
+ * fails once the rename is made does not undo it (the message is parked:
+ * queued): *syncerr gets its errno, and 0 is returned.
  */
 static int
 park(struct mq_spool *sp, int gfd, int from, const char *fromname,
-    const struct mq_name *nm, int sync)
+    const struct mq_name *nm, int spares, int sync, int *syncerr)
 {
 	struct mq_placer pl;
 	char name[MQ_NAME_MAX];
@@ -157,11 +163,12 @@ park(struct mq_spool *sp, int gfd, int from, const char *fromname,
 		return -1;
 	mq_placer_init(&pl, sp, 0);
 	pl.root = gfd;
+	pl.spares = spares;
 	r = mq_place(&pl, from, fromname, name, 0, mq_id_ms(nm->id));
 	if (r == 0 && sync && (sync_fd(pl.leaf) == -1 ||
 	    sync_fd(pl.mid) == -1 || sync_fd(pl.top) == -1 ||
 	    mq_fsync_dir(gfd) == -1))
-		r = -1;
+		*syncerr = errno;
 	saved = errno;
 	mq_placer_close(&pl);
 	errno = saved;
@@ -275,12 +282,30 @@ promote(struct mq_spool *sp, int gfd)
 	return p.done;
 }
 
+/* Whether the group's tree has a level: parked messages, or was to. */
+static int
+has_tree(int gfd)
+{
+	struct mq_names levels;
+	int r;
+
+	if (mq_names_read(gfd, DT_DIR, NULL, &levels) == -1)
+		return -1;
+	r = levels.n > 0;
+	mq_names_free(&levels);
+	return r;
+}
+
 /*
  * Sends from/fromname (a message named as nm, which has a group) into
  * pl's spool, visible at due: parked behind the group's head if it has
- * one, else into new/ as its head.  With pl->sync, the parking is made
- * durable here; a head's place in new/ is the caller's to flush, as any
- * send's.
+ * one, else into new/ as its head.  A group with no head but parked
+ * messages (a promote that could not link the turn, a turn removed by
+ * mq-sweep) is not jumped: the message is parked and the first parked
+ * one (in ID order) promoted.  With pl->sync, the parking is made durable
+ * here (a sync that fails after the rename is pl->err: it has landed, and
+ * pl's next flush fails); a head's place in new/ is the caller's to
+ * flush, as any send's.
  */
 int
 mq_group_place(struct mq_placer *pl, int from, const char *fromname,
@@ -289,18 +314,29 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 	struct mq_spool *sp = pl->sp;
 	struct stat st;
 	char name[MQ_NAME_MAX];
-	int gfd, groups, r, saved, made;
+	int gfd, r, saved, made, head, tree, syncerr = 0;
 
-	if ((gfd = group_lock(sp, nm->group, 1, 0, &groups, &made)) == -1)
+	if ((gfd = group_lock(sp, nm->group, 1, 0, &made)) == -1)
 		return -1;
-	if (fstatat(gfd, TURN, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		r = park(sp, gfd, from, fromname, nm, pl->sync);
-		/* What holds a directory made now is synced too. */
-		if (r == 0 && pl->sync && made && (mq_fsync_dir(groups) == -1 ||
-		    mq_fsync_dir(sp->fd) == -1))
-			r = -1;
-	} else if (errno != ENOENT) {
+	head = tree = 0;
+	if (fstatat(gfd, TURN, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		head = 1;
+	else
+		tree = errno == ENOENT ? has_tree(gfd) : -1;
+	if (tree == -1) {
 		r = -1;
+	} else if (head || tree) {
+		r = park(sp, gfd, from, fromname, nm, 0, pl->sync, &syncerr);
+		/* What holds a directory made now is synced too. */
+		if (r == 0 && pl->sync && made && syncerr == 0 &&
+		    (mq_fsync_dir(sp->groups) == -1 ||
+		    mq_fsync_dir(sp->fd) == -1))
+			syncerr = errno;
+		if (r == 0 && syncerr != 0)
+			pl->err = syncerr;
+		/* Queued, whatever follows: a sweep promotes if this fails. */
+		if (r == 0 && tree)
+			(void)promote(sp, gfd);
 	} else if ((r = mq_name_format(name, sizeof(name), MQ_NEW,
 	    nm)) == 0 && (r = mq_place(pl, from, fromname, name, nm->prio,
 	    due)) == 0) {
@@ -314,7 +350,6 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 			(void)mq_fsync_dir(gfd);
 	}
 	saved = errno;
-	close(groups);
 	close(gfd);
 	errno = saved;
 	return r;
@@ -326,12 +361,6 @@ mq_group_tmp_place(struct mq_placer *pl, const struct mq_name *nm,
     uint64_t due)
 {
 	return mq_group_place(pl, pl->sp->tmp, nm->id, nm, due);
-}
-
-static void
-turn_path(char *buf, size_t size, const char *group)
-{
-	snprintf(buf, size, "%s/%s/%s", MQ_DIR_GROUPS, group, TURN);
 }
 
 /*
@@ -347,24 +376,27 @@ mq_group_claimed(struct mq_spool *sp, int bucket, const char *name,
 {
 	struct mq_name parked = *nm;
 	struct stat me, turn;
-	char path[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + sizeof(TURN) + 2];
-	int gfd, r, saved;
+	int groups, gfd, r, saved, unused = 0;
 
 	if (fstatat(bucket, name, &me, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
-	turn_path(path, sizeof(path), nm->group);
-	/* The common case: two fstatat, no lock. */
-	if (fstatat(sp->fd, path, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    same(&me, &turn))
-		return 1;
-	if ((gfd = group_lock(sp, nm->group, 1, 1, NULL, NULL)) == -1)
+	/* The common case: no lock; groups/G opened without following. */
+	if ((groups = groups_fd(sp, 0, 0, NULL)) != -1 &&
+	    (gfd = mq_opendirat(groups, nm->group)) != -1) {
+		r = fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    same(&me, &turn);
+		close(gfd);
+		if (r)
+			return 1;
+	}
+	if ((gfd = group_lock(sp, nm->group, 1, 1, NULL)) == -1)
 		return -1;
 	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (same(&me, &turn))
 			r = 1;
 		else {
 			parked.attempts = attempts;
-			r = park(sp, gfd, bucket, name, &parked, 0);
+			r = park(sp, gfd, bucket, name, &parked, 1, 0, &unused);
 		}
 	} else if (errno == ENOENT)
 		r = linkat(bucket, name, gfd, TURN, 0) == 0 ? 1 : -1;
@@ -376,42 +408,149 @@ mq_group_claimed(struct mq_spool *sp, int bucket, const char *name,
 	return r;
 }
 
+#define LEAVING		"leaving."
+#define LEAVING_ACK	".ack"
+#define LEAVING_DEAD	".dead"
+
+static int
+is_leaving(const char *s)
+{
+	return strncmp(s, LEAVING, sizeof(LEAVING) - 1) == 0;
+}
+
+/* groups/G/leaving.NAME.ack or .dead: NAME is nm's in new/. */
+static int
+leaving_format(char *buf, size_t size, const struct mq_name *nm, int dead)
+{
+	char name[MQ_NAME_MAX];
+	int n;
+
+	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
+		return -1;
+	n = snprintf(buf, size, "%s%s%s", LEAVING, name,
+	    dead ? LEAVING_DEAD : LEAVING_ACK);
+	if (n < 0 || (size_t)n >= size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+leaving_parse(const char *s, struct mq_name *nm, int *dead)
+{
+	char name[MQ_NAME_MAX];
+	size_t n;
+
+	if (!is_leaving(s))
+		return -1;
+	s += sizeof(LEAVING) - 1;
+	n = strlen(s);
+	if (n > sizeof(LEAVING_ACK) - 1 &&
+	    strcmp(s + n - (sizeof(LEAVING_ACK) - 1), LEAVING_ACK) == 0) {
+		*dead = 0;
+		n -= sizeof(LEAVING_ACK) - 1;
+	} else if (n > sizeof(LEAVING_DEAD) - 1 &&
+	    strcmp(s + n - (sizeof(LEAVING_DEAD) - 1), LEAVING_DEAD) == 0) {
+		*dead = 1;
+		n -= sizeof(LEAVING_DEAD) - 1;
+	} else
+		return -1;
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	return mq_name_parse(name, MQ_NEW, nm);
+}
+
+/* The turn is handed on: to the first parked message, or to none. */
+static int
+hand_on(struct mq_spool *sp, int gfd)
+{
+	int r;
+
+	if ((r = promote(sp, gfd)) == 0 && unlinkat(gfd, TURN, 0) == -1 &&
+	    errno != ENOENT)
+		r = -1;
+	return r == -1 ? -1 : 0;
+}
+
 /*
- * Before the head of a group (from/name, named as nm) leaves new/ or
- * cur/ (acked or buried): the next parked message is promoted into new/
- * and given the turn, or, none parked, the turn is removed.  A message
- * that does not hold the turn (parked meanwhile, or that lost it) leaves
- * it alone.  *lock gets the group's locked fd (or -1), which the caller
- * closes (mq_group_unlock) once the message is gone: a send of the group
- * meanwhile would otherwise find a turn still naming it and park behind
- * a message about to go.  Returns -1 with ENOENT when from/name is gone.
+ * A message of a group (from/name, named as nm) leaves new/ or cur/:
+ * acked (deadname NULL: unlinked) or buried (renamed to dead/deadname;
+ * its reason is linked already).  When it is the group's head, the whole
+ * leave is made here, under the group's lock, in this order:
+ *
+ *	from/name -> groups/G/leaving.NAME.ack (or .dead)
+ *		out of every claimer's reach first: a reclaim of its
+ *		expired lease, its holder's extend or a claim that buries
+ *		it can no longer take it and find it holding the turn
+ *		(ENOENT: one did first; the lease is lost, nothing moves)
+ *	promote the next parked message (or unlink the turn: none)
+ *	leaving.NAME.ack -> (unlinked), leaving.NAME.dead -> dead/deadname
+ *
+ * and 1 is returned.  A crash in between leaves leaving.* for
+ * mq_group_sweep to finish.  A promote that fails puts the head back
+ * where it was (and -1 is returned).  A message that does not hold the
+ * turn (parked meanwhile, or that lost it) leaves the group alone: 0 is
+ * returned, and *lock has the group's locked fd (or -1), which the caller
+ * closes (mq_group_unlock) once it has unlinked or renamed the message
+ * itself, so that no claim gives it the turn meanwhile.  Returns -1 on
+ * error, with ENOENT when from/name is gone (the lease was lost).
  */
 int
 mq_group_leave(struct mq_spool *sp, int from, const char *name,
-    const struct mq_name *nm, int *lock)
+    const struct mq_name *nm, const char *deadname, int *lock)
 {
 	struct stat me, turn;
-	int gfd, r = 0, saved;
+	char leaving[MQ_NAME_MAX + sizeof(LEAVING) + sizeof(LEAVING_DEAD)];
+	int gfd, r, saved;
 
 	*lock = -1;
 	if (nm->group[0] == '\0')
 		return 0;
-	if ((gfd = group_lock(sp, nm->group, 0, 0, NULL, NULL)) == -1)
+	if ((gfd = group_lock(sp, nm->group, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (fstatat(from, name, &me, AT_SYMLINK_NOFOLLOW) == -1)
-		r = -1;
-	else if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == -1)
-		r = errno == ENOENT ? 0 : -1;
-	else if (same(&me, &turn) && (r = promote(sp, gfd)) == 0)
-		r = unlinkat(gfd, TURN, 0) == -1 && errno != ENOENT ? -1 : 0;
-	if (r == -1) {
-		saved = errno;
-		close(gfd);
-		errno = saved;
-		return -1;
+		goto fail;
+	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			goto fail;
+		*lock = gfd;
+		return 0;
 	}
-	*lock = gfd;
-	return 0;
+	if (!same(&me, &turn)) {
+		*lock = gfd;
+		return 0;
+	}
+	if (leaving_format(leaving, sizeof(leaving), nm,
+	    deadname != NULL) == -1 ||
+	    renameat(from, name, gfd, leaving) == -1)
+		goto fail;
+	if (hand_on(sp, gfd) == -1) {
+		saved = errno;
+		/* Still the head (the turn is its): it stays one. */
+		if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    same(&me, &turn))
+			(void)renameat(gfd, leaving, from, name);
+		errno = saved;
+		goto fail;
+	}
+	r = deadname == NULL ? unlinkat(gfd, leaving, 0) :
+	    renameat(gfd, leaving, sp->dead, deadname);
+	if (r == -1) {
+		/* mq_group_sweep finishes it. */
+		if (errno == ENOENT)
+			errno = EIO;
+		goto fail;
+	}
+	close(gfd);
+	return 1;
+fail:
+	saved = errno;
+	close(gfd);
+	errno = saved;
+	return -1;
 }
 
 void
@@ -494,10 +633,9 @@ mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t ttl,
 	*n = 0;
 	if (limit == 0)
 		return 0;
-	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
+	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	r = mq_dir_each(groups, DT_DIR, count_group, &c);
-	close(groups);
 	*n = c.n < limit ? c.n : limit;
 	return r == -1 ? -1 : 0;
 }
@@ -506,7 +644,6 @@ mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t ttl,
 struct sweeping {
 	struct mq_spool	*sp;
 	void		(*report)(const char *, const char *);
-	int		 failed;
 };
 
 static int
@@ -515,19 +652,80 @@ is_aside(const char *s)
 	return strncmp(s, TURN ".", sizeof(TURN)) == 0;
 }
 
+/*
+ * A leave killed half way (groups/G/leaving.*, mq_group_leave): one that
+ * still holds the turn did not get to promote.  An ack's message is put
+ * back into new/ as the head again (its ack was never confirmed to its
+ * caller: at least once); a burial's promotes, then buries.  One whose
+ * turn is gone already (promoted) is finished: unlinked, or buried.
+ */
+static int
+finish_leave(struct sweeping *w, int gfd, const char *what,
+    const char *leaving)
+{
+	struct mq_placer pl;
+	struct mq_name nm;
+	struct stat me, turn;
+	char name[MQ_NAME_MAX];
+	int dead, r, saved;
+
+	if (leaving_parse(leaving, &nm, &dead) == -1)
+		return 0;
+	if (fstatat(gfd, leaving, &me, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT)
+			return -1;
+	} else if (same(&me, &turn)) {
+		if (!dead) {
+			if (mq_name_format(name, sizeof(name), MQ_NEW,
+			    &nm) == -1)
+				return -1;
+			mq_placer_init(&pl, w->sp, 0);
+			pl.spares = 1;
+			r = mq_place(&pl, gfd, leaving, name, nm.prio,
+			    mq_now_ms());
+			saved = errno;
+			(void)mq_placer_flush(&pl);
+			mq_placer_close(&pl);
+			errno = saved;
+			if (r == 0 && w->report != NULL)
+				w->report(what, "unfinished ack: head again");
+			return r == -1 && errno != ENOENT ? -1 : 0;
+		}
+		if (hand_on(w->sp, gfd) == -1)
+			return -1;
+	}
+	if (!dead)
+		r = unlinkat(gfd, leaving, 0);
+	else {
+		nm.ms = mq_now_ms();
+		if (mq_spool_need(w->sp, 0) == -1 ||
+		    mq_name_format(name, sizeof(name), MQ_DEAD, &nm) == -1)
+			return -1;
+		r = renameat(gfd, leaving, w->sp->dead, name);
+	}
+	if (r == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (w->report != NULL)
+		w->report(what, dead ? "unfinished burial: buried" :
+		    "unfinished ack: acked");
+	return 0;
+}
+
 static int
 sweep_group(void *arg, int groups, const char *group)
 {
 	struct sweeping *w = arg;
-	struct mq_names aside;
+	struct mq_names aside, leaving;
 	struct stat turn;
 	size_t i;
-	int gfd, r = 0, saved;
+	int gfd, r = 0, saved, unfinished = 0;
 	char what[MQ_GROUP_MAX + 16];
 
 	if (!mq_group_valid(group))
 		return 0;
-	if ((gfd = group_lock(w->sp, group, 0, 0, NULL, NULL)) == -1)
+	if ((gfd = group_lock(w->sp, group, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	snprintf(what, sizeof(what), "group %s", group);
 	/* Links of promotes killed between their link and their rename. */
@@ -535,6 +733,13 @@ sweep_group(void *arg, int groups, const char *group)
 		for (i = 0; i < aside.n; i++)
 			unlinkat(gfd, aside.v[i], 0);
 		mq_names_free(&aside);
+	}
+	/* Leaves killed half way: finished first, as they would have. */
+	if (mq_names_read(gfd, DT_REG, is_leaving, &leaving) == 0) {
+		for (i = 0; i < leaving.n; i++)
+			if (finish_leave(w, gfd, what, leaving.v[i]) == -1)
+				unfinished = errno;
+		mq_names_free(&leaving);
 	}
 	/* A turn whose message was removed by hand: nobody holds it. */
 	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -550,6 +755,10 @@ sweep_group(void *arg, int groups, const char *group)
 		    AT_REMOVEDIR) == 0 && w->report != NULL)
 			w->report(what, "empty: removed");
 	}
+	if (r != -1 && unfinished != 0) {
+		errno = unfinished;
+		r = -1;
+	}
 	saved = errno;
 	close(gfd);
 	errno = saved;
@@ -557,20 +766,19 @@ sweep_group(void *arg, int groups, const char *group)
 }
 
 /*
- * mq-sweep: mends every group (a turn without its message removed, a
- * group with parked messages and no turn given its next, debris of killed
- * promotes removed) and removes those left empty.  report is told.
+ * mq-sweep: mends every group (leaves killed half way finished, a turn
+ * without its message removed, a group with parked messages and no turn
+ * given its next, debris of killed promotes removed) and removes those
+ * left empty.  report is told.
  */
 int
 mq_group_sweep(struct mq_spool *sp, void (*report)(const char *,
     const char *))
 {
-	struct sweeping w = { sp, report, 0 };
-	int groups, r;
+	struct sweeping w = { sp, report };
+	int groups;
 
-	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
+	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(groups, DT_DIR, sweep_group, &w);
-	close(groups);
-	return r;
+	return mq_dir_each(groups, DT_DIR, sweep_group, &w);
 }

@@ -125,6 +125,7 @@ struct mq_spool {
 	char	 realbuf[PATH_MAX];
 	int	 fd;
 	int	 tmp, new, cur, dead, reason;
+	int	 groups;	/* groups/, opened when first needed (group.c) */
 	mode_t	 dmode;		/* directories are made like the spool root */
 	mode_t	 fmode;
 	dev_t	 dev;		/* of the root: which spool, on which fs */
@@ -172,6 +173,11 @@ struct mq_placer {
 	 * what consumers need to drain it.
 	 */
 	int	 spares;
+	/*
+	 * A sync that failed after its rename (a parked message of a group:
+	 * it is queued all the same): the errno the next flush fails with.
+	 */
+	int	 err;
 };
 
 /* spool.c */
@@ -362,7 +368,7 @@ int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
 
 /* depth.c: messages waiting in new/, for max-depth */
-int	 mq_depth(struct mq_spool *, uint64_t, uint64_t, uint64_t,
+int	 mq_depth(struct mq_spool *, uint64_t, uint64_t, uint64_t, int,
 	    uint64_t *);
 typedef void (*mq_drop_fn)(void *, const char *);
 int	 mq_depth_drop(struct mq_spool *, uint64_t, uint64_t, uint64_t,
@@ -388,7 +394,7 @@ int	 mq_group_tmp_place(struct mq_placer *, const struct mq_name *,
 int	 mq_group_claimed(struct mq_spool *, int, const char *,
 	    const struct mq_name *, unsigned);
 int	 mq_group_leave(struct mq_spool *, int, const char *,
-	    const struct mq_name *, int *);
+	    const struct mq_name *, const char *, int *);
 void	 mq_group_unlock(int *);
 int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t, uint64_t,
 	    uint64_t *);

@@ -116,18 +116,28 @@ sync_level(int fd)
  * a directory and not synced its parent yet.  A bell that cannot be rung
  * fails nothing: the messages are in place, and failing would have a
  * producer send them twice; a receiver finds them when next it looks.
+ * pl->err, a sync that failed since (a parked message of a group, placed
+ * elsewhere: group.c), fails the flush as its own sync would.
  */
 int
 mq_placer_flush(struct mq_placer *pl)
 {
-	if (!pl->dirty)
-		return 0;
-	if (pl->sync && (sync_level(pl->leaf) == -1 ||
-	    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
-	    sync_level(pl->pdir) == -1 || mq_fsync_dir(pl->root) == -1))
+	int err = pl->err;
+
+	pl->err = 0;
+	if (pl->dirty) {
+		if (pl->sync && (sync_level(pl->leaf) == -1 ||
+		    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
+		    sync_level(pl->pdir) == -1 || mq_fsync_dir(pl->root) == -1))
+			return -1;
+		pl->dirty = 0;
+		(void)mq_ring(pl->sp);
+	}
+	/* A sync that failed after its rename is told here, once. */
+	if (err != 0) {
+		errno = err;
 		return -1;
-	pl->dirty = 0;
-	(void)mq_ring(pl->sp);
+	}
 	return 0;
 }
 

@@ -14,7 +14,8 @@
  *			(mq_receipt_bury, by mq_bury)
  *	ack	cur/S/ID,DEADLINE,A	-> (unlinked)
  *			(mq_receipt_ack; the head of a group hands its turn
- *			on first, mq_group_leave: so does a burial, dead.c)
+ *			on as it goes, mq_group_leave: so does a burial,
+ *			dead.c)
  *
  * A receipt only selects names: the file is reached through the spool's
  * own fds.  A bucket of cur/ left empty by a batch of receipts is removed
@@ -226,9 +227,15 @@ mq_receipt_ack(struct mq_receipt *rc)
 {
 	int st, lock;
 
-	/* The head of a group hands its turn on before it goes. */
-	if (mq_group_leave(rc->sp, rc->bucket, rc->name, &rc->n, &lock) == -1)
+	/* The head of a group hands its turn on as it goes (group.c). */
+	switch (mq_group_leave(rc->sp, rc->bucket, rc->name, &rc->n, NULL,
+	    &lock)) {
+	case -1:
 		return settled(-1);
+	case 1:
+		moved_on(rc);
+		return MQ_EX_OK;
+	}
 	if ((st = settled(unlinkat(rc->bucket, rc->name, 0))) == MQ_EX_OK)
 		moved_on(rc);
 	mq_group_unlock(&lock);

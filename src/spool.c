@@ -115,6 +115,7 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 
 	memset(sp, 0, sizeof(*sp));
 	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
+	sp->groups = -1;
 	sp->path = path;
 	if (*path == '\0') {
 		errno = ENOENT;
@@ -292,7 +293,7 @@ void
 mq_spool_close(struct mq_spool *sp)
 {
 	int *fds[] = { &sp->tmp, &sp->new, &sp->cur, &sp->dead, &sp->reason,
-	    &sp->fd };
+	    &sp->groups, &sp->fd };
 	size_t i;
 	int saved = errno;
 

@@ -320,3 +320,161 @@ parked() {
 	run -6 --separate-stderr mq-send -g A <<<a4
 	run -6 --separate-stderr mq-send <<<plain
 }
+
+# The name in new/ of the claimed message whose receipt is $1.
+new_name() {
+	basename "$1" | cut -d, -f1,3-
+}
+
+@test "group: an ack racing a reclaim of its expired lease never leaves two of the group in flight" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	gsend A a1 a2
+	recv_one -t 1
+	sleep 1.2
+	# mq-ack stopped where it hands the turn on, while another receiver
+	# claims: a1's lease has run out, so a1 is what it would take.
+	run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex 'break promote' -ex "run $r" \
+	    -ex "shell mq-recv -t 60 >$BATS_TEST_TMPDIR/r2; echo \$? >$BATS_TEST_TMPDIR/rc2" \
+	    -ex continue --args mq-ack </dev/null
+	[[ $output == *"Breakpoint 1"* ]] || fail "promote was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "the ack failed: $output"
+	# a1 was out of reach: that receiver got nothing, and a2 is next.
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/rc2")" 1
+	assert_equal "$(count cur)" 0
+	recv_one
+	assert_equal "$body" a2
+	run -1 mq-recv
+}
+
+@test "group: mq-sweep finishes a leave killed before its promote (leaving.*.ack: head again; .dead: buried)" {
+	gsend A a1 a2
+	recv_one
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").ack"
+	run -1 mq-recv
+	run mq-sweep -v
+	assert_success
+	[[ $output == *"group A: unfinished ack: head again"* ]] || fail "$output"
+	# The ack was never confirmed: a1 comes again, still the head.
+	recv_one
+	assert_equal "$body" a1
+	run -1 mq-recv
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	run mq-sweep -v
+	assert_success
+	[[ $output == *"group A: unfinished burial: buried"* ]] || fail "$output"
+	assert_equal "$(count dead)" 1
+	recv_one
+	assert_equal "$body" a2
+	run -1 mq-recv
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 0
+}
+
+@test "group: mq-sweep finishes a leave killed after its promote (leaving.*.dead, .ack: done)" {
+	gsend A a1 a2
+	recv_one
+	assert_equal "$body" a1
+	echo plain | mq-send >/dev/null
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	# Its promote was made: a2 in new/, with the turn.
+	a2=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f)
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f)")
+	[[ $leaf == "$MQ_DIR"/new/* ]] || fail "no leaf in new/: $leaf"
+	mv "$a2" "$leaf/"
+	ln -f "$leaf/${a2##*/}" "$MQ_DIR/groups/A/turn"
+	run mq-sweep -v
+	assert_success
+	[[ $output == *"group A: unfinished burial: buried"* ]] || fail "$output"
+	assert_equal "$(count dead)" 1
+	run mq-recv -n 5
+	assert_equal "${#lines[@]}" 2
+	run sort "${lines[@]}"
+	assert_output "$(printf 'a2\nplain')"
+	# An ack's, with nothing parked: the turn was unlinked.
+	gsend B b1
+	recv_one
+	mv "$r" "$MQ_DIR/groups/B/leaving.$(new_name "$r").ack"
+	rm "$MQ_DIR/groups/B/turn"
+	run mq-sweep -v
+	[[ $output == *"group B: unfinished ack: acked"* ]] || fail "$output"
+	assert_equal "$(find "$MQ_DIR/groups" -name 'leaving.*' | wc -l)" 0
+	assert_equal "$(count dead)" 1
+}
+
+@test "group: overflow=drop-oldest neither counts nor drops parked messages" {
+	gsend g h p1 p2 p3
+	recv_one
+	assert_equal "$body" h
+	mq-conf max-depth=3 overflow=drop-oldest
+	for b in a b c d; do echo "$b" | mq-send >/dev/null; done
+	# Room for three plain ones: only a was dropped, the parked wait.
+	assert_equal "$(count dead)" 1
+	assert_equal "$(parked g)" 3
+	run mq-recv -n 10
+	run cat "${lines[@]}"
+	assert_output "$(printf 'b\nc\nd')"
+}
+
+@test "group: a parked message whose sync fails is queued: its ID is printed, exit 4" {
+	so="$BATS_TEST_DIRNAME/fault.so"
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	gsend A a1
+	run -4 --separate-stderr env LD_PRELOAD="$so" \
+	    MQ_FAULT='fsync:errno=EIO:at=/groups/' \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 mq-send -g A -k key2 <<<a2
+	[[ $stderr == *"Input/output error"* ]] || fail "$stderr"
+	id=$output
+	assert_equal "$(parked A)" 1
+	[[ $(find "$MQ_DIR/groups/A" -mindepth 4 -type f) == */"$id",* ]]
+	# Its key was kept: a resend is the same message.
+	run mq-send -g A -k key2 <<<a2
+	assert_output "$id"
+	assert_equal "$(parked A)" 1
+}
+
+@test "group: a send into a group with parked messages and no turn does not jump the queue" {
+	gsend A a1 a2 a3
+	# The head removed by hand, and its turn with it (as mq-sweep does).
+	rm "$(find "$MQ_DIR/new" -type f)" "$MQ_DIR/groups/A/turn"
+	gsend A a4
+	run drain
+	assert_output "$(printf 'a2\n\na3\n\na4\n')"
+}
+
+@test "group: a claim that parks takes a spare directory when none can be made" {
+	so="$BATS_TEST_DIRNAME/fault.so"
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	gsend A a1 a2
+	recv_one
+	assert_equal "$body" a1
+	echo plain | mq-send >/dev/null
+	# A promote killed after its rename: a2 in new/, the turn a1's, and
+	# no directory of the group's tree left to park a2 in.
+	a2=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f)
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f)")
+	[[ $leaf == "$MQ_DIR"/new/* ]] || fail "no leaf in new/: $leaf"
+	mv "$a2" "$leaf/"
+	find "$MQ_DIR/groups/A" -mindepth 1 -type d -empty -delete
+	find "$MQ_DIR/groups/A" -mindepth 1 -type d -empty -delete
+	find "$MQ_DIR/groups/A" -mindepth 1 -type d -empty -delete
+	assert_equal "$(find "$MQ_DIR/groups/A" -mindepth 1 -type d | wc -l)" 0
+	run --separate-stderr env LD_PRELOAD="$so" \
+	    MQ_FAULT='mkdirat:errno=ENOSPC:at=/groups/' \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 mq-recv -n 5
+	assert_equal "$(parked A)" 1
+	mq-ack "$r"
+	recv_one
+	assert_equal "$body" a2
+}
+
+@test "group: a symbolic link at groups/G is not followed by the claim's turn check" {
+	gsend A a1 a2
+	# groups/A moved away and replaced by a link to it: its turn is a1's.
+	mv "$MQ_DIR/groups/A" "$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$MQ_DIR/groups/A"
+	run --separate-stderr mq-recv
+	assert_failure
+	[[ $output != *"$MQ_DIR"* ]] || fail "handed out: $output"
+}
