@@ -9,29 +9,45 @@
  *			tree of new/'s shape whose leaves are keyed by the
  *			time of each ID exactly, so that the tree's order is
  *			ID order whoever sent them
+ *	leaving.NAME.ack, leaving.NAME.dead
+ *			a head half way through its leave (NAME: its name
+ *			in new/)
  *
  *	send	tmp/ID (or dead/..., a redrive)
  *		 with a turn	-> groups/G/T/M/L/ID,0		(park)
  *		 without	-> new/T/M/L/ID,0, then => turn	(a link)
+ *		 without, but parked ones: park, then promote
  *	claim	of one that does not hold the turn (another does)
  *				cur/S/ID,D,A	-> groups/G/T/M/L/ID,A-1 (park)
- *	leave	(ack, bury: before the unlink or rename of the head)
- *		groups/G/T/M/L/ID,A	-> new/T/M/L/ID,A, then => turn
+ *	leave	of the head (ack, bury), three steps:
+ *		cur/S/ID,D,A	-> groups/G/leaving.ID,A...(.ack|.dead)
+ *		groups/G/T/M/L/ID',A'	-> new/T/M/L/ID',A', then => turn
  *					(promote; no parked one: turn unlinked)
+ *		leaving...ack	-> (unlinked);	leaving...dead -> dead/...
  *
  * Every change to a group is made under an flock(2) on groups/G.  The
  * orders above are what keeps a group whole when a process is killed at
- * any point: a message is always somewhere (new/, cur/ or the tree), and
- * the turn is made after its message moved, so that a crash leaves a head
- * without a turn (the claim that meets it gives it the turn, or parks it
- * if another has it) rather than a turn without a head.  The turn is
- * checked after the claim's rename, not before, so that two claimers
- * cannot both hand out messages of one group: at most one of them holds
- * the link.  A turn whose message is gone without a leave (nlink 1) is
- * mended by mq_group_sweep.
+ * any point: a message is always somewhere (new/, cur/, the tree, or
+ * leaving.*), and the turn is made after its message moved, so that a
+ * crash leaves a head without a turn (the claim that meets it gives it
+ * the turn, or parks it if another has it) rather than a turn without a
+ * head.  The turn is checked after the claim's rename, not before, so
+ * that two claimers cannot both hand out messages of one group: at most
+ * one of them holds the link.  That check takes no lock, so a leaving
+ * head is first moved out of every claimer's reach (a reclaim of its
+ * expired lease, an extend, a claim that buries it could otherwise take
+ * it while it still holds the turn, and hand it out beside the one just
+ * promoted): its leave is two changes of the message, where any other is
+ * one rename or unlink.  Killed between them, mq_group_sweep finishes it:
+ * still holding the turn (not promoted), an ack's goes back into new/ as
+ * the head (the ack was never confirmed: at least once), a burial's
+ * promotes and is buried; promoted, it is unlinked or buried.  A turn
+ * whose message is gone without a leave (nlink 1) is mended by
+ * mq_group_sweep (not while a dedup key's keys/ID link holds it).
  *
  * A claim of a message without a group costs nothing here; one of a
- * grouped message costs two fstatat(2) when it holds the turn.
+ * grouped message costs an openat(2) of groups/G (never following a
+ * symbolic link), two fstatat(2) and a close(2) when it holds the turn.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
