@@ -9,13 +9,14 @@
 
 build="make gcc libc6-dev pkg-config libbsd-dev"
 # Test tools: bats and its libraries, mandoc (man-page lint), strace (the
-# syscall tests), python3 (JSON checks), faketime (clock jumps), valgrind,
+# syscall tests), gdb (stops a process at a chosen step, for races),
+# python3 (JSON checks), faketime (clock jumps), valgrind,
 # clang with its runtime (fuzzing), shellcheck, systemd (unit checks), zsh
 # (completion), e2fsprogs/mount (full file-system tests on loop mounts),
 # man-db (pages as man shows them), sqlite3 (the outbox-relay example's
 # test) and prometheus (for promtool, which checks mq-stat --prometheus;
 # its server is not run).
-test="$build bats bats-support bats-assert bats-file mandoc strace python3
+test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
     e2fsprogs mount man-db sqlite3 prometheus"
 bench="$test python3-dirq"
