@@ -303,6 +303,13 @@ static int
 place_one(struct mq_fan *f, struct mq_target *t, int i)
 {
 	memcpy(f->name.id, f->batch[i], sizeof(f->name.id));
+	/*
+	 * A keyed copy completed under its holder's (older) ID is sent now:
+	 * its time to live counts from now, not from that ID's time, as a
+	 * redrive's does.
+	 */
+	f->name.sent = f->key != NULL && strcmp(f->name.id, f->id) != 0 ?
+	    mq_now_ms() : 0;
 	return (f->name.group[0] != '\0' ? mq_group_tmp_place :
 	    mq_tmp_place)(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
 }

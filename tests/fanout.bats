@@ -433,3 +433,20 @@ readonly_dir() {
 	done
 	assert_equal "$(find "$A/tmp" "$B/tmp" -type f ! -name ".*" | wc -l)" 0
 }
+
+@test "fanout: -k, a rerun's copy under the holder's older ID counts its time to live from now" {
+	mq-conf -d "$A" ttl=1 max-depth=1
+	echo filler | mq-send -d "$A" >/dev/null
+	run --separate-stderr mq-send -k K -d "$B" -d "$A" <<<"m"
+	assert_failure 6
+	id=$output
+	timeout 20 mq-recv -d "$A" | mq-ack -d "$A"
+	sleep 1.5
+	run --separate-stderr mq-send -k K -d "$B" -d "$A" <<<"m"
+	assert_success
+	assert_output "$id"
+	r=$(timeout 20 mq-recv -d "$A")
+	[[ ${r##*/} == "$id",* ]]
+	assert_equal "$(cat "$r")" m
+	assert_equal "$(find "$A/dead" -type f | wc -l)" 0
+}
