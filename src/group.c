@@ -192,14 +192,19 @@ park(struct mq_spool *sp, int gfd, int from, const char *fromname,
 }
 
 /*
- * The first parked message of the group: one descent of its tree, sorted;
- * the first ID of the first leaf goes into new/ (visible now), and only
- * then is the turn moved to it, by a link made aside and renamed over
- * turn (atomic: the turn is never missing meanwhile).  A killed promote
- * leaves the new head in new/ without the turn, which the old one still
- * has: the new head's claim parks it again, and the old head's leave
- * promotes it again.  Empty levels passed are removed (every change to
- * the tree is made under the group's lock, so none is being filled).
+ * The first parked message of the group: one descent of its tree, sorted.
+ * The promotion is recorded before anything moves: a link to the first ID
+ * of the first leaf is made aside (turn.ID, the same inode); then it goes
+ * into new/ (visible now); then the link is renamed over turn (atomic: the
+ * turn is never missing meanwhile).  Killed before its move, the link's
+ * message is still in the tree: mq_group_sweep removes the link, and the
+ * old head's leave promotes again.  Killed after it, the new head is in
+ * new/ without the turn, which the old one still has, but its link says
+ * so: mq_group_sweep renames it over turn, and so finishes this promote
+ * before the old head's leave could promote the next one, out of order
+ * (a claim of the new head before that parks it again, in the tree).
+ * Empty levels passed are removed (every change to the tree is made under
+ * the group's lock, so none is being filled).
  */
 struct promotion {
 	struct mq_spool	*sp;
@@ -215,7 +220,7 @@ promote_leaf(struct promotion *p, int leaf)
 	struct mq_name nm;
 	char newname[MQ_NAME_MAX], aside[sizeof(TURN) + MQ_ID_LEN + 2];
 	size_t i;
-	int r = 0, saved;
+	int r = 0, saved, linked;
 
 	if (mq_names_read(leaf, DT_REG, NULL, &names) == -1)
 		return errno == ENOENT ? 0 : -1;
@@ -228,18 +233,23 @@ promote_leaf(struct promotion *p, int leaf)
 		    mq_name_format(newname, sizeof(newname), MQ_NEW,
 		    &nm) == -1)
 			continue;
+		snprintf(aside, sizeof(aside), "%s.%s", TURN, nm.id);
+		unlinkat(p->gfd, aside, 0);
+		linked = linkat(leaf, names.v[i], p->gfd, aside, 0) == 0;
+		if (!linked && errno == ENOENT)
+			continue;
 		if (mq_place(&pl, leaf, names.v[i], newname, nm.prio,
 		    mq_now_ms()) == -1) {
+			saved = errno;
+			unlinkat(p->gfd, aside, 0);
+			errno = saved;
 			if (errno == ENOENT)
 				continue;
 			r = -1;
 			break;
 		}
 		p->done = 1;
-		snprintf(aside, sizeof(aside), "%s.%s", TURN, nm.id);
-		unlinkat(p->gfd, aside, 0);
-		if (linkat(pl.leaf, newname, p->gfd, aside, 0) == 0 &&
-		    renameat(p->gfd, aside, p->gfd, TURN) == 0)
+		if (linked && renameat(p->gfd, aside, p->gfd, TURN) == 0)
 			continue;
 		/*
 		 * No turn could be made for it: the old one goes all the
@@ -729,6 +739,58 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 	return 0;
 }
 
+/* Whether st is one of the group's parked messages (1), or not (0). */
+struct finding {
+	const struct stat *st;
+	int		 found;
+};
+
+static int
+find_one(void *arg, int dirfd, const char *name)
+{
+	struct finding *f = arg;
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    same(&st, f->st))
+		f->found = 1;
+	return f->found;
+}
+
+static int
+find_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
+{
+	struct finding *f = arg;
+	int fd, r, saved;
+
+	(void)key;
+	(void)prio;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	r = mq_dir_each(fd, DT_REG, find_one, f);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (r == -1)
+		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	return f->found ? MQ_TREE_STOP : MQ_TREE_NEXT;
+}
+
+static int
+in_tree(int gfd, const struct stat *st)
+{
+	struct finding f = { st, 0 };
+	struct mq_tree t = { find_step, NULL, 0, 0, 0, 0, 0 };
+
+	t.arg = &f;
+	if (mq_tree_walk(&t, gfd) == -1)
+		return -1;
+	return f.found;
+}
+
 static int
 sweep_group(void *arg, int groups, const char *group)
 {
@@ -744,10 +806,26 @@ sweep_group(void *arg, int groups, const char *group)
 	if ((gfd = group_lock(w->sp, group, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	snprintf(what, sizeof(what), "group %s", group);
-	/* Links of promotes killed between their link and their rename. */
+	/*
+	 * Links of promotes killed before their rename over turn: one whose
+	 * message left the tree (moved into new/, or claimed since) finishes
+	 * its promote, before a leave's could promote the next one; one whose
+	 * message is still in the tree was never moved, and goes.
+	 */
 	if (mq_names_read(gfd, DT_REG, is_aside, &aside) == 0) {
-		for (i = 0; i < aside.n; i++)
-			unlinkat(gfd, aside.v[i], 0);
+		for (i = 0; i < aside.n; i++) {
+			if (fstatat(gfd, aside.v[i], &turn,
+			    AT_SYMLINK_NOFOLLOW) == -1)
+				continue;
+			if ((r = in_tree(gfd, &turn)) == 0 &&
+			    renameat(gfd, aside.v[i], gfd, TURN) == 0) {
+				if (w->report != NULL)
+					w->report(what,
+					    "unfinished promote: given the turn");
+			} else if (r == 1)
+				unlinkat(gfd, aside.v[i], 0);
+		}
+		r = 0;
 		mq_names_free(&aside);
 	}
 	/* Leaves killed half way: finished first, as they would have. */

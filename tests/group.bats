@@ -480,3 +480,47 @@ new_name() {
 	assert_failure
 	[[ $output != *"$MQ_DIR"* ]] || fail "handed out: $output"
 }
+
+@test "group: mq-sweep finishes a burial's promote killed after its move: the group stays in order" {
+	gsend A a1 a2 a3
+	recv_one
+	assert_equal "$body" a1
+	echo plain | mq-send >/dev/null
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	# The promote recorded (turn.ID, a link to a2) and a2 moved into new/;
+	# killed before the rename over turn: the turn is still a1's.
+	a2=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f -name '*,*' |
+	    sort | head -n 1)
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f)")
+	[[ $leaf == "$MQ_DIR"/new/* ]] || fail "no leaf in new/: $leaf"
+	name=${a2##*/}
+	mv "$a2" "$leaf/"
+	ln "$leaf/$name" "$MQ_DIR/groups/A/turn.${name%%,*}"
+	run mq-sweep -v
+	assert_success
+	[[ $output == *"group A: unfinished promote: given the turn"* ]] ||
+	    fail "$output"
+	[[ $output == *"group A: unfinished burial: buried"* ]] || fail "$output"
+	assert_equal "$(count dead)" 1
+	run drain
+	assert_success
+	assert_equal "$(grep -v -e plain -e '^$' <<<"$output" | tr '\n' ' ')" \
+	    "a2 a3 "
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'turn.*' | wc -l)" 0
+}
+
+@test "group: mq-sweep removes the link of a promote killed before its move" {
+	gsend A a1 a2 a3
+	recv_one
+	assert_equal "$body" a1
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	a2=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f | sort | head -n 1)
+	name=${a2##*/}
+	ln "$a2" "$MQ_DIR/groups/A/turn.${name%%,*}"
+	run mq-sweep -v
+	assert_success
+	[[ $output != *"unfinished promote"* ]] || fail "$output"
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'turn.*' | wc -l)" 0
+	run drain
+	assert_output "$(printf 'a2\n\na3\n')"
+}
