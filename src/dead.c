@@ -409,6 +409,7 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	struct mq_name nm = d->n;
 	char newname[MQ_NAME_MAX];
 	uint64_t now = mq_now_ms();
+	int synced, saved;
 
 	nm.attempts = 0;
 	nm.sent = now;
@@ -425,10 +426,19 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 			return -1;
 		if ((nm.group[0] != '\0' ? mq_group_tmp_place(pl, &nm, now) :
 		    mq_place(pl, pl->sp->tmp, nm.id, newname, nm.prio,
-		    now)) == -1 || mq_placer_flush(pl) == -1)
+		    now)) == -1)
 			return -1;
+		/*
+		 * It landed: it is queued there, whatever its sync says, and
+		 * is no dead letter any more (a retry would queue it twice).
+		 */
+		synced = mq_placer_flush(pl);
+		saved = errno;
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)
 			return -1;
+		unlinkat(sp->reason, d->n.id, 0);
+		errno = saved;
+		return synced;
 	}
 	unlinkat(sp->reason, d->n.id, 0);
 	return 0;

@@ -116,15 +116,10 @@ sync_level(int fd)
  * a directory and not synced its parent yet.  A bell that cannot be rung
  * fails nothing: the messages are in place, and failing would have a
  * producer send them twice; a receiver finds them when next it looks.
- * pl->err, a sync that failed since (a parked message of a group, placed
- * elsewhere: group.c), fails the flush as its own sync would.
  */
-int
-mq_placer_flush(struct mq_placer *pl)
+static int
+placer_sync(struct mq_placer *pl)
 {
-	int err = pl->err;
-
-	pl->err = 0;
 	if (pl->dirty) {
 		if (pl->sync && (sync_level(pl->leaf) == -1 ||
 		    sync_level(pl->mid) == -1 || sync_level(pl->top) == -1 ||
@@ -133,7 +128,23 @@ mq_placer_flush(struct mq_placer *pl)
 		pl->dirty = 0;
 		(void)mq_ring(pl->sp);
 	}
-	/* A sync that failed after its rename is told here, once. */
+	return 0;
+}
+
+/*
+ * placer_sync, and pl->err, a sync that failed since (a parked message of
+ * a group, placed elsewhere: group.c), fails the flush as its own sync
+ * would: told here, once, and only here (not by mq_place's change of
+ * leaf, which would fail another message with an error not its own).
+ */
+int
+mq_placer_flush(struct mq_placer *pl)
+{
+	int err = pl->err;
+
+	pl->err = 0;
+	if (placer_sync(pl) == -1)
+		return -1;
 	if (err != 0) {
 		errno = err;
 		return -1;
@@ -170,7 +181,7 @@ mq_place(struct mq_placer *pl, int from, const char *fromname,
 		prio = 0;
 	if (pl->leaf == -1 || prio != pl->prio || due < pl->key ||
 	    due - pl->key >= MQ_LEAF_SPAN_MS || pl->count >= MQ_LEAF_MAX) {
-		if (mq_placer_flush(pl) == -1)
+		if (placer_sync(pl) == -1)
 			return -1;
 		mq_placer_close(pl);
 		key = due;

@@ -185,3 +185,63 @@ bury() {
 	run -4 mq-dlq ls
 	assert_not_exist "$MQ_DIR"
 }
+
+# Runs "$@" with tests/fault.so making the system calls in $1 fail.
+faulty() {
+	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
+	shift
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	LD_PRELOAD="$so" MQ_FAULT="$spec" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 "$@"
+}
+
+# The parked messages of group $1.
+parked() {
+	find "$MQ_DIR/groups/$1" -mindepth 4 -type f | wc -l | tr -d ' '
+}
+
+@test "mq-dlq redrive: a parked one whose sync fails does not fail the next one's placement" {
+	echo g1 | mq-send -g A >/dev/null
+	echo p | mq-send >/dev/null
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" g1
+	mq-ack -x r1 "$r"
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" p
+	mq-ack -x r2 "$r"
+	echo h | mq-send -g A >/dev/null
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=/groups/' \
+	    mq-dlq redrive --all
+	[[ $stderr == *"Input/output error"* ]] || fail "$stderr"
+	# Both are queued: g1 parked behind h, p in new/.
+	assert_equal "$(count dead)" 0
+	assert_equal "$(parked A)" 1
+	run mq-recv -n 5
+	assert_equal "${#lines[@]}" 2
+	run sort "${lines[@]}"
+	assert_output "$(printf 'h\np')"
+}
+
+@test "mq-dlq redrive by copy: a parked one whose sync fails is no dead letter any more" {
+	echo h | mq-send -g A >/dev/null
+	echo g1 | mq-send -g A >/dev/null
+	r=$(mq-recv)
+	mq-ack "$r"
+	r=$(mq-recv)
+	assert_equal "$(cat "$r")" g1
+	mq-ack -x r1 "$r"
+	echo h2 | mq-send -g A >/dev/null
+	id=$(mq-dlq ls | cut -f 1)
+	# Across file systems (EXDEV: copied), its parking's sync failing.
+	run -4 --separate-stderr faulty \
+	    'renameat:errno=EXDEV:at=/dead/ fsync:errno=EIO:at=/groups/' \
+	    mq-dlq redrive "$id"
+	[[ $stderr == *"Input/output error"* ]] || fail "$stderr"
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count reason)" 0
+	assert_equal "$(parked A)" 1
+	# A retry finds nothing to redrive: no second copy.
+	run -1 --separate-stderr mq-dlq redrive "$id"
+	assert_equal "$(parked A)" 1
+}
