@@ -502,6 +502,30 @@ hand_on(struct mq_spool *sp, int gfd)
 }
 
 /*
+ * A leaving head that keeps the turn goes back into new/ as itself,
+ * visible now: an unfinished ack's, or a leave whose promote failed.
+ */
+static int
+unleave(struct mq_spool *sp, int gfd, const char *leaving,
+    const struct mq_name *nm)
+{
+	struct mq_placer pl;
+	char name[MQ_NAME_MAX];
+	int r, saved;
+
+	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
+		return -1;
+	mq_placer_init(&pl, sp, 0);
+	pl.spares = 1;
+	r = mq_place(&pl, gfd, leaving, name, nm->prio, mq_now_ms());
+	saved = errno;
+	(void)mq_placer_flush(&pl);
+	mq_placer_close(&pl);
+	errno = saved;
+	return r;
+}
+
+/*
  * A message of a group (from/name, named as nm) leaves new/ or cur/:
  * acked (deadname NULL: unlinked) or buried (renamed to dead/deadname;
  * its reason is linked already).  When it is the group's head, the whole
@@ -530,7 +554,7 @@ mq_group_leave(struct mq_spool *sp, int from, const char *name,
 {
 	struct stat me, turn;
 	char leaving[MQ_NAME_MAX + sizeof(LEAVING) + sizeof(LEAVING_DEAD)];
-	int gfd, r, saved;
+	int gfd, saved;
 
 	*lock = -1;
 	if (nm->group[0] == '\0')
@@ -554,22 +578,28 @@ mq_group_leave(struct mq_spool *sp, int from, const char *name,
 	    renameat(from, name, gfd, leaving) == -1)
 		goto fail;
 	if (hand_on(sp, gfd) == -1) {
-		saved = errno;
-		/* Still the head (the turn is its): it stays one. */
+		/* Not a lost lease (ENOENT): the message is still here. */
+		saved = errno == ENOENT ? EIO : errno;
+		/*
+		 * Still the head (the turn is its): it stays one, where it
+		 * was or, that directory removed meanwhile (a bucket of cur/
+		 * pruned, a leaf of new/ emptied), in new/, visible now, as
+		 * mq_group_sweep would put it.
+		 */
 		if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    same(&me, &turn))
-			(void)renameat(gfd, leaving, from, name);
+		    same(&me, &turn) && renameat(gfd, leaving, from,
+		    name) == -1 && errno == ENOENT)
+			(void)unleave(sp, gfd, leaving, nm);
 		errno = saved;
 		goto fail;
 	}
-	r = deadname == NULL ? unlinkat(gfd, leaving, 0) :
-	    renameat(gfd, leaving, sp->dead, deadname);
-	if (r == -1) {
-		/* mq_group_sweep finishes it. */
-		if (errno == ENOENT)
-			errno = EIO;
-		goto fail;
-	}
+	/*
+	 * The turn has passed on: the leave is made, as far as its caller
+	 * is concerned (a retry would find its lease lost).  A last step
+	 * that fails leaves leaving.* for mq_group_sweep to finish.
+	 */
+	(void)(deadname == NULL ? unlinkat(gfd, leaving, 0) :
+	    renameat(gfd, leaving, sp->dead, deadname));
 	close(gfd);
 	return 1;
 fail:
@@ -689,11 +719,10 @@ static int
 finish_leave(struct sweeping *w, int gfd, const char *what,
     const char *leaving)
 {
-	struct mq_placer pl;
 	struct mq_name nm;
 	struct stat me, turn;
 	char name[MQ_NAME_MAX];
-	int dead, r, saved;
+	int dead, r;
 
 	if (leaving_parse(leaving, &nm, &dead) == -1)
 		return 0;
@@ -704,17 +733,7 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 			return -1;
 	} else if (same(&me, &turn)) {
 		if (!dead) {
-			if (mq_name_format(name, sizeof(name), MQ_NEW,
-			    &nm) == -1)
-				return -1;
-			mq_placer_init(&pl, w->sp, 0);
-			pl.spares = 1;
-			r = mq_place(&pl, gfd, leaving, name, nm.prio,
-			    mq_now_ms());
-			saved = errno;
-			(void)mq_placer_flush(&pl);
-			mq_placer_close(&pl);
-			errno = saved;
+			r = unleave(w->sp, gfd, leaving, &nm);
 			if (r == 0 && w->report != NULL)
 				w->report(what, "unfinished ack: head again");
 			return r == -1 && errno != ENOENT ? -1 : 0;

@@ -524,3 +524,58 @@ new_name() {
 	run drain
 	assert_output "$(printf 'a2\n\na3\n')"
 }
+
+# Runs "$@" with tests/fault.so making the system calls in $1 fail.
+faulty() {
+	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
+	shift
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	LD_PRELOAD="$so" MQ_FAULT="$spec" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 "$@"
+}
+
+@test "group: a leave whose last step fails after its promote is done (exit 0, reason kept); mq-sweep finishes it" {
+	gsend A a1 a2 a3
+	recv_one
+	assert_equal "$body" a1
+	run --separate-stderr faulty 'unlinkat:errno=EIO:at=/leaving.' mq-ack "$r"
+	assert_success
+	recv_one
+	assert_equal "$body" a2
+	run --separate-stderr faulty 'renameat:errno=EIO:at=/leaving.' \
+	    mq-ack -x "it broke" "$r"
+	assert_success
+	assert_equal "$(count dead)" 0
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 2
+	recv_one
+	assert_equal "$body" a3
+	run mq-sweep -v
+	assert_success
+	[[ $output == *"group A: unfinished ack: acked"* ]] || fail "$output"
+	[[ $output == *"group A: unfinished burial: buried"* ]] || fail "$output"
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 0
+	run mq-dlq ls
+	[[ $output == *"it broke"* ]] || fail "$output"
+}
+
+@test "group: a leave whose promote fails puts the head back, into new/ when its bucket is gone" {
+	gsend A a1 a2
+	recv_one
+	assert_equal "$body" a1
+	top=$(find "$MQ_DIR/groups/A" -mindepth 1 -maxdepth 1 -type d)
+	[ -n "$top" ] || fail "no tree"
+	# The promote's move fails; the move back to cur/ finds no bucket.
+	run -4 --separate-stderr faulty \
+	    "renameat:errno=EIO:at=$top/ renameat:errno=ENOENT:nth=1:at=/leaving." \
+	    mq-ack "$r"
+	[[ $stderr == *"Input/output error"* ]] || fail "$stderr"
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 0
+	# Still the head, visible now; a2 still parked behind it.
+	recv_one
+	assert_equal "$body" a1
+	assert_equal "$(parked A)" 1
+	mq-ack "$r"
+	recv_one
+	assert_equal "$body" a2
+}
