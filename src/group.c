@@ -21,9 +21,13 @@
  *				cur/S/ID,D,A	-> groups/G/T/M/L/ID,A-1 (park)
  *	leave	of the head (ack, bury), three steps:
  *		cur/S/ID,D,A	-> groups/G/leaving.ID,A...(.ack|.dead)
- *		groups/G/T/M/L/ID',A'	-> new/T/M/L/ID',A', then => turn
- *					(promote; no parked one: turn unlinked)
+ *		groups/G/T/M/L/ID',A'	=> turn.ID' (a link), then
+ *					-> new/T/M/L/ID',A', then turn.ID'
+ *					-> turn (promote; no parked one:
+ *					turn unlinked)
  *		leaving...ack	-> (unlinked);	leaving...dead -> dead/...
+ *		(once the turn has passed on, the leave is done for its
+ *		caller: a last step that fails is mq_group_sweep's)
  *
  * Every change to a group is made under an flock(2) on groups/G.  The
  * orders above are what keeps a group whole when a process is killed at
@@ -31,7 +35,10 @@
  * leaving.*), and the turn is made after its message moved, so that a
  * crash leaves a head without a turn (the claim that meets it gives it
  * the turn, or parks it if another has it) rather than a turn without a
- * head.  The turn is checked after the claim's rename, not before, so
+ * head.  A promote's link aside (turn.ID) is made before its move: a
+ * crash after the move leaves it, and mq_group_sweep, finding its
+ * message out of the tree, finishes the promote with it rather than
+ * promote the next one out of order.  The turn is checked after the claim's rename, not before, so
  * that two claimers cannot both hand out messages of one group: at most
  * one of them holds the link.  That check takes no lock, so a leaving
  * head is first moved out of every claimer's reach (a reclaim of its
@@ -41,7 +48,9 @@
  * one rename or unlink.  Killed between them, mq_group_sweep finishes it:
  * still holding the turn (not promoted), an ack's goes back into new/ as
  * the head (the ack was never confirmed: at least once), a burial's
- * promotes and is buried; promoted, it is unlinked or buried.  A turn
+ * promotes and is buried; promoted, it is unlinked or buried.  (The
+ * links aside are seen to first: one that finishes its promote makes
+ * the leave a promoted one.)  A turn
  * whose message is gone without a leave (nlink 1) is mended by
  * mq_group_sweep (not while a dedup key's keys/ID link holds it).
  *
