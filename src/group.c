@@ -770,6 +770,7 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 /* Whether st is one of the group's parked messages (1), or not (0). */
 struct finding {
 	const struct stat *st;
+	const char	*id;	/* only names of this ID, or any */
 	int		 found;
 };
 
@@ -778,7 +779,11 @@ find_one(void *arg, int dirfd, const char *name)
 {
 	struct finding *f = arg;
 	struct stat st;
+	size_t n;
 
+	if (f->id != NULL && (strncmp(name, f->id, n = strlen(f->id)) != 0 ||
+	    name[n] != ','))
+		return 0;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    same(&st, f->st))
 		f->found = 1;
@@ -810,13 +815,38 @@ find_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 static int
 in_tree(int gfd, const struct stat *st)
 {
-	struct finding f = { st, 0 };
+	struct finding f = { st, NULL, 0 };
 	struct mq_tree t = { find_step, NULL, 0, 0, 0, 0, 0 };
 
 	t.arg = &f;
 	if (mq_tree_walk(&t, gfd) == -1)
 		return -1;
 	return f.found;
+}
+
+/*
+ * A promote's link aside (groups/G/turn.ID, as st) left by a crash: its
+ * promote is finished when its message left the tree for new/ or cur/
+ * (renamed over turn: 1); otherwise (still in the tree: never moved;
+ * gone; buried meanwhile, by a claim that met it without the turn) it
+ * goes (0).  -1 on error.
+ */
+static int
+finish_promote(struct mq_spool *sp, int gfd, const char *aside,
+    const struct stat *st)
+{
+	struct finding f = { st, aside + sizeof(TURN), 0 };
+	int r;
+
+	if (st->st_nlink > 1 && (r = in_tree(gfd, st)) == 0) {
+		if (mq_spool_need(sp, 0) == -1 ||
+		    mq_dir_each(sp->dead, DT_REG, find_one, &f) == -1)
+			return -1;
+		if (!f.found)
+			return renameat(gfd, aside, gfd, TURN) == 0 ? 1 : -1;
+	} else if (st->st_nlink > 1 && r == -1)
+		return -1;
+	return unlinkat(gfd, aside, 0) == -1 && errno != ENOENT ? -1 : 0;
 }
 
 static int
@@ -841,19 +871,12 @@ sweep_group(void *arg, int groups, const char *group)
 	 * message is still in the tree was never moved, and goes.
 	 */
 	if (mq_names_read(gfd, DT_REG, is_aside, &aside) == 0) {
-		for (i = 0; i < aside.n; i++) {
+		for (i = 0; i < aside.n; i++)
 			if (fstatat(gfd, aside.v[i], &turn,
-			    AT_SYMLINK_NOFOLLOW) == -1)
-				continue;
-			if ((r = in_tree(gfd, &turn)) == 0 &&
-			    renameat(gfd, aside.v[i], gfd, TURN) == 0) {
-				if (w->report != NULL)
-					w->report(what,
-					    "unfinished promote: given the turn");
-			} else if (r == 1)
-				unlinkat(gfd, aside.v[i], 0);
-		}
-		r = 0;
+			    AT_SYMLINK_NOFOLLOW) == 0 && finish_promote(w->sp,
+			    gfd, aside.v[i], &turn) == 1 && w->report != NULL)
+				w->report(what,
+				    "unfinished promote: given the turn");
 		mq_names_free(&aside);
 	}
 	/* Leaves killed half way: finished first, as they would have. */

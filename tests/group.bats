@@ -579,3 +579,32 @@ faulty() {
 	recv_one
 	assert_equal "$body" a2
 }
+
+@test "group: mq-sweep drops the link of a killed promote whose message was buried since" {
+	gsend A a1
+	echo a2 | mq-send -g A --ttl 0.2 >/dev/null
+	gsend A a3
+	recv_one
+	assert_equal "$body" a1
+	echo plain | mq-send >/dev/null
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	# Killed after a2's move into new/, before the rename over turn.
+	a2=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f | sort | head -n 1)
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f)")
+	[[ $leaf == "$MQ_DIR"/new/* ]] || fail "no leaf in new/: $leaf"
+	name=${a2##*/}
+	mv "$a2" "$leaf/"
+	ln "$leaf/$name" "$MQ_DIR/groups/A/turn.${name%%,*}"
+	sleep 0.4
+	# The claim that meets a2 buries it (expired): it never had the turn.
+	recv_one
+	assert_equal "$body" plain
+	mq-ack "$r"
+	assert_equal "$(count dead)" 1
+	run mq-sweep -v
+	assert_success
+	[[ $output != *"unfinished promote"* ]] || fail "$output"
+	run drain
+	assert_output a3
+	assert_equal "$(count dead)" 2
+}
