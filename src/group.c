@@ -38,9 +38,9 @@
  * head.  A promote's link aside (turn.ID) is made before its move: a
  * crash after the move leaves it, and mq_group_sweep, finding its
  * message out of the tree, finishes the promote with it rather than
- * promote the next one out of order.  The turn is checked after the claim's rename, not before, so
- * that two claimers cannot both hand out messages of one group: at most
- * one of them holds the link.  That check takes no lock, so a leaving
+ * promote the next one out of order.  The turn is checked after the
+ * claim's rename, not before, so that two claimers cannot both hand out
+ * messages of one group: at most one of them holds the link.  That check takes no lock, so a leaving
  * head is first moved out of every claimer's reach (a reclaim of its
  * expired lease, an extend, a claim that buries it could otherwise take
  * it while it still holds the turn, and hand it out beside the one just
@@ -767,7 +767,7 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 	return 0;
 }
 
-/* Whether st is one of the group's parked messages (1), or not (0). */
+/* Looking for a file (st) among names in a directory, or in the tree. */
 struct finding {
 	const struct stat *st;
 	const char	*id;	/* only names of this ID, or any */
@@ -812,6 +812,7 @@ find_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	return f->found ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
+/* Whether st is one of the group's parked messages (1), or not (0). */
 static int
 in_tree(int gfd, const struct stat *st)
 {
@@ -836,16 +837,18 @@ finish_promote(struct mq_spool *sp, int gfd, const char *aside,
     const struct stat *st)
 {
 	struct finding f = { st, aside + sizeof(TURN), 0 };
-	int r;
+	int r = 1;
 
-	if (st->st_nlink > 1 && (r = in_tree(gfd, st)) == 0) {
+	/* Its link count 1: its message is gone. */
+	if (st->st_nlink > 1 && (r = in_tree(gfd, st)) == -1)
+		return -1;
+	if (r == 0) {
 		if (mq_spool_need(sp, 0) == -1 ||
 		    mq_dir_each(sp->dead, DT_REG, find_one, &f) == -1)
 			return -1;
 		if (!f.found)
 			return renameat(gfd, aside, gfd, TURN) == 0 ? 1 : -1;
-	} else if (st->st_nlink > 1 && r == -1)
-		return -1;
+	}
 	return unlinkat(gfd, aside, 0) == -1 && errno != ENOENT ? -1 : 0;
 }
 
