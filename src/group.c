@@ -40,11 +40,11 @@
  * message out of the tree, finishes the promote with it rather than
  * promote the next one out of order.  The turn is checked after the
  * claim's rename, not before, so that two claimers cannot both hand out
- * messages of one group: at most one of them holds the link.  That check takes no lock, so a leaving
- * head is first moved out of every claimer's reach (a reclaim of its
- * expired lease, an extend, a claim that buries it could otherwise take
- * it while it still holds the turn, and hand it out beside the one just
- * promoted): its leave is two changes of the message, where any other is
+ * messages of one group: at most one of them holds the link.  That check
+ * takes no lock, so a leaving head is first moved out of every claimer's
+ * reach (a reclaim of its expired lease, an extend, a claim that buries
+ * it could otherwise take it while it still holds the turn, and hand it
+ * out beside the one just promoted): its leave is two changes of the message, where any other is
  * one rename or unlink.  Killed between them, mq_group_sweep finishes it:
  * still holding the turn (not promoted), an ack's goes back into new/ as
  * the head (the ack was never confirmed: at least once), a burial's
