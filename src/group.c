@@ -35,24 +35,24 @@
  * leaving.*), and the turn is made after its message moved, so that a
  * crash leaves a head without a turn (the claim that meets it gives it
  * the turn, or parks it if another has it) rather than a turn without a
- * head.  A promote's link aside (turn.ID) is made before its move: a
- * crash after the move leaves it, and mq_group_sweep, finding its
- * message out of the tree, finishes the promote with it rather than
- * promote the next one out of order.  The turn is checked after the
- * claim's rename, not before, so that two claimers cannot both hand out
- * messages of one group: at most one of them holds the link.  That check
- * takes no lock, so a leaving head is first moved out of every claimer's
- * reach (a reclaim of its expired lease, an extend, a claim that buries
- * it could otherwise take it while it still holds the turn, and hand it
- * out beside the one just promoted): its leave is two changes of the message, where any other is
- * one rename or unlink.  Killed between them, mq_group_sweep finishes it:
- * still holding the turn (not promoted), an ack's goes back into new/ as
- * the head (the ack was never confirmed: at least once), a burial's
- * promotes and is buried; promoted, it is unlinked or buried.  (The
- * links aside are seen to first: one that finishes its promote makes
- * the leave a promoted one.)  A turn
- * whose message is gone without a leave (nlink 1) is mended by
- * mq_group_sweep (not while a dedup key's keys/ID link holds it).
+ * head.  A promote's link aside (turn.ID) is made before its move: a crash
+ * after the move leaves it, and mq_group_sweep, finding its message out
+ * of the tree, finishes the promote with it rather than promote the next
+ * one out of order.  The turn is checked after the claim's rename, not
+ * before, so that two claimers cannot both hand out messages of one
+ * group: at most one of them holds the link.  That check takes no lock, so
+ * a leaving head is first moved out of every claimer's reach (a reclaim
+ * of its expired lease, an extend, a claim that buries it could otherwise
+ * take it while it still holds the turn, and hand it out beside the one
+ * just promoted): its leave is two changes of the message, where any
+ * other is one rename or unlink.  Killed between them, mq_group_sweep
+ * finishes it: still holding the turn (not promoted), an ack's goes back
+ * into new/ as the head (the ack was never confirmed: at least once), a
+ * burial's promotes and is buried; promoted, it is unlinked or
+ * buried.  (The links aside are seen to first: one that finishes its
+ * promote makes the leave a promoted one.)  A turn whose message is gone
+ * without a leave (nlink 1) is mended by mq_group_sweep (not while a
+ * dedup key's keys/ID link holds it).
  *
  * A claim of a message without a group costs nothing here; one of a
  * grouped message costs an openat(2) of groups/G (never following a
