@@ -644,25 +644,41 @@ count_one(void *arg, int dirfd, const char *name)
 	return c->n >= c->limit;
 }
 
+/*
+ * Hands each file of the leaf dirfd/name to fn (as mq_dir_each does).
+ * Returns 0 when it was listed, 1 when it is gone (removed as empty
+ * meanwhile: nothing in it), -1 on error.
+ */
+static int
+leaf_each(int dirfd, const char *name, int (*fn)(void *, int, const char *),
+    void *arg)
+{
+	int fd, r, saved;
+
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT ? 1 : -1;
+	r = mq_dir_each(fd, DT_REG, fn, arg);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (r == -1)
+		return errno == ENOENT ? 1 : -1;
+	return 0;
+}
+
 static int
 count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
     unsigned prio)
 {
 	struct parked *c = arg;
-	int fd, r, saved;
+	int r;
 
 	(void)key;
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = mq_dir_each(fd, DT_REG, count_one, c);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (r == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	if ((r = leaf_each(dirfd, name, count_one, c)) != 0)
+		return r == 1 ? MQ_TREE_NEXT : -1;
 	return c->n >= c->limit ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
@@ -795,20 +811,14 @@ find_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
     unsigned prio)
 {
 	struct finding *f = arg;
-	int fd, r, saved;
+	int r;
 
 	(void)key;
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = mq_dir_each(fd, DT_REG, find_one, f);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (r == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
+	if ((r = leaf_each(dirfd, name, find_one, f)) != 0)
+		return r == 1 ? MQ_TREE_NEXT : -1;
 	return f->found ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
