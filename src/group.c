@@ -624,6 +624,31 @@ mq_group_unlock(int *lock)
 	mq_closefd(lock);
 }
 
+/*
+ * Removes the message parked as leaf/name in group's tree (mq-rm), under
+ * the group's lock, so that no promote moves it meanwhile: ENOENT when it
+ * is no longer there (promoted, or the group is gone).  The level left
+ * empty is the next promote's or sweep's to remove.
+ */
+int
+mq_group_unpark(struct mq_spool *sp, int leaf, const char *name,
+    const char *group)
+{
+	int gfd, r, saved;
+
+	if (!mq_group_valid(group)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((gfd = group_lock(sp, group, 0, 0, NULL)) == -1)
+		return -1;
+	r = unlinkat(leaf, name, 0);
+	saved = errno;
+	close(gfd);
+	errno = saved;
+	return r;
+}
+
 /* Counting the parked messages of every group, up to a limit. */
 struct parked {
 	uint64_t n, limit;

@@ -396,6 +396,7 @@ int	 mq_group_claimed(struct mq_spool *, int, const char *,
 int	 mq_group_leave(struct mq_spool *, int, const char *,
 	    const struct mq_name *, const char *, int *);
 void	 mq_group_unlock(int *);
+int	 mq_group_unpark(struct mq_spool *, int, const char *, const char *);
 int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t, uint64_t,
 	    uint64_t *);
 int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
@@ -479,6 +480,37 @@ void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
+
+/*
+ * find.c: a message by its ID in any state (mq-show, mq-rm); every
+ * removal of one goes through mq_remove.
+ */
+enum mq_where {
+	MQ_AT_READY,		/* new/, due */
+	MQ_AT_DELAYED,		/* new/, not yet */
+	MQ_AT_BLOCKED,		/* parked in groups/G/ */
+	MQ_AT_INFLIGHT,		/* cur/, its lease running */
+	MQ_AT_EXPIRED,		/* cur/, its lease run out */
+	MQ_AT_DEAD		/* dead/ */
+};
+#define MQ_AT(w)	(1u << (w))
+#define MQ_AT_ALL	0x3fu
+struct mq_found {
+	int	 dirfd;		/* the directory it is in, open; -1: none */
+	char	 name[MQ_NAME_MAX];
+	struct mq_name n;
+	enum mq_where where;
+};
+#define MQ_RM_FORCE	1	/* in flight too */
+#define MQ_RM_WAITING	2	/* never a dead letter */
+typedef int (*mq_found_fn)(void *, struct mq_found *);
+const char	*mq_where_name(enum mq_where);
+int	 mq_find(struct mq_spool *, const char *, uint64_t, struct mq_found *);
+int	 mq_find_each(struct mq_spool *, uint64_t, unsigned, mq_found_fn,
+	    void *);
+int	 mq_found_open(const struct mq_found *);
+void	 mq_found_close(struct mq_found *);
+int	 mq_remove(struct mq_spool *, struct mq_found *, int);
 
 /* stat.c */
 struct mq_stats {

@@ -1,0 +1,176 @@
+/*
+ * mq-rm: removes messages by ID (a cancelled job), or every waiting one
+ * (--all).  A message in flight is its lease holder's: it is removed only
+ * with -f.  Dead letters are removed by ID, never by --all (mq-dlq purge
+ * is for those).  A message claimed while it is being removed is either
+ * claimed (mq-rm then finds it in flight) or removed (the claim does not
+ * get it), never both: every removal is one unlink(2), and one that finds
+ * the message gone looks for it again (find.c).
+ */
+#include <err.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define USAGE \
+	"usage: mq-rm [-fv] [-d dir] id ...\n" \
+	"       mq-rm [-fv] [-d dir] --all\n"
+
+static void __dead
+usage(void)
+{
+	fputs(USAGE, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf(USAGE
+	    "Removes waiting (ready, delayed, blocked, expired lease) and\n"
+	    "dead messages by ID; --all: every waiting one.  In flight: exit 3\n"
+	    "unless -f.  -v: each removed on stderr.  See mq-rm(1).\n"
+	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "else ~/.local/state/mq.\n");
+}
+
+static int fflag, vflag;
+
+/* What mq_remove said of f (id): reported, as an exit status. */
+static int
+report(const char *id, const struct mq_found *f, int st)
+{
+	char iso[32];
+
+	switch (st) {
+	case MQ_EX_OK:
+		if (vflag)
+			warnx("removed %s (%s)", id, mq_where_name(f->where));
+		break;
+	case MQ_EX_NONE:
+		warnx("%s: no such message", id);
+		break;
+	case MQ_EX_LOST:
+		mq_time_iso(iso, sizeof(iso), f->n.ms);
+		warnx("%s: in flight, lease until %s; -f removes it", id, iso);
+		break;
+	default:
+		warn("%s", id);
+	}
+	return st;
+}
+
+static int
+rm_one(struct mq_spool *sp, const char *id)
+{
+	struct mq_found f;
+	int st;
+
+	if (mq_find(sp, id, mq_now_ms(), &f) == -1)
+		return report(id, &f, errno == ENOENT ? MQ_EX_NONE : MQ_EX_SYS);
+	st = report(id, &f, mq_remove(sp, &f, fflag ? MQ_RM_FORCE : 0));
+	mq_found_close(&f);
+	return st;
+}
+
+/*
+ * --all: one that has left the waiting states meanwhile (claimed, gone,
+ * buried) is no longer for it: passed over in silence.
+ */
+struct all {
+	struct mq_spool	*sp;
+	int		 status;
+};
+
+static int
+rm_each(void *arg, struct mq_found *f)
+{
+	struct all *a = arg;
+	char id[MQ_ID_LEN + 1];
+	int st;
+
+	strlcpy(id, f->n.id, sizeof(id));
+	st = mq_remove(a->sp, f, MQ_RM_WAITING | (fflag ? MQ_RM_FORCE : 0));
+	if (st == MQ_EX_OK || st == MQ_EX_SYS)
+		a->status = mq_worse(a->status, report(id, f, st));
+	return 0;
+}
+
+static int
+rm_all(struct mq_spool *sp)
+{
+	struct all a = { sp, MQ_EX_OK };
+	unsigned mask = MQ_AT(MQ_AT_READY) | MQ_AT(MQ_AT_DELAYED) |
+	    MQ_AT(MQ_AT_BLOCKED) | MQ_AT(MQ_AT_EXPIRED);
+
+	if (fflag)
+		mask |= MQ_AT(MQ_AT_INFLIGHT);
+	if (mq_find_each(sp, mq_now_ms(), mask, rm_each, &a) == -1) {
+		warn("%s", sp->path);
+		a.status = mq_worse(a.status, MQ_EX_SYS);
+	}
+	return a.status;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		MQ_LONGOPTS,
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	const char *dir = NULL;
+	int ch, i, all = 0, status = MQ_EX_OK;
+
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			fflag = 1;
+			break;
+		case 'v':
+			vflag = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			mq_version();
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (all && argc > 0)
+		errx(MQ_EX_USAGE, "--all and IDs exclude each other");
+	if (!all && argc == 0)
+		errx(MQ_EX_USAGE, "name IDs or --all");
+	/* Nothing is removed when one of them is no ID at all. */
+	for (i = 0; i < argc; i++)
+		if (!mq_id_valid(argv[i]))
+			errx(MQ_EX_USAGE, "%s: not a message ID", argv[i]);
+	signal(SIGXFSZ, SIG_IGN);
+	mq_spool_xopen(&sp, dir, 0);
+	if (all)
+		status = rm_all(&sp);
+	for (i = 0; i < argc; i++)
+		status = mq_worse(status, rm_one(&sp, argv[i]));
+	mq_spool_close(&sp);
+	mq_stdout_close();
+	return status;
+}

@@ -1,0 +1,130 @@
+/*
+ * mq-show: the body of a message, by its ID, in whatever state it is,
+ * byte for byte on stdout.  It only reads: no lock, no rename, no
+ * attempt counted.  The body is streamed through a fixed buffer, so
+ * memory does not grow with its size.
+ */
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define USAGE	"usage: mq-show [-v] [-d dir] id\n"
+
+static void __dead
+usage(void)
+{
+	fputs(USAGE, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf(USAGE
+	    "The body of the message with this ID, in any state (ready,\n"
+	    "delayed, blocked, inflight, expired, dead), as it was sent.\n"
+	    "-v: its state on stderr.  Exit 1: no such message.  See "
+	    "mq-show(1).\n"
+	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "else ~/.local/state/mq.\n");
+}
+
+/*
+ * Opens the message; one that moves between its search and its open
+ * (claimed, released, acked) is searched for again, a bounded number of
+ * times.
+ */
+static int
+open_message(struct mq_spool *sp, const char *id, struct mq_found *f)
+{
+	int i, fd;
+
+	for (i = 0; ; i++) {
+		if (mq_find(sp, id, mq_now_ms(), f) == -1) {
+			if (errno != ENOENT)
+				err(MQ_EX_SYS, "%s", sp->path);
+			warnx("%s: no such message", id);
+			exit(MQ_EX_NONE);
+		}
+		if ((fd = mq_found_open(f)) != -1)
+			return fd;
+		if (errno == ELOOP)
+			errx(MQ_EX_SYS, "%s: not a regular file", id);
+		if (errno != ENOENT || i == MQ_RETRIES)
+			err(MQ_EX_SYS, "%s", id);
+		mq_found_close(f);
+	}
+}
+
+static int
+show(struct mq_spool *sp, const char *id, int vflag)
+{
+	struct mq_found f;
+	struct stat st;
+	int fd;
+
+	fd = open_message(sp, id, &f);
+	if (fstat(fd, &st) == -1)
+		err(MQ_EX_SYS, "%s", id);
+	if (!S_ISREG(st.st_mode))
+		errx(MQ_EX_SYS, "%s: not a regular file", id);
+	if (vflag)
+		warnx("%s: %s", id, mq_where_name(f.where));
+	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
+		err(MQ_EX_SYS, "%s", id);
+	close(fd);
+	mq_found_close(&f);
+	return MQ_EX_OK;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		MQ_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	const char *dir = NULL;
+	int ch, vflag = 0, status;
+
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			vflag = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			mq_version();
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc != 1)
+		usage();
+	if (!mq_id_valid(argv[0]))
+		errx(MQ_EX_USAGE, "%s: not a message ID", argv[0]);
+	signal(SIGXFSZ, SIG_IGN);
+	mq_spool_xopen(&sp, dir, 0);
+	status = show(&sp, argv[0], vflag);
+	mq_spool_close(&sp);
+	mq_stdout_close();
+	return status;
+}
