@@ -2,7 +2,7 @@ load helper
 
 comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
 comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm"
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {

@@ -13,6 +13,8 @@ _mq_options() {
 	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
 	mq-stat) echo "-v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-v -d -h --help -V --version" ;;
+	mq-show) echo "-v -d -h --help -V --version" ;;
+	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	esac
 }
 
@@ -109,4 +111,5 @@ _mq() {
 	esac
 }
 
-complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf
+complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show \
+    mq-rm
