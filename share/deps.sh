@@ -14,11 +14,12 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # clang with its runtime (fuzzing), shellcheck, systemd (unit checks), zsh
 # (completion), e2fsprogs/mount (full file-system tests on loop mounts),
 # man-db (pages as man shows them), sqlite3 (the outbox-relay example's
-# test) and prometheus (for promtool, which checks mq-stat --prometheus;
-# its server is not run).
+# test), prometheus (for promtool, which checks mq-stat --prometheus;
+# its server is not run) and time (GNU time: a program's peak memory, as
+# mq-show's streaming is checked).
 test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
-    e2fsprogs mount man-db sqlite3 prometheus"
+    e2fsprogs mount man-db sqlite3 prometheus time"
 bench="$test python3-dirq"
 need=$test
 purpose="test"

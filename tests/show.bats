@@ -1,0 +1,129 @@
+load helper
+
+# The one file of the spool named for ID $1 (any state), its path.
+file_of() {
+	local d dirs=()
+	for d in new cur dead groups; do
+		[ ! -d "$MQ_DIR/$d" ] || dirs+=("$MQ_DIR/$d")
+	done
+	find "${dirs[@]}" -name "$1,*"
+}
+
+# Checks that mq-show prints file $2's bytes for ID $1, exactly.
+shows() {
+	timeout 20 mq-show "$1" >"$BATS_TEST_TMPDIR/out"
+	cmp "$BATS_TEST_TMPDIR/out" "$2"
+}
+
+@test "mq-show: the body of a ready, delayed, blocked, in-flight, expired and dead message, byte for byte" {
+	head -c 3000 /dev/urandom >"$BATS_TEST_TMPDIR/bin"
+	printf 'a\0b\r\n\033[2J' >"$BATS_TEST_TMPDIR/ctl"
+	: >"$BATS_TEST_TMPDIR/empty"
+	echo head >"$BATS_TEST_TMPDIR/head"
+	ready=$(mq-send "$BATS_TEST_TMPDIR/bin")
+	delayed=$(mq-send -D 3600 "$BATS_TEST_TMPDIR/ctl")
+	mq-send -g G "$BATS_TEST_TMPDIR/head" >/dev/null
+	blocked=$(mq-send -g G "$BATS_TEST_TMPDIR/empty")
+	dead=$(mq-send "$BATS_TEST_TMPDIR/ctl")
+	expired=$(mq-send "$BATS_TEST_TMPDIR/bin")
+	inflight=$(mq-send "$BATS_TEST_TMPDIR/empty")
+	# Claimed in send order: the ready one and the group's head first.
+	r1=$(mq-recv -n 2)
+	r=$(mq-recv); mq-ack -x "broken" "$r"
+	r=$(mq-recv -t 1)
+	[ "$(basename "$r" | cut -d, -f1)" = "$expired" ]
+	r=$(mq-recv)
+	[ "$(basename "$r" | cut -d, -f1)" = "$inflight" ]
+	mq-ack -r "$(head -n 1 <<<"$r1")"
+	sleep 1.2
+	for s in ready delayed blocked inflight expired dead; do
+		run -0 --separate-stderr mq-show -v "${!s}"
+		assert_equal "$stderr" "mq-show: ${!s}: $s"
+	done
+	shows "$ready" "$BATS_TEST_TMPDIR/bin"
+	shows "$delayed" "$BATS_TEST_TMPDIR/ctl"
+	shows "$blocked" "$BATS_TEST_TMPDIR/empty"
+	shows "$inflight" "$BATS_TEST_TMPDIR/empty"
+	shows "$expired" "$BATS_TEST_TMPDIR/bin"
+	shows "$dead" "$BATS_TEST_TMPDIR/ctl"
+}
+
+@test "mq-show: looks only: no attempt counted, no rename, no lease" {
+	id=$(echo hello | mq-send -D 3600)
+	before=$(file_of "$id")
+	run -0 mq-show "$id"
+	assert_output hello
+	assert_equal "$(file_of "$id")" "$before"
+	assert_equal "$(count cur)" 0
+}
+
+@test "mq-show: exit 1 for no such ID, 2 for a malformed one or a usage error" {
+	echo x | mq-send >/dev/null
+	run -1 --separate-stderr mq-show 0000000000000000.1.000000000000
+	assert_output ""
+	assert_equal "$stderr" "mq-show: 0000000000000000.1.000000000000: no such message"
+	run -2 --separate-stderr mq-show ../../etc/passwd
+	assert_output ""
+	[[ $stderr == *"not a message ID"* ]] || fail "$stderr"
+	run -2 --separate-stderr mq-show
+	[[ $stderr == "usage: mq-show "* ]] || fail "$stderr"
+	id=$(echo y | mq-send)
+	run -2 --separate-stderr mq-show "$id" "$id"
+	assert_output ""
+	# An acked message is gone.
+	mq-ack "$(mq-recv)"
+	mq-ack "$(mq-recv)"
+	run -1 mq-show "$id"
+}
+
+@test "mq-show: a missing spool is an error (4) naming it" {
+	run -4 --separate-stderr mq-show 0000000000000000.1.000000000000
+	[[ $stderr == "mq-show: $MQ_DIR: "* ]] || fail "$stderr"
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-show: a FIFO or a symbolic link planted under a message's name is neither opened for reading nor followed (exit 4)" {
+	echo secret >"$BATS_TEST_TMPDIR/secret"
+	id=$(echo one | mq-send)
+	f=$(file_of "$id")
+	rm "$f"
+	mkfifo "$f"
+	run -4 --separate-stderr timeout 10 mq-show "$id"
+	assert_output ""
+	assert_equal "$stderr" "mq-show: $id: not a regular file"
+	rm "$f"
+	ln -s "$BATS_TEST_TMPDIR/secret" "$f"
+	run -4 --separate-stderr timeout 10 mq-show "$id"
+	assert_output ""
+	assert_equal "$stderr" "mq-show: $id: not a regular file"
+}
+
+@test "mq-show: streams: the peak RSS for a 64 MiB body is within 2 MiB of a 1-byte body's" {
+	[ -x /usr/bin/time ] || fail "GNU time is not installed (sh share/deps.sh)"
+	small=$(printf x | mq-send -S)
+	big=$(head -c 64M /dev/urandom | mq-send -S)
+	/usr/bin/time -o "$BATS_TEST_TMPDIR/small" -f %M mq-show "$small" >/dev/null
+	/usr/bin/time -o "$BATS_TEST_TMPDIR/big" -f %M mq-show "$big" >"$BATS_TEST_TMPDIR/out"
+	cmp "$BATS_TEST_TMPDIR/out" "$(file_of "$big")"
+	s=$(tail -n 1 "$BATS_TEST_TMPDIR/small")
+	b=$(tail -n 1 "$BATS_TEST_TMPDIR/big")
+	[ $((b - s)) -le 2048 ] || fail "peak RSS: $b KiB for 64 MiB, $s KiB for 1 byte"
+}
+
+@test "mq-show: a body claimed while it is shown is found again (in flight) and shown" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	id=$(echo moving | mq-send)
+	# mq-show stopped once it found the message, before it opens it; a
+	# receiver claims it meanwhile.
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex 'break mq_found_open' -ex "run $id >$BATS_TEST_TMPDIR/out" \
+	    -ex "shell mq-recv >$BATS_TEST_TMPDIR/r" \
+	    -ex continue -ex continue --args mq-show </dev/null
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_found_open was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-show failed: $output"
+	# It met the message gone, and found it again.
+	[ "$(grep -c '^Breakpoint 1,' <<<"$output")" -eq 2 ] || fail "$output"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/out")" moving
+	run -0 mq-ack "$(cat "$BATS_TEST_TMPDIR/r")"
+}
