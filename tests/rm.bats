@@ -1,0 +1,246 @@
+load helper
+
+# Sends each argument as a message of group $1.
+gsend() {
+	local g=$1 b
+	shift
+	for b; do
+		echo "$b" | mq-send -g "$g" >/dev/null
+	done
+}
+
+# The bodies of everything claimable, in claim order, each acked.
+bodies() {
+	local r
+	while r=$(mq-recv); do
+		cat "$r"
+		mq-ack "$r"
+	done
+}
+
+# The message files of the spool, every state, parked ones too.
+messages() {
+	local d dirs=()
+	for d in new cur dead groups; do
+		[ ! -d "$MQ_DIR/$d" ] || dirs+=("$MQ_DIR/$d")
+	done
+	find "${dirs[@]}" -type f ! -name turn
+}
+
+@test "mq-rm: removes a ready, a delayed and a dead message by ID, quietly; -v names each with its state" {
+	ready=$(echo r | mq-send)
+	delayed=$(echo d | mq-send -D 3600)
+	dead=$(echo x | mq-send)
+	mq-ack "$(mq-recv)"
+	mq-ack -x "broken" "$(mq-recv)"
+	run -0 --separate-stderr mq-rm "$delayed"
+	assert_output ""
+	assert_equal "$stderr" ""
+	ready=$(echo r | mq-send)
+	run -0 --separate-stderr mq-rm -v "$ready" "$dead"
+	assert_output ""
+	assert_equal "$stderr" "mq-rm: removed $ready (ready)
+mq-rm: removed $dead (dead)"
+	assert_equal "$(messages)" ""
+	# The dead letter's reason went with it.
+	assert_equal "$(find "$MQ_DIR/reason" -type f | wc -l)" 0
+	run -1 mq-show "$ready"
+}
+
+@test "mq-rm: in flight is refused (exit 3, the lease's end named) unless -f; its holder's ack then says lease lost" {
+	id=$(echo job | mq-send)
+	r=$(mq-recv)
+	run -3 --separate-stderr mq-rm "$id"
+	[[ $stderr =~ ^mq-rm:\ $id:\ in\ flight,\ lease\ until\ [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z\;\ -f\ removes\ it$ ]] ||
+	    fail "$stderr"
+	assert_equal "$(count cur)" 1
+	run -0 --separate-stderr mq-rm -v -f "$id"
+	assert_equal "$stderr" "mq-rm: removed $id (inflight)"
+	assert_equal "$(count cur)" 0
+	run -3 mq-ack "$r"
+	assert_output --partial "lease lost"
+}
+
+@test "mq-rm: a lease run out is removed without -f (nobody holds it)" {
+	id=$(echo job | mq-send)
+	r=$(mq-recv -t 1)
+	sleep 1.2
+	run -0 --separate-stderr mq-rm -v "$id"
+	assert_equal "$stderr" "mq-rm: removed $id (expired)"
+	run -3 mq-ack "$r"
+	assert_equal "$(messages)" ""
+}
+
+@test "mq-rm: several IDs, one missing: the others are removed, exit 1" {
+	a=$(echo a | mq-send)
+	b=$(echo b | mq-send)
+	run -1 --separate-stderr mq-rm "$a" 0000000000000000.1.000000000000 "$b"
+	assert_equal "$stderr" "mq-rm: 0000000000000000.1.000000000000: no such message"
+	assert_equal "$(messages)" ""
+	# The worst status wins: in flight (3) over none (1).
+	c=$(echo c | mq-send)
+	mq-recv >/dev/null
+	run -3 mq-rm 0000000000000000.1.000000000000 "$c"
+}
+
+@test "mq-rm: usage errors (2) change nothing: a malformed ID, no ID, IDs with --all, a bad option" {
+	a=$(echo a | mq-send)
+	before=$(messages)
+	run -2 --separate-stderr mq-rm "$a" ../x
+	[[ $stderr == *"../x: not a message ID"* ]] || fail "$stderr"
+	run -2 --separate-stderr mq-rm
+	[[ $stderr == *"name IDs or --all"* ]] || fail "$stderr"
+	run -2 --separate-stderr mq-rm --all "$a"
+	[[ $stderr == *"--all and IDs exclude each other"* ]] || fail "$stderr"
+	run -2 --separate-stderr mq-rm -q "$a"
+	[[ $stderr == *"usage: mq-rm "* ]] || fail "$stderr"
+	assert_equal "$(messages)" "$before"
+}
+
+@test "mq-rm: a missing spool is an error (4) naming it" {
+	run -4 --separate-stderr mq-rm 0000000000000000.1.000000000000
+	[[ $stderr == "mq-rm: $MQ_DIR: "* ]] || fail "$stderr"
+	assert_not_exist "$MQ_DIR"
+}
+
+@test "mq-rm: the head of an ordered group removed promotes the next, which mq-recv then gets" {
+	gsend A a1 a2 a3
+	head=$(basename "$(find "$MQ_DIR/new" -type f)" | cut -d, -f1)
+	run -0 --separate-stderr mq-rm -v "$head"
+	assert_equal "$stderr" "mq-rm: removed $head (ready)"
+	run -0 bodies
+	assert_output "a2
+a3"
+	# A head in flight, with -f: the next is promoted as after an ack.
+	gsend B b1 b2
+	r=$(mq-recv)
+	mq-rm -f "$(basename "$r" | cut -d, -f1)"
+	run -0 bodies
+	assert_output "b2"
+	assert_equal "$(messages)" ""
+}
+
+@test "mq-rm: a parked member removed leaves the order of the rest" {
+	gsend A a1 a2 a3 a4
+	ids=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f | xargs -n 1 basename | cut -d, -f1 | sort)
+	a3=$(sed -n 2p <<<"$ids")
+	run -0 --separate-stderr mq-rm -v "$a3"
+	assert_equal "$stderr" "mq-rm: removed $a3 (blocked)"
+	run -0 bodies
+	assert_output "a1
+a2
+a4"
+}
+
+@test "mq-rm: a keyed message removed starts the dedup window as an ack does" {
+	mq-conf dedup-window=30
+	id=$(echo one | mq-send -k nightly)
+	mq-rm "$id"
+	assert_equal "$(messages)" ""
+	# Within the window: the key is still remembered, nothing is added.
+	run -0 mq-send -k nightly <<<"two"
+	assert_output "$id"
+	assert_equal "$(count new)" 0
+	# The same after an ack.
+	id2=$(echo one | mq-send -k acked)
+	mq-ack "$(mq-recv)"
+	run -0 mq-send -k acked <<<"two"
+	assert_output "$id2"
+	# Window 0: free at once.
+	mq-conf dedup-window=0
+	run -0 mq-send -k nightly <<<"three"
+	[ "$output" != "$id" ]
+	assert_equal "$(count new)" 1
+}
+
+@test "mq-rm --all: every waiting message (ready, delayed, blocked, expired lease); in flight only with -f; dead letters never" {
+	echo r | mq-send >/dev/null
+	echo d | mq-send -D 3600 >/dev/null
+	gsend G g1 g2 g3
+	echo dead | mq-send -p 9 >/dev/null
+	mq-ack -x "broken" "$(mq-recv)"
+	echo exp | mq-send -p 8 >/dev/null
+	mq-recv -t 1 >/dev/null
+	inflight=$(echo fly | mq-send -p 7)
+	r=$(mq-recv)
+	sleep 1.2
+	run -0 --separate-stderr mq-rm -v --all
+	assert_equal "$(grep -c 'removed .* (ready)' <<<"$stderr")" 2
+	assert_equal "$(grep -c 'removed .* (delayed)' <<<"$stderr")" 1
+	assert_equal "$(grep -c 'removed .* (blocked)' <<<"$stderr")" 2
+	assert_equal "$(grep -c 'removed .* (expired)' <<<"$stderr")" 1
+	assert_equal "${#lines[@]}" 0
+	[ "$(wc -l <<<"$stderr")" -eq 6 ] || fail "$stderr"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 1
+	assert_equal "$(count dead)" 1
+	run -1 mq-recv
+	run -0 --separate-stderr mq-rm -v -f --all
+	assert_equal "$stderr" "mq-rm: removed $inflight (inflight)"
+	run -3 mq-ack "$r"
+	assert_equal "$(count dead)" 1
+	# An empty queue: nothing to do, exit 0.
+	run -0 mq-rm --all
+}
+
+@test "mq-rm racing mq-recv for one message, 200 rounds: claimed (rm exits 3, the ack succeeds) or removed (recv exits 1), never both" {
+	t=$BATS_TEST_TMPDIR
+	for round in $(seq 1 200); do
+		id=$(echo "r$round" | mq-send)
+		{ st=0; timeout 20 mq-recv >"$t/r" || st=$?; echo $st >"$t/recv"; } &
+		{ st=0; timeout 20 mq-rm "$id" 2>/dev/null || st=$?; echo $st >"$t/rm"; } &
+		wait
+		recv=$(cat "$t/recv") rm=$(cat "$t/rm")
+		if [ "$recv" = 0 ]; then
+			[ "$rm" = 3 ] || fail "round $round: claimed, yet mq-rm exited $rm"
+			run -0 mq-ack "$(cat "$t/r")"
+		else
+			[ "$recv" = 1 ] && [ "$rm" = 0 ] ||
+			    fail "round $round: mq-recv exited $recv, mq-rm $rm"
+		fi
+		[ -z "$(messages)" ] || fail "round $round: left $(messages)"
+	done
+}
+
+@test "mq-rm -v --all against two mq-recv -n 16 loops, 2000 messages: each removed or claimed (and acked), none both, none left" {
+	t=$BATS_TEST_TMPDIR
+	seq 1 2000 | mq-send -l -S >/dev/null
+	# Each loop acks what it claims, one receipt at a time, and notes the
+	# status of every ack.
+	claim() {
+		local r
+		while r=$(timeout 20 mq-recv -n 16); do
+			while read -r rc; do
+				st=0
+				timeout 20 mq-ack "$rc" || st=$?
+				echo $st
+			done <<<"$r"
+		done >"$t/acks.$1"
+	}
+	claim 1 &
+	claim 2 &
+	timeout 60 mq-rm -v --all 2>"$t/removed"
+	wait
+	removed=$(grep -c '^mq-rm: removed ' "$t/removed")
+	claimed=$(cat "$t/acks.1" "$t/acks.2" | wc -l)
+	[ "$(cat "$t/acks.1" "$t/acks.2" | sort -u)" = 0 ] || [ "$claimed" -eq 0 ] ||
+	    fail "an ack failed: $(sort "$t/acks.1" "$t/acks.2" | uniq -c)"
+	assert_equal "$((removed + claimed))" 2000
+	assert_equal "$(messages)" ""
+}
+
+@test "mq-rm: stopped between its find and its unlink while mq-recv claims the message: exits 3 (met in flight), the receipt acks" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	id=$(echo contested | mq-send)
+	# (LeakSanitizer, under make SANITIZE=1, cannot run under ptrace.)
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex 'break mq_remove' -ex "run $id" \
+	    -ex "shell mq-recv >$BATS_TEST_TMPDIR/r" \
+	    -ex continue --args mq-rm </dev/null
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_remove was not reached: $output"
+	[[ $output == *"exited with code 03"* ]] || fail "mq-rm did not exit 3: $output"
+	[[ $output == *"$id: in flight, lease until"* ]] || fail "$output"
+	run -0 mq-ack "$(cat "$BATS_TEST_TMPDIR/r")"
+	assert_equal "$(messages)" ""
+}
