@@ -6,7 +6,7 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio), BENCH_GROUP_N (messages parked
+# expired maxdepth overshoot group prio show), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit).
@@ -519,7 +519,24 @@ bench_memory() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio"}
+bench_show() { # fs: mq-show of a 1 GiB message against cat of its file
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	say "$name: show, a 1 GiB message"
+	id=$(head -c 1073741824 /dev/urandom | MQ_DIR="$w/q" mq-send -S)
+	f=$(find "$w/q/new" -type f)
+	# Each mq-show paired with a cat of the same file just before it
+	# (spawn -r: cat reads it as its standard input).
+	MQ_DIR="$w/q" spawn -r "$(command -v cat)" -i "$f" -o /dev/null "$R" \
+	    mq-show "$id" >"$w/show.t"
+	RATIO=$(cut -d' ' -f4 "$w/show.t")
+	row "$name" "mq-show of 1 GiB" "$(cut -d' ' -f1 "$w/show.t")" us \
+	    "cat of its file" "$(cut -d' ' -f3 "$w/show.t")" "-"
+	row "$name" "peak RSS, mq-show of 1 GiB" "$(cut -d' ' -f2 "$w/show.t")" KiB \
+	    "8 MiB" 8192 "<= 1"
+	rm -rf "$w"
+}
+
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio show"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -535,6 +552,7 @@ want expired && bench_expired "$first"
 want overshoot && bench_overshoot "$first"
 want group && bench_group "$first"
 want prio && bench_prio "$first"
+want show && bench_show "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
