@@ -122,7 +122,7 @@ a3"
 
 @test "mq-rm: a parked member removed leaves the order of the rest" {
 	gsend A a1 a2 a3 a4
-	ids=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f | xargs -n 1 basename | cut -d, -f1 | sort)
+	ids=$(find "$MQ_DIR/groups/A" -mindepth 4 -type f -printf '%f\n' | cut -d, -f1 | sort)
 	a3=$(sed -n 2p <<<"$ids")
 	run -0 --separate-stderr mq-rm -v "$a3"
 	assert_equal "$stderr" "mq-rm: removed $a3 (blocked)"
