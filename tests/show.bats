@@ -55,6 +55,13 @@ shows() {
 	assert_output hello
 	assert_equal "$(file_of "$id")" "$before"
 	assert_equal "$(count cur)" 0
+	command -v strace >/dev/null || fail "strace is not installed"
+	strace -f -o "$BATS_TEST_TMPDIR/trace" \
+	    -e trace=rename,renameat,renameat2,unlink,unlinkat,link,linkat,flock,mkdir,mkdirat \
+	    mq-show "$id" >/dev/null
+	run grep -E '^[0-9]+ +(rename|unlink|link|flock|mkdir)' "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
+	assert_output ""
 }
 
 @test "mq-show: exit 1 for no such ID, 2 for a malformed one or a usage error" {
