@@ -26,17 +26,18 @@ BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
 LIBOBJ = src/claim.o src/conf.o src/dead.o src/depth.o src/fan.o src/find.o \
-	src/group.o \
-	src/key.o src/name.o src/place.o src/receipt.o src/send.o src/spool.o \
-	src/stat.o src/sweep.o src/util.o src/wait.o src/work.o
-PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm
+	src/group.o src/key.o src/look.o src/name.o src/place.o src/receipt.o \
+	src/send.o src/spool.o src/stat.o src/sweep.o src/util.o src/wait.o \
+	src/work.o
+PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
+	mq-show mq-rm
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \
-	bin/mq-conf bin/mq-show bin/mq-rm
+	bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm
 MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
 	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
-	share/man/man1/mq-conf.1 share/man/man1/mq-show.1 \
-	share/man/man1/mq-rm.1
+	share/man/man1/mq-conf.1 share/man/man1/mq-ls.1 \
+	share/man/man1/mq-show.1 share/man/man1/mq-rm.1
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
@@ -51,7 +52,7 @@ build-deps:
 	    "run make BSD_CFLAGS= BSD_LIBS=" >&2; exit 1; }
 
 $(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
-    src/mq-dlq.o src/mq-stat.o src/mq-conf.o src/mq-show.o \
+    src/mq-dlq.o src/mq-stat.o src/mq-conf.o src/mq-ls.o src/mq-show.o \
     src/mq-rm.o: src/mq.h src/compat.h
 
 src/libmq.a: $(LIBOBJ)
@@ -79,6 +80,9 @@ bin/mq-stat: src/mq-stat.o src/libmq.a
 bin/mq-conf: src/mq-conf.o src/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-conf.o src/libmq.a $(BSD_LIBS)
+bin/mq-ls: src/mq-ls.o src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-ls.o src/libmq.a $(BSD_LIBS)
 bin/mq-show: src/mq-show.o src/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-show.o src/libmq.a $(BSD_LIBS)

@@ -523,6 +523,49 @@ struct mq_stats {
 int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
 
 /*
+ * look.c: every message, read-only, in claim order by state (mq-ls; one
+ * by ID): each handed to fn with the directory it is in (open for the
+ * call), that directory's path from the spool root, its name, the parsed
+ * name and the time that matters to its state: when visible (ready,
+ * delayed), when the lease ends (expired, inflight), when it died or
+ * expired (dead), when sent (blocked).  fn returns 0 to go on, 1 to stop
+ * the walk, -1 on error (errno set: the walk ends).
+ */
+enum mq_look_state {
+	MQ_LOOK_EXPIRED,	/* a lease ran out, not yet reclaimed */
+	MQ_LOOK_READY,
+	MQ_LOOK_DELAYED,
+	MQ_LOOK_BLOCKED,	/* parked behind the head of its group */
+	MQ_LOOK_INFLIGHT,
+	MQ_LOOK_DEAD,		/* dead/, or waiting past its time to live */
+	MQ_LOOK_NSTATES
+};
+#define MQ_LOOK_ALL	((1u << MQ_LOOK_NSTATES) - 1)
+struct mq_look {
+	enum mq_look_state state;
+	int	 dirfd;
+	const char *dir;	/* "new/p3/T/M/L", "cur/S", "dead", ... */
+	const char *name;
+	struct mq_name n;
+	uint64_t ms;
+};
+struct mq_looker {
+	unsigned states;	/* 1 << MQ_LOOK_*: the states to visit */
+	uint64_t now;
+	uint64_t ttl_ms;	/* the spool's (0: none) */
+	const char *id;		/* only the message of this ID; NULL: all */
+	int	(*fn)(void *, const struct mq_look *);
+	/* A directory that cannot be read (where, errno): the walk goes on. */
+	void	(*fail)(void *, const char *, int);
+	void	*arg;
+};
+const char	*mq_look_state_name(enum mq_look_state);
+int	 mq_look_state_parse(const char *);
+int	 mq_look(struct mq_spool *, const struct mq_looker *);
+int	 mq_look_peek(const struct mq_look *, char *, size_t, size_t *,
+	    off_t *);
+
+/*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
  * each a target with its own placer, settings, credit and wait, and the
  * batch written once for them all.

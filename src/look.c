@@ -1,0 +1,594 @@
+/*
+ * look.c: looking at every message without claiming it, for mq-ls (and
+ * finding one by ID).  Read-only, as stat.c is: it takes no lock, renames,
+ * links, unlinks or makes nothing, and opens nothing for writing; a
+ * message that moves while the walk is under way may be seen twice or
+ * not at all.
+ *
+ * Messages are handed out by state, in the order a claim takes them:
+ *
+ *	expired		cur/S/, the leases run out (claimed before anything)
+ *	ready		new/[pN/]T/M/L/ due, priority 9 down to 0, leaf by
+ *			leaf in key order, by ID within a leaf (claim.c)
+ *	delayed		the leaves of new/ not due yet, in the same order
+ *	blocked		groups/G/T/M/L/, group by group in name order, each
+ *			in its parked (ID) order (group.c)
+ *	inflight	cur/S/, the leases running
+ *	dead		dead/, then the waiting messages past their time to
+ *			live (mq_name_expiry): never handed out, they are
+ *			buried by the next claim or sweep that meets them
+ *
+ * Ready before delayed takes two descents of new/: the first ends each
+ * priority's tree at its first leaf not due (MQ_TREE_LATER), the second
+ * passes the due ones; only the levels above the leaves are listed twice.
+ * The names of a leaf are gathered and sorted (a leaf holds about
+ * MQ_LEAF_MAX per sender); those of a cur/ bucket and of dead/ are
+ * handed out as read, never gathered.  The buckets of cur/ and the groups
+ * are taken in order CHUNK at a time, so that memory stays flat whatever
+ * the depth.  A message past its time to live is met where it waits: its
+ * area is walked again for the dead only when one was met there (or when
+ * the states asked for did not take the walk through it).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+/* Buckets of cur/ or groups sorted at a time. */
+#define CHUNK	1024
+
+static const char *const state_names[MQ_LOOK_NSTATES] = {
+	"expired", "ready", "delayed", "blocked", "inflight", "dead"
+};
+
+/* Where past-ttl messages were met, to be handed out with the dead. */
+#define AREA_NEW	1u
+#define AREA_GROUPS	2u
+#define AREA_CUR	4u
+
+#define BIT(s)		(1u << (s))
+
+/* The walk under way. */
+struct look {
+	struct mq_spool	*sp;
+	const struct mq_looker *lk;
+	enum mq_look_state pass;	/* the state handed out now */
+	int		 all;		/* new/: every leaf (the dead's pass) */
+	unsigned	 seen;		/* AREA_*: a dead one met there */
+	int		 stopped;	/* fn asked to stop */
+	int		 failed;	/* fn failed: errno is its */
+	const char	*group;		/* the group whose tree is walked */
+	char		 dir[MQ_NAME_MAX * 2];
+};
+
+const char *
+mq_look_state_name(enum mq_look_state s)
+{
+	return (unsigned)s < MQ_LOOK_NSTATES ? state_names[s] : "?";
+}
+
+/* The state named s, or -1. */
+int
+mq_look_state_parse(const char *s)
+{
+	int i;
+
+	for (i = 0; i < MQ_LOOK_NSTATES; i++)
+		if (strcmp(s, state_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* A directory that cannot be read: told, and passed. */
+static void
+fail(struct look *l, const char *where, int e)
+{
+	l->lk->fail(l->lk->arg, where, e);
+}
+
+/* Whether name is that of the ID looked for (every one when none). */
+static int
+wanted(const struct look *l, const char *name)
+{
+	const char *id = l->lk->id;
+
+	return id == NULL || (strncmp(name, id, MQ_ID_LEN) == 0 &&
+	    name[MQ_ID_LEN] == ',' && strlen(id) == MQ_ID_LEN);
+}
+
+/*
+ * Hands one message to fn: returns 0 to go on, 1 when fn stopped the
+ * walk, -1 when it failed.
+ */
+static int
+hand(struct look *l, enum mq_look_state state, int dirfd, const char *name,
+    const struct mq_name *nm, uint64_t ms)
+{
+	struct mq_look m;
+	int r;
+
+	m.state = state;
+	m.dirfd = dirfd;
+	m.dir = l->dir;
+	m.name = name;
+	m.n = *nm;
+	m.ms = ms;
+	if ((r = l->lk->fn(l->lk->arg, &m)) == -1)
+		l->failed = 1;
+	else if (r != 0)
+		l->stopped = 1;
+	return r == 0 ? 0 : r == -1 ? -1 : 1;
+}
+
+/*
+ * A waiting message (of new/ or of a group's tree, in a leaf keyed key):
+ * its state and time, or dead (past its time to live) with its expiry.
+ */
+static enum mq_look_state
+waiting_state(struct look *l, const struct mq_name *nm, uint64_t key,
+    uint64_t *ms)
+{
+	uint64_t t = mq_name_expiry(nm, l->lk->ttl_ms);
+
+	if (l->lk->now >= t) {
+		*ms = t;
+		l->seen |= l->group != NULL ? AREA_GROUPS : AREA_NEW;
+		return MQ_LOOK_DEAD;
+	}
+	if (l->group != NULL) {
+		*ms = nm->sent != 0 ? nm->sent : mq_id_ms(nm->id);
+		return MQ_LOOK_BLOCKED;
+	}
+	*ms = key;
+	return key <= l->lk->now ? MQ_LOOK_READY : MQ_LOOK_DELAYED;
+}
+
+/* Sets l->dir to the leaf keyed key of priority prio's tree. */
+static void
+leaf_path(struct look *l, uint64_t key, unsigned prio)
+{
+	char t[16], m[16], k[16], p[16] = "";
+
+	mq_key_format(t, sizeof(t), key, MQ_TOP_DIGITS);
+	mq_key_format(m, sizeof(m), key, MQ_MID_DIGITS);
+	mq_key_format(k, sizeof(k), key, MQ_KEY_DIGITS);
+	if (prio > 0)
+		snprintf(p, sizeof(p), "p%u/", prio);
+	if (l->group != NULL)
+		snprintf(l->dir, sizeof(l->dir), "%s/%s/%s/%s/%s",
+		    MQ_DIR_GROUPS, l->group, t, m, k);
+	else
+		snprintf(l->dir, sizeof(l->dir), "%s/%s%s/%s/%s", MQ_DIR_NEW,
+		    p, t, m, k);
+}
+
+/*
+ * Lists the leaf dirfd/name (keyed key), sorted, and hands out those of
+ * its messages in the state of this pass.  Returns as a tree step.
+ */
+static int
+leaf(struct look *l, int dirfd, const char *name, uint64_t key,
+    unsigned prio)
+{
+	struct mq_names names;
+	struct mq_name nm;
+	enum mq_look_state s;
+	uint64_t ms;
+	size_t i;
+	int fd, r = 0, saved;
+
+	leaf_path(l, key, prio);
+	if ((fd = mq_opendirat(dirfd, name)) == -1) {
+		if (errno != ENOENT)
+			fail(l, l->dir, errno);
+		return MQ_TREE_NEXT;
+	}
+	/* One removed since it was opened was empty. */
+	if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {
+		if (errno != ENOENT)
+			fail(l, l->dir, errno);
+		close(fd);
+		return MQ_TREE_NEXT;
+	}
+	mq_names_sort(&names);
+	for (i = 0; i < names.n && r == 0; i++) {
+		if (!wanted(l, names.v[i]) ||
+		    mq_name_parse(names.v[i], MQ_NEW, &nm) == -1)
+			continue;
+		if ((s = waiting_state(l, &nm, key, &ms)) == l->pass)
+			r = hand(l, s, fd, names.v[i], &nm, ms);
+	}
+	saved = errno;
+	mq_names_free(&names);
+	close(fd);
+	errno = saved;
+	return r == 0 ? MQ_TREE_NEXT : r == 1 ? MQ_TREE_STOP : -1;
+}
+
+/*
+ * The step of the descents of new/ and of a group's tree: the ready pass
+ * ends a tree at its first directory not due; the delayed pass passes
+ * what is wholly due; the dead's and the blocked's take every leaf.
+ */
+static int
+step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
+{
+	struct look *l = arg;
+	uint64_t last = key + ((uint64_t)1 << 4 * (MQ_KEY_DIGITS - digits)) -
+	    1;
+
+	if (!l->all && l->pass == MQ_LOOK_READY && key > l->lk->now)
+		return MQ_TREE_LATER;
+	if (!l->all && l->pass == MQ_LOOK_DELAYED && last <= l->lk->now)
+		return MQ_TREE_NEXT;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	return leaf(l, dirfd, name, key, prio);
+}
+
+/* Walks a tree (new/ or a group's) for this pass: 0, 1 stopped, -1. */
+static int
+walk(struct look *l, int root, const char *where)
+{
+	struct mq_tree t = { step, l, 1, 0, 0, 0, 0 };
+
+	if (mq_tree_walk(&t, root) != -1)
+		return l->stopped;
+	if (l->failed)
+		return -1;
+	/* A level above the leaves that cannot be read ends this tree. */
+	fail(l, where, errno);
+	return 0;
+}
+
+static int
+new_pass(struct look *l, enum mq_look_state pass, int all)
+{
+	l->pass = pass;
+	l->all = all;
+	l->group = NULL;
+	return walk(l, l->sp->new, MQ_DIR_NEW);
+}
+
+/*
+ * The names of a directory of sub-directories in order, CHUNK at a time:
+ * those kept by keep and after `after` (NULL: from the first) by cmp.
+ * o->more tells that there are more after the last.
+ */
+struct ordered {
+	int	(*keep)(const char *);
+	int	(*cmp)(const void *, const void *);
+	const char *after;
+	struct mq_names v;
+	int	 more;
+};
+
+static void
+ordered_cut(struct ordered *o)
+{
+	qsort(o->v.v, o->v.n, sizeof(*o->v.v), o->cmp);
+	while (o->v.n > CHUNK) {
+		free(o->v.v[--o->v.n]);
+		o->more = 1;
+	}
+}
+
+static int
+ordered_one(void *arg, int dirfd, const char *name)
+{
+	struct ordered *o = arg;
+
+	(void)dirfd;
+	if (!o->keep(name) ||
+	    (o->after != NULL && o->cmp(&name, &o->after) <= 0))
+		return 0;
+	if (o->v.n == o->v.cap) {
+		o->v.cap = o->v.cap ? o->v.cap * 2 : 64;
+		o->v.v = xreallocarray(o->v.v, o->v.cap, sizeof(*o->v.v));
+	}
+	o->v.v[o->v.n++] = xstrdup(name);
+	if (o->v.n == 2 * CHUNK)
+		ordered_cut(o);
+	return 0;
+}
+
+static int
+ordered_read(int dirfd, struct ordered *o)
+{
+	o->v.v = NULL;
+	o->v.n = o->v.cap = 0;
+	o->more = 0;
+	if (mq_dir_each(dirfd, DT_DIR, ordered_one, o) == -1) {
+		mq_names_free(&o->v);
+		return -1;
+	}
+	ordered_cut(o);
+	return 0;
+}
+
+static int
+is_bucket(const char *s)
+{
+	uint64_t v;
+
+	return mq_cur_bucket_parse(s, &v) == 0;
+}
+
+static int
+bucket_cmp(const void *a, const void *b)
+{
+	uint64_t x, y;
+
+	mq_cur_bucket_parse(*(char *const *)a, &x);
+	mq_cur_bucket_parse(*(char *const *)b, &y);
+	return x < y ? -1 : x > y;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Calls fn for each name (in order) of the sub-directories of dirfd that
+ * keep keeps, CHUNK at a time; fn answers as hand() does.  Returns 0, 1
+ * stopped, or -1 when fn failed; a listing that fails is told as where.
+ */
+static int
+in_order(struct look *l, int dirfd, const char *where,
+    int (*keep)(const char *), int (*cmp)(const void *, const void *),
+    int (*fn)(struct look *, int, const char *))
+{
+	struct ordered o = { keep, cmp, NULL, { NULL, 0, 0 }, 0 };
+	char last[MQ_NAME_MAX];
+	size_t i;
+	int r = 0;
+
+	do {
+		if (ordered_read(dirfd, &o) == -1) {
+			if (errno != ENOENT)
+				fail(l, where, errno);
+			return 0;
+		}
+		for (i = 0; i < o.v.n && r == 0; i++)
+			r = fn(l, dirfd, o.v.v[i]);
+		if (o.v.n > 0)
+			strlcpy(last, o.v.v[o.v.n - 1], sizeof(last));
+		o.after = last;
+		mq_names_free(&o.v);
+	} while (r == 0 && o.more);
+	return r;
+}
+
+/* A message of cur/: lease running, run out, or past its time to live. */
+static int
+cur_one(void *arg, int dirfd, const char *name)
+{
+	struct look *l = arg;
+	struct mq_name nm;
+	enum mq_look_state s;
+	uint64_t ms, t;
+
+	if (!wanted(l, name) || mq_name_parse(name, MQ_CUR, &nm) == -1)
+		return 0;
+	ms = nm.ms;
+	if (nm.ms > l->lk->now)
+		s = MQ_LOOK_INFLIGHT;
+	else if (l->lk->now >= (t = mq_name_expiry(&nm, l->lk->ttl_ms))) {
+		s = MQ_LOOK_DEAD;
+		ms = t;
+		l->seen |= AREA_CUR;
+	} else
+		s = MQ_LOOK_EXPIRED;
+	return s == l->pass ? hand(l, s, dirfd, name, &nm, ms) : 0;
+}
+
+/* A bucket of cur/, if this pass can find anything in it. */
+static int
+bucket(struct look *l, int curfd, const char *name)
+{
+	uint64_t secs, now = l->lk->now;
+	int fd, r, saved;
+
+	mq_cur_bucket_parse(name, &secs);
+	/* Bucket S holds the leases that end after S-1 s, up to S s. */
+	if (l->pass == MQ_LOOK_INFLIGHT ? secs * 1000 <= now :
+	    (secs - 1) * 1000 >= now)
+		return 0;
+	snprintf(l->dir, sizeof(l->dir), "%s/%s", MQ_DIR_CUR, name);
+	if ((fd = mq_opendirat(curfd, name)) == -1) {
+		if (errno != ENOENT)
+			fail(l, l->dir, errno);
+		return 0;
+	}
+	r = mq_dir_each(fd, DT_REG, cur_one, l);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (l->failed)
+		return -1;
+	if (l->stopped)
+		return 1;
+	/* One removed since it was opened was empty. */
+	if (r == -1 && saved != ENOENT)
+		fail(l, l->dir, saved);
+	return 0;
+}
+
+static int
+cur_pass(struct look *l, enum mq_look_state pass)
+{
+	l->pass = pass;
+	l->group = NULL;
+	return in_order(l, l->sp->cur, MQ_DIR_CUR, is_bucket, bucket_cmp,
+	    bucket);
+}
+
+static int
+group(struct look *l, int groupsfd, const char *name)
+{
+	char where[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + 1];
+	int fd, r;
+
+	snprintf(where, sizeof(where), "%s/%s", MQ_DIR_GROUPS, name);
+	if ((fd = mq_opendirat(groupsfd, name)) == -1) {
+		if (errno != ENOENT)
+			fail(l, where, errno);
+		return 0;
+	}
+	l->group = name;
+	r = walk(l, fd, where);
+	l->group = NULL;
+	close(fd);
+	return r;
+}
+
+/* groups/, made by the first ordered send: none, no group. */
+static int
+groups_pass(struct look *l, enum mq_look_state pass)
+{
+	int fd, r;
+
+	l->pass = pass;
+	l->all = 1;
+	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_GROUPS)) == -1) {
+		if (errno != ENOENT)
+			fail(l, MQ_DIR_GROUPS, errno);
+		return 0;
+	}
+	r = in_order(l, fd, MQ_DIR_GROUPS, mq_group_valid, name_cmp, group);
+	close(fd);
+	return r;
+}
+
+static int
+dead_one(void *arg, int dirfd, const char *name)
+{
+	struct look *l = arg;
+	struct mq_name nm;
+
+	if (!wanted(l, name) || mq_name_parse(name, MQ_DEAD, &nm) == -1)
+		return 0;
+	return hand(l, MQ_LOOK_DEAD, dirfd, name, &nm, nm.ms);
+}
+
+/*
+ * dead/ as read, then the messages past their time to live where they
+ * wait: in each area the earlier passes did not walk whole, or where
+ * they met one.
+ */
+static int
+dead_pass(struct look *l)
+{
+	unsigned states = l->lk->states;
+	int fd, r, saved;
+
+	l->pass = MQ_LOOK_DEAD;
+	l->group = NULL;
+	snprintf(l->dir, sizeof(l->dir), "%s", MQ_DIR_DEAD);
+	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_DEAD)) == -1) {
+		if (errno != ENOENT)
+			fail(l, MQ_DIR_DEAD, errno);
+	} else {
+		r = mq_dir_each(fd, DT_REG, dead_one, l);
+		saved = errno;
+		close(fd);
+		errno = saved;
+		if (l->failed)
+			return -1;
+		if (l->stopped)
+			return 1;
+		if (r == -1 && saved != ENOENT)
+			fail(l, MQ_DIR_DEAD, saved);
+	}
+	if ((l->seen & AREA_NEW || (states & BIT(MQ_LOOK_READY)) == 0 ||
+	    (states & BIT(MQ_LOOK_DELAYED)) == 0) &&
+	    (r = new_pass(l, MQ_LOOK_DEAD, 1)) != 0)
+		return r;
+	if ((l->seen & AREA_GROUPS || (states & BIT(MQ_LOOK_BLOCKED)) == 0) &&
+	    (r = groups_pass(l, MQ_LOOK_DEAD)) != 0)
+		return r;
+	if (l->seen & AREA_CUR || (states & BIT(MQ_LOOK_EXPIRED)) == 0)
+		return cur_pass(l, MQ_LOOK_DEAD);
+	return 0;
+}
+
+/*
+ * Walks the spool, handing each message in a state of lk->states (of ID
+ * lk->id only, unless NULL) to lk->fn, in the order above, as of
+ * lk->now; lk->ttl_ms is the spool's time to live.  A directory that
+ * cannot be read is told to lk->fail (where, from the spool root, and
+ * errno) and passed: the walk goes on.  Returns 0 when it walked to the
+ * end, 1 when fn stopped it (fn returned 1), -1 when fn failed (-1, with
+ * errno set).
+ */
+int
+mq_look(struct mq_spool *sp, const struct mq_looker *lk)
+{
+	struct look l;
+	unsigned s = lk->states;
+	int r = 0;
+
+	memset(&l, 0, sizeof(l));
+	l.sp = sp;
+	l.lk = lk;
+	if (s & BIT(MQ_LOOK_EXPIRED))
+		r = cur_pass(&l, MQ_LOOK_EXPIRED);
+	if (r == 0 && s & BIT(MQ_LOOK_READY))
+		r = new_pass(&l, MQ_LOOK_READY, 0);
+	if (r == 0 && s & BIT(MQ_LOOK_DELAYED))
+		r = new_pass(&l, MQ_LOOK_DELAYED, 0);
+	if (r == 0 && s & BIT(MQ_LOOK_BLOCKED))
+		r = groups_pass(&l, MQ_LOOK_BLOCKED);
+	if (r == 0 && s & BIT(MQ_LOOK_INFLIGHT))
+		r = cur_pass(&l, MQ_LOOK_INFLIGHT);
+	if (r == 0 && s & BIT(MQ_LOOK_DEAD))
+		r = dead_pass(&l);
+	return r;
+}
+
+/*
+ * Up to size bytes of the start of a message's body, and its size, read
+ * through the directory the walk has open: never blocking, never
+ * following a link.  -1 with ENOENT when it went meanwhile.
+ */
+int
+mq_look_peek(const struct mq_look *m, char *buf, size_t size, size_t *len,
+    off_t *fsize)
+{
+	struct stat st;
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = openat(m->dirfd, m->name, O_RDONLY | O_NOFOLLOW |
+	    O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	while ((n = read(fd, buf, size)) == -1 && errno == EINTR)
+		continue;
+	if (n == -1)
+		goto fail;
+	close(fd);
+	*len = n;
+	*fsize = st.st_size;
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}

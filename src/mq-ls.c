@@ -1,0 +1,209 @@
+/*
+ * mq-ls: list the messages of a spool, every state, in the order they
+ * would be claimed, without claiming any (look.c): one line each, made
+ * from its file's name alone, or with -l from its file too (size, start
+ * of the body), escaped so that nothing reaches a terminal raw.
+ */
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define PREVIEW	32
+
+#define USAGE \
+	"usage: mq-ls [-v] [-d dir] [-l] [-s state]... [--json]\n"
+
+enum { OPT_JSON = 256 };
+
+struct lister {
+	int		 json;
+	int		 lflag;
+	int		 status;
+	struct mq_keys	 keys;
+	uint64_t	 isosec;	/* the second iso holds */
+	char		 iso[32];
+};
+
+static void __dead
+usage(void)
+{
+	fputs(USAGE, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+static void
+help(void)
+{
+	printf(USAGE
+	    "List the messages without claiming any, in claim order: id,\n"
+	    "state, attempts, time, priority (tab-separated).\n"
+	    "  -d dir     the spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+	    "             else ~/.local/state/mq)\n"
+	    "  -l         also the size and the start of the body\n"
+	    "  -s state   only these (repeatable): expired ready delayed\n"
+	    "             blocked inflight dead\n"
+	    "  --json     one JSON object per message and line\n"
+	    "See mq-ls(1).\n");
+}
+
+/* The time as ISO 8601, made once per second met in a row. */
+static const char *
+iso(struct lister *ls, uint64_t ms)
+{
+	if (ls->iso[0] == '\0' || ms / 1000 != ls->isosec) {
+		ls->isosec = ms / 1000;
+		mq_time_iso(ls->iso, sizeof(ls->iso), ms);
+	}
+	return ls->iso;
+}
+
+static void
+text(struct lister *ls, const struct mq_look *m, const char *body,
+    size_t blen, off_t size)
+{
+	printf("%s\t%s\t%u\t%s\t%u", m->n.id, mq_look_state_name(m->state),
+	    m->n.attempts, iso(ls, m->ms), m->n.prio);
+	if (ls->lflag) {
+		printf("\t%jd\t", (intmax_t)size);
+		mq_escape(stdout, body, blen);
+	}
+	putchar('\n');
+}
+
+/* Every field of a message's JSON object is printed here, and only here. */
+static void
+json(struct lister *ls, const struct mq_look *m, const char *body,
+    size_t blen, off_t size)
+{
+	char key[MQ_KEY_MAX + 1];
+	int k;
+
+	printf("{\"id\":\"%s\",\"state\":\"%s\",\"attempts\":%u,"
+	    "\"time\":\"%s\",\"priority\":%u", m->n.id,
+	    mq_look_state_name(m->state), m->n.attempts, iso(ls, m->ms),
+	    m->n.prio);
+	if ((k = mq_key_get(&ls->keys, &m->n, key)) == 1) {
+		fputs(",\"key\":", stdout);
+		mq_json_string(stdout, key, strlen(key));
+	} else if (k == -1) {
+		warn("%s/%s", MQ_DIR_KEYS, m->n.keyhash);
+		ls->status = MQ_EX_SYS;
+	}
+	if (m->n.group[0] != '\0')
+		printf(",\"group\":\"%s\"", m->n.group);
+	/* The death history ("deaths"), for a message that has one: here. */
+	if (ls->lflag) {
+		printf(",\"size\":%jd,\"body\":", (intmax_t)size);
+		mq_json_string(stdout, body, blen);
+	}
+	puts("}");
+}
+
+static int
+one(void *arg, const struct mq_look *m)
+{
+	struct lister *ls = arg;
+	char body[PREVIEW];
+	size_t blen = 0;
+	off_t size = 0;
+
+	/* Gone since its directory was read: it is not there to list. */
+	if (ls->lflag && mq_look_peek(m, body, sizeof(body), &blen,
+	    &size) == -1) {
+		if (errno != ENOENT) {
+			warn("%s/%s", m->dir, m->name);
+			ls->status = MQ_EX_SYS;
+		}
+		return 0;
+	}
+	if (ls->json)
+		json(ls, m, body, blen, size);
+	else
+		text(ls, m, body, blen, size);
+	return 0;
+}
+
+static void
+failed(void *arg, const char *where, int e)
+{
+	struct lister *ls = arg;
+
+	errno = e;
+	warn("%s", where);
+	ls->status = MQ_EX_SYS;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		MQ_LONGOPTS,
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_spool sp;
+	struct mq_conf conf;
+	struct lister ls;
+	struct mq_looker lk;
+	const char *dir = NULL;
+	int ch, s;
+
+	memset(&ls, 0, sizeof(ls));
+	memset(&lk, 0, sizeof(lk));
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:ls:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'v':
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			ls.lflag = 1;
+			break;
+		case 's':
+			if ((s = mq_look_state_parse(optarg)) == -1)
+				errx(MQ_EX_USAGE, "-s %s: no such state (expired,"
+				    " ready, delayed, blocked, inflight, dead)",
+				    optarg);
+			lk.states |= 1u << s;
+			break;
+		case OPT_JSON:
+			ls.json = 1;
+			break;
+		case 'h':
+			help();
+			return MQ_EX_OK;
+		case 'V':
+			mq_version();
+			return MQ_EX_OK;
+		default:
+			usage();
+		}
+	}
+	if (optind < argc)
+		usage();
+	mq_spool_xopen(&sp, dir, 0);
+	/* The ttl tells the waiting messages past it (dead) from the others. */
+	mq_conf_xread(&sp, &conf);
+	mq_keys_init(&ls.keys, &sp);
+	if (lk.states == 0)
+		lk.states = MQ_LOOK_ALL;
+	lk.now = mq_now_ms();
+	lk.ttl_ms = conf.ttl_ms;
+	lk.fn = one;
+	lk.fail = failed;
+	lk.arg = &ls;
+	if (mq_look(&sp, &lk) == -1)
+		err(MQ_EX_SYS, "%s", sp.path);
+	mq_keys_close(&ls.keys);
+	mq_spool_close(&sp);
+	mq_stdout_close();
+	return ls.status;
+}
