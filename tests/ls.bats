@@ -1,0 +1,313 @@
+load helper
+
+# A spool with a message in every state, their IDs in ids/NAME:
+#   x1 expired (its lease ran out), p9 ready at priority 9, r3 ready at
+#   priority 3, r0 and ga (head of group a) and gb (head of group b) ready
+#   at priority 0, dl delayed, ga2 and gb2 blocked behind their heads, fl
+#   in flight, dd dead (dead/), old dead (past its ttl, still in new/).
+every_state() {
+	local d="$BATS_TEST_TMPDIR/ids" r="$BATS_TEST_TMPDIR/r"
+	mkdir -p "$d"
+	printf 'fl\nx1\ndd\n' | mq-send -l >"$BATS_TEST_TMPDIR/sent"
+	sed -n 1p "$BATS_TEST_TMPDIR/sent" >"$d/fl"
+	sed -n 2p "$BATS_TEST_TMPDIR/sent" >"$d/x1"
+	sed -n 3p "$BATS_TEST_TMPDIR/sent" >"$d/dd"
+	mq-recv -n 3 -t 600 >"$r"
+	mq-ack -e 0.001 "$(sed -n 2p "$r")" >/dev/null
+	mq-ack -x broken "$(sed -n 3p "$r")"
+	echo old | mq-send --ttl 0.001 >"$d/old"
+	echo r0 | mq-send >"$d/r0"
+	echo gb | mq-send -g b >"$d/gb"
+	echo ga | mq-send -g a >"$d/ga"
+	echo gb2 | mq-send -g b >"$d/gb2"
+	echo ga2 | mq-send -g a >"$d/ga2"
+	echo r3 | mq-send -p 3 >"$d/r3"
+	echo p9 | mq-send -p 9 >"$d/p9"
+	echo dl | mq-send -D 600 >"$d/dl"
+	sleep 0.05
+}
+
+id_of() {
+	cat "$BATS_TEST_TMPDIR/ids/$1"
+}
+
+@test "mq-ls: every state, in claim order, with its attempts, time and priority" {
+	every_state
+	run --separate-stderr mq-ls --json
+	assert_success
+	[ -z "$stderr" ]
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/out"
+	python3 - "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/ids" <<'EOF'
+import datetime, json, os, sys, time
+ids = {open(os.path.join(sys.argv[2], f)).read().strip(): f
+       for f in os.listdir(sys.argv[2])}
+got = [json.loads(l) for l in open(sys.argv[1])]
+now = time.time()
+def t(o):
+    return datetime.datetime.strptime(o["time"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+names = [ids[o["id"]] for o in got]
+want = ["x1", "p9", "r3", "old", "r0", "gb", "ga", "dl", "ga2", "gb2",
+        "fl", "dd", "old"]
+# old is met among the ready but listed with the dead, last.
+want.remove("old")
+assert names == want, names
+want_state = {"x1": "expired", "p9": "ready", "r3": "ready", "r0": "ready",
+              "gb": "ready", "ga": "ready", "dl": "delayed",
+              "ga2": "blocked", "gb2": "blocked", "fl": "inflight",
+              "dd": "dead", "old": "dead"}
+for o in got:
+    n = ids[o["id"]]
+    assert o["state"] == want_state[n], (n, o)
+    assert o["attempts"] == (1 if n in ("x1", "fl", "dd") else 0), (n, o)
+    assert o["priority"] == {"p9": 9, "r3": 3}.get(n, 0), (n, o)
+    assert ("group" in o) == (n in ("ga", "gb", "ga2", "gb2")), (n, o)
+    # delayed: visible in 600 s; in flight: its lease ends in 600 s;
+    # the others' times are of the last few seconds.
+    if n in ("dl", "fl"):
+        assert now + 590 < t(o) < now + 610, (n, o)
+    else:
+        assert now - 30 < t(o) <= now + 1, (n, o)
+EOF
+}
+
+@test "mq-ls: the text line is id, state, attempts, time, priority, tab-separated" {
+	every_state
+	run --separate-stderr mq-ls
+	assert_success
+	assert_equal "${#lines[@]}" 12
+	id=$(id_of r3)
+	line=$(grep "^$id" <<<"$output")
+	[[ $line =~ ^$id$'\t'ready$'\t'0$'\t'[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'\t'3$ ]]
+	id=$(id_of fl)
+	line=$(grep "^$id" <<<"$output")
+	[[ $line =~ ^$id$'\t'inflight$'\t'1$'\t'[-0-9T:]+Z$'\t'0$ ]]
+	# The time of a lease is its deadline, as in the claimed file's name.
+	name=$(basename "$(find "$MQ_DIR/cur" -name "$id,*")")
+	deadline=${name#*,}
+	deadline=${deadline%%.*}
+	assert_equal "$(cut -f4 <<<"$line")" "$(date -u -d "@$deadline" +%Y-%m-%dT%H:%M:%SZ)"
+}
+
+@test "mq-ls -s ready: the order in which mq-recv then claims them" {
+	for p in 0 4 9 2; do
+		seq 1 5 | sed "s/^/p$p-/" | mq-send -l -p "$p" >/dev/null
+	done
+	seq 1 3 | mq-send -l >/dev/null
+	seq 1 3 | mq-send -l -D 600 -p 9 >/dev/null
+	echo late | mq-send -p 4 >/dev/null
+	run --separate-stderr mq-ls -s ready
+	assert_success
+	assert_equal "${#lines[@]}" 24
+	cut -f1 <<<"$output" >"$BATS_TEST_TMPDIR/listed"
+	! grep -v $'\tready\t' <<<"$output"
+	mq-recv -n 100 >"$BATS_TEST_TMPDIR/receipts"
+	sed 's,.*/,,; s/,.*//' "$BATS_TEST_TMPDIR/receipts" >"$BATS_TEST_TMPDIR/claimed"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/claimed")" "$(cat "$BATS_TEST_TMPDIR/listed")"
+}
+
+@test "mq-ls -s: only those states, repeatable, still in claim order" {
+	every_state
+	run --separate-stderr mq-ls -s dead -s expired
+	assert_success
+	assert_equal "$(cut -f1,2 <<<"$output")" "$(id_of x1)	expired
+$(id_of dd)	dead
+$(id_of old)	dead"
+	run --separate-stderr mq-ls -s blocked
+	assert_equal "$(cut -f1,2 <<<"$output")" "$(id_of ga2)	blocked
+$(id_of gb2)	blocked"
+	run --separate-stderr mq-ls -s delayed -s inflight -s delayed
+	assert_equal "$(cut -f1,2 <<<"$output")" "$(id_of dl)	delayed
+$(id_of fl)	inflight"
+}
+
+@test "mq-ls -s: an unknown state exits 2 naming it" {
+	every_state
+	run --separate-stderr mq-ls -s waiting
+	assert_failure 2
+	assert_equal "$output" ""
+	[[ $stderr == *waiting* ]]
+	run --separate-stderr mq-ls -s
+	assert_failure 2
+	run --separate-stderr mq-ls extra
+	assert_failure 2
+}
+
+@test "mq-ls --json: id, state, attempts, time, priority; key and group when set; -l size and body" {
+	echo -n 'hello body' | mq-send -k 'the key' -p 2 >"$BATS_TEST_TMPDIR/k"
+	printf 'grouped\n' | mq-send -g g1 >"$BATS_TEST_TMPDIR/g"
+	run --separate-stderr mq-ls --json -l
+	assert_success
+	[ -z "$stderr" ]
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/out"
+	python3 - "$BATS_TEST_TMPDIR/out" "$(cat "$BATS_TEST_TMPDIR/k")" "$(cat "$BATS_TEST_TMPDIR/g")" <<'EOF'
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(objs) == 2, objs
+k, g = objs
+assert list(k) == ["id", "state", "attempts", "time", "priority", "key",
+                   "size", "body"], k
+assert k["id"] == sys.argv[2] and k["state"] == "ready", k
+assert k["key"] == "the key" and k["priority"] == 2, k
+assert k["size"] == 10 and k["body"] == "hello body", k
+assert g["id"] == sys.argv[3] and g["group"] == "g1" and "key" not in g, g
+assert g["size"] == 8 and g["body"] == "grouped\n", g
+EOF
+	# Without -l, nothing that needs the file.
+	run --separate-stderr mq-ls --json
+	! grep -q '"size"\|"body"' <<<"$output"
+}
+
+@test "mq-ls -l: a body's control bytes, NUL, newline and bad UTF-8 are escaped as mq-dlq ls does, one line each" {
+	printf 'a\033[31mred\000nul\nline\377\376end' | mq-send >/dev/null
+	printf 'dead\033]0;title\007\n\n' | mq-send >/dev/null
+	echo plain | mq-send >/dev/null
+	run --separate-stderr mq-ls -l
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	! printf '%s' "$output" | LC_ALL=C grep -q $'[\001-\010\013-\037\177]'
+	! printf '%s' "$output" | LC_ALL=C grep -qP '[\x80-\xff]'
+	# The same body dead-lettered: mq-dlq ls shows it as mq-ls does.
+	r=$(mq-recv)
+	mq-ack -x why "$r"
+	run mq-ls -l -s dead
+	assert_equal "${#lines[@]}" 1
+	ls_body=$(cut -f7 <<<"$output")
+	ls_size=$(cut -f6 <<<"$output")
+	run mq-dlq ls
+	assert_equal "$ls_body" "$(cut -f6 <<<"$output")"
+	assert_equal "$ls_size" "$(cut -f5 <<<"$output")"
+	[ -n "$ls_body" ]
+	[[ $ls_body != *$'\033'* ]]
+}
+
+@test "mq-ls: listing changes nothing (names, inodes, links, times, attempts)" {
+	every_state
+	snap() { find "$MQ_DIR" -printf '%p %i %n %T@\n' | sort; }
+	before=$(snap)
+	attempts=$(mq-ls | cut -f1,3 | sort)
+	mq-ls -l --json >/dev/null
+	mq-ls -l >/dev/null
+	mq-ls -s dead >/dev/null
+	assert_equal "$(snap)" "$before"
+	assert_equal "$(mq-ls | cut -f1,3 | sort)" "$attempts"
+}
+
+@test "mq-ls: no rename, unlink, link, mkdir, lock or write (strace)" {
+	every_state
+	# keys/ too, as --json reads keys.
+	echo k | mq-send -k somekey >/dev/null
+	ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,mkdir,mkdirat,flock,utimensat,ftruncate,openat,open,creat,write,pwrite64,fcntl \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-ls -l --json >"$BATS_TEST_TMPDIR/out"
+	# It did look at the spool, the message files too (-l).
+	grep -q 'openat(.*"new"' "$BATS_TEST_TMPDIR/trace"
+	grep -q "openat(.*\"$(id_of r0),0\"" "$BATS_TEST_TMPDIR/trace"
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/out")" 13
+	run grep -E '^[0-9]+ +(rename|renameat|renameat2|unlink|unlinkat|link|linkat|symlink|symlinkat|mkdir|mkdirat|flock|utimensat|ftruncate|creat)\(' "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
+	run grep -E 'open(at)?\(.*(O_WRONLY|O_RDWR|O_CREAT|O_TRUNC)' "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
+	run grep -E 'fcntl\(.*F_SETLK' "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
+	# Its only writes are to standard output and error.
+	run grep -E '^[0-9]+ +p?write(64)?\([^12],' "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
+}
+
+@test "mq-ls: the counts by state agree with mq-stat" {
+	every_state
+	echo k | mq-send -p 5 -D 300 >/dev/null
+	mq-conf ttl=3600
+	run --separate-stderr mq-stat --json
+	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/stat"
+	mq-ls --json >"$BATS_TEST_TMPDIR/ls"
+	python3 - "$BATS_TEST_TMPDIR/stat" "$BATS_TEST_TMPDIR/ls" <<'EOF'
+import collections, json, sys
+st = json.load(open(sys.argv[1]))
+n = collections.Counter(json.loads(l)["state"] for l in open(sys.argv[2]))
+got = {"ready": n["ready"], "delayed": n["delayed"], "in_flight": n["inflight"],
+       "expired": n["expired"], "dead": n["dead"], "blocked": n["blocked"]}
+want = {k: st[k] for k in got}
+assert got == want, (got, want)
+assert sum(got.values()) == 13, got
+EOF
+}
+
+@test "mq-ls: an empty spool lists nothing and exits 0; a missing one exits 4" {
+	echo x | mq-send >/dev/null
+	mq-ack "$(mq-recv)"
+	run --separate-stderr mq-ls
+	assert_success
+	assert_equal "$output" ""
+	[ -z "$stderr" ]
+	run --separate-stderr mq-ls --json -l
+	assert_success
+	assert_equal "$output" ""
+	run --separate-stderr mq-ls -d "$BATS_TEST_TMPDIR/nowhere"
+	assert_failure 4
+	[[ $stderr == *nowhere* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/nowhere" ]
+}
+
+@test "mq-ls: a waiting message past its time to live is listed dead, at its expiry" {
+	echo a | mq-send --ttl 0.001 >"$BATS_TEST_TMPDIR/a"
+	echo b | mq-send -D 600 --ttl 1 >"$BATS_TEST_TMPDIR/b"
+	echo c | mq-send >"$BATS_TEST_TMPDIR/c"
+	sleep 1.1
+	run --separate-stderr mq-ls
+	assert_success
+	assert_equal "$(cut -f1,2 <<<"$output")" "$(cat "$BATS_TEST_TMPDIR/c")	ready
+$(cat "$BATS_TEST_TMPDIR/a")	dead
+$(cat "$BATS_TEST_TMPDIR/b")	dead"
+	# Its time is when it expired: its send and its ttl.
+	a=$(cat "$BATS_TEST_TMPDIR/a")
+	ms=$((16#${a%%.*} / 1000000))
+	assert_equal "$(grep "^$a" <<<"$output" | cut -f4)" "$(date -u -d "@$(((ms + 1) / 1000))" +%Y-%m-%dT%H:%M:%SZ)"
+	# The spool's ttl too, and the delayed one is delayed no more.
+	run mq-ls -s delayed
+	assert_equal "$output" ""
+	mq-conf ttl=0.5
+	run mq-ls -s dead
+	assert_equal "${#lines[@]}" 3
+	run mq-ls -s ready
+	assert_equal "$output" ""
+}
+
+@test "mq-ls: a foreign file in a leaf, a dot-file, a junk bucket are not listed" {
+	echo a | mq-send >"$BATS_TEST_TMPDIR/a"
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f)")
+	touch "$leaf/.hidden" "$leaf/junk" "$leaf/junk~" "$MQ_DIR/dead/junk"
+	mkdir "$MQ_DIR/cur/notabucket" "$leaf/adir"
+	touch "$MQ_DIR/cur/notabucket/$(cat "$BATS_TEST_TMPDIR/a"),1,1"
+	run --separate-stderr mq-ls -l
+	assert_success
+	[ -z "$stderr" ]
+	assert_equal "${#lines[@]}" 1
+	[[ ${lines[0]} == "$(cat "$BATS_TEST_TMPDIR/a")"$'\t'ready$'\t'* ]]
+}
+
+# Runs a command as an unprivileged user (root bypasses permissions).
+as_nobody() {
+	if [ "$(id -u)" -eq 0 ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" "$@"
+	else
+		"$@"
+	fi
+}
+
+@test "mq-ls: a leaf that cannot be read is told, the rest listed, exit 4" {
+	echo a | mq-send >/dev/null
+	echo b | mq-send -D 600 >"$BATS_TEST_TMPDIR/b"
+	chmod 755 "$BATS_TEST_TMPDIR"
+	chmod -R a+rX "$MQ_DIR"
+	leaf=$(dirname "$(find "$MQ_DIR/new" -type f -name '*,0' | head -1)")
+	if [ "$(find "$leaf" -type f)" = "$(find "$MQ_DIR/new" -type f -name "$(cat "$BATS_TEST_TMPDIR/b"),0")" ]; then
+		leaf=$(dirname "$(find "$MQ_DIR/new" -type f -name '*,0' | tail -1)")
+	fi
+	chmod 0 "$leaf"
+	run --separate-stderr as_nobody mq-ls
+	chmod 755 "$leaf"
+	assert_failure 4
+	[[ $stderr == "mq-ls: new/"*": Permission denied" ]]
+	assert_equal "$output" "$(cat "$BATS_TEST_TMPDIR/b")	delayed	0	$(cut -f4 <<<"$output")	0"
+}
