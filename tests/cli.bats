@@ -1,6 +1,6 @@
 load helper
 
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm"
 
 @test "every tool: -h and --help print usage on stdout, exit 0, create no spool" {
 	for t in $tools; do
@@ -35,7 +35,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm"
 }
 
 @test "every tool but mq-send: a missing spool is an error (4) naming it" {
-	for t in mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf; do
+	for t in mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls; do
 		run -4 --separate-stderr "$t" </dev/null
 		[[ $stderr == "$t: $MQ_DIR: "* ]]
 	done
@@ -55,7 +55,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm"
 }
 
 @test "every tool that has a default spool: --help names the ~/.local/state/mq fallback" {
-	for t in mq-send mq-recv mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm; do
+	for t in mq-send mq-recv mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm; do
 		run "$t" --help
 		assert_output --partial '$XDG_STATE_HOME/mq,'
 		# shellcheck disable=SC2088 # the words --help prints

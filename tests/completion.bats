@@ -2,7 +2,7 @@ load helper
 
 comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
 comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show mq-rm"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm"
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {
@@ -66,6 +66,20 @@ purge"
 	assert_line -p
 }
 
+@test "completion (bash): mq-ls -s completes the states" {
+	run complete_bash mq-ls -s ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "expired ready delayed blocked inflight dead "
+	run complete_bash mq-ls -l -s in
+	assert_output inflight
+	run complete_bash mq-ls --j
+	assert_output --json
+}
+
+@test "completion (zsh): mq-ls -s offers the states" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	grep -qF -- "'*-s[only this state]:state:(expired ready delayed blocked inflight dead)'" "$comp_zsh"
+}
+
 @test "completion (zsh): mq-send -p offers the priorities 0 to 9" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	grep -qF -- "'-p[priority, higher claimed first]:priority:(0 1 2 3 4 5 6 7 8 9)'" "$comp_zsh"
@@ -96,7 +110,7 @@ no"
 	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools"
 	for t in $tools; do
 		for o in $(options_of "$t"); do
-			grep -qE -- "['{,)]${o}[[(]" "$comp_zsh" || grep -qE -- "['{]${o}[,}]" "$comp_zsh" ||
+			grep -qE -- "['{,)*]${o}[[(]" "$comp_zsh" || grep -qE -- "['{]${o}[,}]" "$comp_zsh" ||
 			    { echo "$t: $o is not in _mq"; false; }
 		done
 	done

@@ -15,6 +15,7 @@ _mq_options() {
 	mq-conf) echo "-v -d -h --help -V --version" ;;
 	mq-show) echo "-v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
+	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
 	esac
 }
 
@@ -73,6 +74,10 @@ _mq() {
 			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		fi
 		return ;;
+	-s)
+		# mq-ls's states.
+		[ "$cmd" = mq-ls ] && mapfile -t COMPREPLY < <(compgen -W "expired ready delayed blocked inflight dead" -- "$cur")
+		return ;;
 	-p)
 		# mq-send's priorities, 0 (the default) to 9.
 		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
@@ -111,5 +116,5 @@ _mq() {
 	esac
 }
 
-complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-show \
-    mq-rm
+complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
+    mq-show mq-rm
