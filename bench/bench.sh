@@ -6,7 +6,7 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio show), BENCH_GROUP_N (messages parked
+# expired maxdepth overshoot group prio ls show), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit).
@@ -503,6 +503,37 @@ bench_prio() { # fs: a claim at depth with the messages over 10 priorities
 	rm -rf "$w"
 }
 
+bench_ls() { # fs: mq-ls of BENCH_DEPTH messages against find, and its memory
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	say "$name: ls: filling a spool of $DEPTH messages"
+	# Over four priorities, a fifth of them delayed (in two trees): the
+	# ready pass and the delayed pass both have leaves to list.
+	q=$((DEPTH / 10))
+	for p in 0 3 6 9; do
+		seq 1 $((q * 2)) | MQ_DIR="$w/q" mq-send -S -l -p "$p" >/dev/null
+	done
+	seq 1 "$q" | MQ_DIR="$w/q" mq-send -S -l -D 3600 >/dev/null
+	seq 1 "$q" | MQ_DIR="$w/q" mq-send -S -l -D 3600 -p 6 >/dev/null
+	c=$(find "$w/q" -type f | wc -l)
+	for r in $(seq 1 "$R"); do
+		say "$name: ls, run $r of $R"
+		s=$(now); find "$w/q" -type f | wc -l >/dev/null; e=$(now)
+		echo $(((e - s) / 1000)) >>"$w/find.t"
+		s=$(now); mq-ls -d "$w/q" >/dev/null; e=$(now)
+		echo $(((e - s) / 1000)) >>"$w/ls.t"
+	done
+	/usr/bin/time -f %M -o "$w/rss" mq-ls -d "$w/q" >/dev/null
+	s=$(now); mq-ls -l -d "$w/q" >/dev/null; e=$(now)
+	RATIO=$(ratios "$w/ls.t" "$w/find.t")
+	row "$name" "mq-ls, $c messages" "$(median <"$w/ls.t")" us \
+	    "find SPOOL -type f | wc -l (same runs)" "$(median <"$w/find.t")" "<= 2"
+	row "$name" "peak RSS of that mq-ls" "$(tail -n 1 "$w/rss")" KiB \
+	    "4 MiB" 4096 "<= 1"
+	row "$name" "mq-ls -l (opens, stats, reads each), $c messages" "$(((e - s) / 1000))" us \
+	    "find SPOOL -type f | wc -l" "$(median <"$w/find.t")" "-"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -536,7 +567,7 @@ bench_show() { # fs: mq-show of a 1 GiB message against cat of its file
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio show"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -552,6 +583,7 @@ want expired && bench_expired "$first"
 want overshoot && bench_overshoot "$first"
 want group && bench_group "$first"
 want prio && bench_prio "$first"
+want ls && bench_ls "$first"
 want show && bench_show "$first"
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
