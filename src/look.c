@@ -170,19 +170,169 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
 }
 
 /*
- * Lists the leaf dirfd/name (keyed key), sorted, and hands out those of
- * its messages in the state of this pass.  Returns as a tree step.
+ * A leaf's names are sorted LEAF_KEEP at a time.  A sender fills a leaf
+ * with up to MQ_LEAF_MAX messages, but one batch sent with one visibility
+ * time (mq-send -D of many lines) goes into one leaf however many it has:
+ * a leaf with more is read again for each window of ID times that holds
+ * about LEAF_KEEP of them (an ID starts with its time, so windows in
+ * time order give the names in order), the windows found from a
+ * histogram of the IDs' times (LEAF_HIST counts).  Memory stays that of
+ * LEAF_KEEP names whatever the leaf holds.
+ */
+#define LEAF_KEEP	8192
+#define LEAF_HIST	1024
+
+struct gather {
+	struct mq_names names;
+	uint64_t lo, hi;	/* the window of ID times gathered */
+	int	 capped;	/* stop gathering past LEAF_KEEP: over */
+	int	 over;
+	uint64_t min, max;	/* of every ID time met */
+	uint32_t *hist;		/* counting, not gathering: LEAF_HIST */
+	uint64_t width;		/* of one count of hist, from min */
+};
+
+/* The time an ID starts with (ns, 16 hex digits), or -1. */
+static int
+id_time(const char *s, uint64_t *t)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (s[i] >= '0' && s[i] <= '9')
+			v = v << 4 | (uint64_t)(s[i] - '0');
+		else if (s[i] >= 'a' && s[i] <= 'f')
+			v = v << 4 | (uint64_t)(s[i] - 'a' + 10);
+		else
+			return -1;
+	}
+	*t = v;
+	return 0;
+}
+
+static int
+gather_one(void *arg, int dirfd, const char *name)
+{
+	struct gather *g = arg;
+	struct mq_names *nl = &g->names;
+	uint64_t t;
+
+	(void)dirfd;
+	if (id_time(name, &t) == -1)
+		return 0;
+	if (t < g->min)
+		g->min = t;
+	if (t > g->max)
+		g->max = t;
+	if (g->hist != NULL) {
+		if (t >= g->lo && (t - g->lo) / g->width < LEAF_HIST)
+			g->hist[(t - g->lo) / g->width]++;
+		return 0;
+	}
+	if (t < g->lo || t > g->hi || g->over)
+		return 0;
+	if (g->capped && nl->n == LEAF_KEEP) {
+		g->over = 1;
+		return 0;
+	}
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+	}
+	nl->v[nl->n++] = xstrdup(name);
+	return 0;
+}
+
+/* Reads the leaf for g; -1 (told, unless it is gone) on error. */
+static int
+gather(struct look *l, int fd, struct gather *g)
+{
+	g->names.v = NULL;
+	g->names.n = g->names.cap = 0;
+	g->over = 0;
+	g->min = UINT64_MAX;
+	g->max = 0;
+	if (mq_dir_each(fd, DT_REG, gather_one, g) == 0)
+		return 0;
+	/* One removed since it was opened was empty. */
+	if (errno != ENOENT)
+		fail(l, l->dir, errno);
+	mq_names_free(&g->names);
+	return -1;
+}
+
+/*
+ * Sorts the names gathered from a leaf keyed key and hands out those in
+ * the state of this pass: 0, 1 stopped, -1 failed.
+ */
+static int
+hand_sorted(struct look *l, int fd, struct mq_names *names, uint64_t key)
+{
+	struct mq_name nm;
+	enum mq_look_state s;
+	uint64_t ms;
+	size_t i;
+	int r = 0;
+
+	mq_names_sort(names);
+	for (i = 0; i < names->n && r == 0; i++) {
+		if (!wanted(l, names->v[i]) ||
+		    mq_name_parse(names->v[i], MQ_NEW, &nm) == -1)
+			continue;
+		if ((s = waiting_state(l, &nm, key, &ms)) == l->pass)
+			r = hand(l, s, fd, names->v[i], &nm, ms);
+	}
+	return r;
+}
+
+/* A leaf of more than LEAF_KEEP: window by window of its IDs' times. */
+static int
+leaf_windows(struct look *l, int fd, struct gather *g, uint64_t key)
+{
+	uint32_t hist[LEAF_HIST], sum;
+	uint64_t min = g->min;
+	size_t i, j;
+	int r = 0;
+
+	memset(hist, 0, sizeof(hist));
+	g->hist = hist;
+	g->lo = min;
+	g->width = (g->max - min) / LEAF_HIST + 1;
+	if (gather(l, fd, g) == -1)
+		return 0;
+	g->hist = NULL;
+	g->capped = 0;
+	for (i = 0; i < LEAF_HIST && r == 0; i = j + 1) {
+		sum = hist[i];
+		for (j = i; j + 1 < LEAF_HIST && sum + hist[j + 1] <= LEAF_KEEP;
+		    j++)
+			sum += hist[j + 1];
+		/* What came in since the count, before or after, too. */
+		g->lo = i == 0 ? 0 : min + i * g->width;
+		g->hi = j + 1 == LEAF_HIST ? UINT64_MAX :
+		    min + (j + 1) * g->width - 1;
+		if (sum == 0 && i != 0 && j + 1 != LEAF_HIST)
+			continue;
+		if (gather(l, fd, g) == -1)
+			return 0;
+		r = hand_sorted(l, fd, &g->names, key);
+		mq_names_free(&g->names);
+	}
+	return r;
+}
+
+/*
+ * Lists the leaf dirfd/name (keyed key), in name (ID) order, and hands
+ * out those of its messages in the state of this pass.  Returns as a
+ * tree step.
  */
 static int
 leaf(struct look *l, int dirfd, const char *name, uint64_t key,
     unsigned prio)
 {
-	struct mq_names names;
-	struct mq_name nm;
-	enum mq_look_state s;
-	uint64_t ms;
-	size_t i;
-	int fd, r = 0, saved;
+	struct gather g;
+	int fd, r, saved;
 
 	leaf_path(l, key, prio);
 	if ((fd = mq_opendirat(dirfd, name)) == -1) {
@@ -190,23 +340,21 @@ leaf(struct look *l, int dirfd, const char *name, uint64_t key,
 			fail(l, l->dir, errno);
 		return MQ_TREE_NEXT;
 	}
-	/* One removed since it was opened was empty. */
-	if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {
-		if (errno != ENOENT)
-			fail(l, l->dir, errno);
+	memset(&g, 0, sizeof(g));
+	g.hi = UINT64_MAX;
+	g.capped = 1;
+	if (gather(l, fd, &g) == -1) {
 		close(fd);
 		return MQ_TREE_NEXT;
 	}
-	mq_names_sort(&names);
-	for (i = 0; i < names.n && r == 0; i++) {
-		if (!wanted(l, names.v[i]) ||
-		    mq_name_parse(names.v[i], MQ_NEW, &nm) == -1)
-			continue;
-		if ((s = waiting_state(l, &nm, key, &ms)) == l->pass)
-			r = hand(l, s, fd, names.v[i], &nm, ms);
+	if (!g.over)
+		r = hand_sorted(l, fd, &g.names, key);
+	else {
+		mq_names_free(&g.names);
+		r = leaf_windows(l, fd, &g, key);
 	}
 	saved = errno;
-	mq_names_free(&names);
+	mq_names_free(&g.names);
 	close(fd);
 	errno = saved;
 	return r == 0 ? MQ_TREE_NEXT : r == 1 ? MQ_TREE_STOP : -1;

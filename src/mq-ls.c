@@ -97,7 +97,11 @@ json(struct lister *ls, const struct mq_look *m, const char *body,
 	}
 	if (m->n.group[0] != '\0')
 		printf(",\"group\":\"%s\"", m->n.group);
-	/* The death history ("deaths"), for a message that has one: here. */
+	/*
+	 * HERE: "deaths", the death history of a message that has one
+	 * (oldest first), is to be printed at this point, between "group"
+	 * and "size".
+	 */
 	if (ls->lflag) {
 		printf(",\"size\":%jd,\"body\":", (intmax_t)size);
 		mq_json_string(stdout, body, blen);
