@@ -422,7 +422,8 @@ struct ordered {
 static void
 ordered_cut(struct ordered *o)
 {
-	qsort(o->v.v, o->v.n, sizeof(*o->v.v), o->cmp);
+	if (o->v.n > 1)
+		qsort(o->v.v, o->v.n, sizeof(*o->v.v), o->cmp);
 	while (o->v.n > CHUNK) {
 		free(o->v.v[--o->v.n]);
 		o->more = 1;

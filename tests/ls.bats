@@ -328,3 +328,30 @@ as_nobody() {
 	mq-recv -n 20000 -t 600 | sed 's,.*/,,; s/,.*//' >"$BATS_TEST_TMPDIR/claimed"
 	cmp "$BATS_TEST_TMPDIR/claimed" "$BATS_TEST_TMPDIR/ready"
 }
+
+@test "mq-ls: more buckets of cur/ than are sorted at once are listed in lease order" {
+	seq 1 1500 | mq-send -l -S >/dev/null
+	mq-recv -n 1500 -t 600 >/dev/null
+	# Each lease into a bucket of its own, the last ID's ending first.
+	python3 - "$MQ_DIR/cur" >"$BATS_TEST_TMPDIR/want" <<'PY'
+import os, sys
+cur = sys.argv[1]
+names = []
+for b in os.listdir(cur):
+    for n in os.listdir(os.path.join(cur, b)):
+        names.append((n, b))
+names.sort(reverse=True)
+base = int(max(b for _, b in names)) + 10
+for i, (n, b) in enumerate(names):
+    s = base + i
+    os.mkdir(os.path.join(cur, str(s)))
+    f = n.split(",")
+    os.rename(os.path.join(cur, b, n),
+              os.path.join(cur, str(s), "%s,%d.500,%s" % (f[0], s - 1, f[2])))
+    print(f[0])
+PY
+	run --separate-stderr mq-ls -s inflight
+	assert_success
+	assert_equal "${#lines[@]}" 1500
+	assert_equal "$(cut -f1 <<<"$output")" "$(cat "$BATS_TEST_TMPDIR/want")"
+}
