@@ -173,42 +173,36 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
  * A leaf's names are sorted LEAF_KEEP at a time.  A sender fills a leaf
  * with up to MQ_LEAF_MAX messages, but one batch sent with one visibility
  * time (mq-send -D of many lines) goes into one leaf however many it has:
- * a leaf with more is read again for each window of ID times that holds
- * about LEAF_KEEP of them (an ID starts with its time, so windows in
- * time order give the names in order), the windows found from a
- * histogram of the IDs' times (LEAF_HIST counts).  Memory stays that of
- * LEAF_KEEP names whatever the leaf holds.
+ * a leaf with more is read again for each next LEAF_KEEP names in order,
+ * the first LEAF_KEEP after the last one handed out, kept in a heap (the
+ * greatest on top) while the leaf is read (a name that is not a
+ * message's takes a place, and is passed over when handed out).  Memory stays that of
+ * LEAF_KEEP names whatever the leaf holds; a leaf of n is read
+ * n / LEAF_KEEP times, rounded up.
  */
-#define LEAF_KEEP	8192
-#define LEAF_HIST	1024
+#define LEAF_KEEP	24576
 
 struct gather {
-	struct mq_names names;
-	uint64_t lo, hi;	/* the window of ID times gathered */
-	int	 capped;	/* stop gathering past LEAF_KEEP: over */
-	int	 over;
-	uint64_t min, max;	/* of every ID time met */
-	uint32_t *hist;		/* counting, not gathering: LEAF_HIST */
-	uint64_t width;		/* of one count of hist, from min */
+	struct mq_names names;	/* a heap once full */
+	const char *after;	/* only the names after this; NULL: all */
+	int	 more;		/* names were left out: read again */
 };
 
-/* The time an ID starts with (ns, 16 hex digits), or -1. */
-static int
-id_time(const char *s, uint64_t *t)
+static void
+sift_down(char **v, size_t n, size_t i)
 {
-	uint64_t v = 0;
-	int i;
+	size_t c;
+	char *t;
 
-	for (i = 0; i < 16; i++) {
-		if (s[i] >= '0' && s[i] <= '9')
-			v = v << 4 | (uint64_t)(s[i] - '0');
-		else if (s[i] >= 'a' && s[i] <= 'f')
-			v = v << 4 | (uint64_t)(s[i] - 'a' + 10);
-		else
-			return -1;
+	for (; (c = 2 * i + 1) < n; i = c) {
+		if (c + 1 < n && strcmp(v[c + 1], v[c]) > 0)
+			c++;
+		if (strcmp(v[c], v[i]) <= 0)
+			break;
+		t = v[i];
+		v[i] = v[c];
+		v[c] = t;
 	}
-	*t = v;
-	return 0;
 }
 
 static int
@@ -216,45 +210,50 @@ gather_one(void *arg, int dirfd, const char *name)
 {
 	struct gather *g = arg;
 	struct mq_names *nl = &g->names;
-	uint64_t t;
+	size_t i;
 
 	(void)dirfd;
-	if (id_time(name, &t) == -1)
+	if (g->after != NULL && strcmp(name, g->after) <= 0)
 		return 0;
-	if (t < g->min)
-		g->min = t;
-	if (t > g->max)
-		g->max = t;
-	if (g->hist != NULL) {
-		if (t >= g->lo && (t - g->lo) / g->width < LEAF_HIST)
-			g->hist[(t - g->lo) / g->width]++;
-		return 0;
-	}
-	if (t < g->lo || t > g->hi || g->over)
-		return 0;
-	if (g->capped && nl->n == LEAF_KEEP) {
-		g->over = 1;
+	if (nl->n == LEAF_KEEP) {
+		g->more = 1;
+		/* A heap from when it first fills up. */
+		if (nl->cap == LEAF_KEEP) {
+			for (i = LEAF_KEEP / 2; i-- > 0;)
+				sift_down(nl->v, LEAF_KEEP, i);
+			nl->cap++;
+		}
+		if (strcmp(name, nl->v[0]) >= 0)
+			return 0;
+		free(nl->v[0]);
+		nl->v[0] = xstrdup(name);
+		sift_down(nl->v, LEAF_KEEP, 0);
 		return 0;
 	}
 	if (nl->n == nl->cap) {
 		nl->cap = nl->cap ? nl->cap * 2 : 64;
-		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+		if (nl->cap > LEAF_KEEP)
+			nl->cap = LEAF_KEEP;
+		nl->v = xreallocarray(nl->v, nl->cap + 1, sizeof(*nl->v));
 	}
 	nl->v[nl->n++] = xstrdup(name);
 	return 0;
 }
 
-/* Reads the leaf for g; -1 (told, unless it is gone) on error. */
+/*
+ * Reads the next names of the leaf for g, sorted; -1 (told, unless it is
+ * gone) on error.
+ */
 static int
 gather(struct look *l, int fd, struct gather *g)
 {
 	g->names.v = NULL;
 	g->names.n = g->names.cap = 0;
-	g->over = 0;
-	g->min = UINT64_MAX;
-	g->max = 0;
-	if (mq_dir_each(fd, DT_REG, gather_one, g) == 0)
+	g->more = 0;
+	if (mq_dir_each(fd, DT_REG, gather_one, g) == 0) {
+		mq_names_sort(&g->names);
 		return 0;
+	}
 	/* One removed since it was opened was empty. */
 	if (errno != ENOENT)
 		fail(l, l->dir, errno);
@@ -263,7 +262,7 @@ gather(struct look *l, int fd, struct gather *g)
 }
 
 /*
- * Sorts the names gathered from a leaf keyed key and hands out those in
+ * Hands out the names gathered, sorted, from a leaf keyed key, those in
  * the state of this pass: 0, 1 stopped, -1 failed.
  */
 static int
@@ -275,49 +274,12 @@ hand_sorted(struct look *l, int fd, struct mq_names *names, uint64_t key)
 	size_t i;
 	int r = 0;
 
-	mq_names_sort(names);
 	for (i = 0; i < names->n && r == 0; i++) {
 		if (!wanted(l, names->v[i]) ||
 		    mq_name_parse(names->v[i], MQ_NEW, &nm) == -1)
 			continue;
 		if ((s = waiting_state(l, &nm, key, &ms)) == l->pass)
 			r = hand(l, s, fd, names->v[i], &nm, ms);
-	}
-	return r;
-}
-
-/* A leaf of more than LEAF_KEEP: window by window of its IDs' times. */
-static int
-leaf_windows(struct look *l, int fd, struct gather *g, uint64_t key)
-{
-	uint32_t hist[LEAF_HIST], sum;
-	uint64_t min = g->min;
-	size_t i, j;
-	int r = 0;
-
-	memset(hist, 0, sizeof(hist));
-	g->hist = hist;
-	g->lo = min;
-	g->width = (g->max - min) / LEAF_HIST + 1;
-	if (gather(l, fd, g) == -1)
-		return 0;
-	g->hist = NULL;
-	g->capped = 0;
-	for (i = 0; i < LEAF_HIST && r == 0; i = j + 1) {
-		sum = hist[i];
-		for (j = i; j + 1 < LEAF_HIST && sum + hist[j + 1] <= LEAF_KEEP;
-		    j++)
-			sum += hist[j + 1];
-		/* What came in since the count, before or after, too. */
-		g->lo = i == 0 ? 0 : min + i * g->width;
-		g->hi = j + 1 == LEAF_HIST ? UINT64_MAX :
-		    min + (j + 1) * g->width - 1;
-		if (sum == 0 && i != 0 && j + 1 != LEAF_HIST)
-			continue;
-		if (gather(l, fd, g) == -1)
-			return 0;
-		r = hand_sorted(l, fd, &g->names, key);
-		mq_names_free(&g->names);
 	}
 	return r;
 }
@@ -332,7 +294,8 @@ leaf(struct look *l, int dirfd, const char *name, uint64_t key,
     unsigned prio)
 {
 	struct gather g;
-	int fd, r, saved;
+	char last[MQ_NAME_MAX];
+	int fd, r = 0, saved;
 
 	leaf_path(l, key, prio);
 	if ((fd = mq_opendirat(dirfd, name)) == -1) {
@@ -341,20 +304,18 @@ leaf(struct look *l, int dirfd, const char *name, uint64_t key,
 		return MQ_TREE_NEXT;
 	}
 	memset(&g, 0, sizeof(g));
-	g.hi = UINT64_MAX;
-	g.capped = 1;
-	if (gather(l, fd, &g) == -1) {
-		close(fd);
-		return MQ_TREE_NEXT;
-	}
-	if (!g.over)
+	do {
+		if (gather(l, fd, &g) == -1)
+			break;
 		r = hand_sorted(l, fd, &g.names, key);
-	else {
+		if (g.names.n > 0)
+			strlcpy(last, g.names.v[g.names.n - 1], sizeof(last));
+		g.after = last;
+		saved = errno;
 		mq_names_free(&g.names);
-		r = leaf_windows(l, fd, &g, key);
-	}
+		errno = saved;
+	} while (r == 0 && g.more);
 	saved = errno;
-	mq_names_free(&g.names);
 	close(fd);
 	errno = saved;
 	return r == 0 ? MQ_TREE_NEXT : r == 1 ? MQ_TREE_STOP : -1;

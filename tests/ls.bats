@@ -313,7 +313,7 @@ as_nobody() {
 }
 
 @test "mq-ls: a leaf of more messages than are sorted at once (one mq-send -D batch) is listed in claim order" {
-	seq 1 20000 | mq-send -l -S -D 2 >"$BATS_TEST_TMPDIR/sent"
+	seq 1 30000 | mq-send -l -S -D 2 >"$BATS_TEST_TMPDIR/sent"
 	# One leaf holds them all.
 	assert_equal "$(find "$MQ_DIR/new" -type f -printf '%h\n' | sort -u | wc -l)" 1
 	# Delayed, or ready if the send took that long: in ID order either way.
@@ -322,10 +322,10 @@ as_nobody() {
 	cut -f1 <<<"$output" >"$BATS_TEST_TMPDIR/listed"
 	cmp "$BATS_TEST_TMPDIR/sent" "$BATS_TEST_TMPDIR/listed"
 	i=0
-	while [ "$(mq-ls -s ready | wc -l)" -ne 20000 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ "$(mq-ls -s ready | wc -l)" -ne 30000 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 	mq-ls -s ready | cut -f1 >"$BATS_TEST_TMPDIR/ready"
 	cmp "$BATS_TEST_TMPDIR/sent" "$BATS_TEST_TMPDIR/ready"
-	mq-recv -n 20000 -t 600 | sed 's,.*/,,; s/,.*//' >"$BATS_TEST_TMPDIR/claimed"
+	mq-recv -n 30000 -t 600 | sed 's,.*/,,; s/,.*//' >"$BATS_TEST_TMPDIR/claimed"
 	cmp "$BATS_TEST_TMPDIR/claimed" "$BATS_TEST_TMPDIR/ready"
 }
 
