@@ -78,10 +78,12 @@ EOF
 	assert_equal "${#lines[@]}" 12
 	id=$(id_of r3)
 	line=$(grep "^$id" <<<"$output")
-	[[ $line =~ ^$id$'\t'ready$'\t'0$'\t'[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$'\t'3$ ]]
+	re="^$id"$'\t'"ready"$'\t'"0"$'\t''[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'$'\t'"3\$"
+	[[ $line =~ $re ]]
 	id=$(id_of fl)
 	line=$(grep "^$id" <<<"$output")
-	[[ $line =~ ^$id$'\t'inflight$'\t'1$'\t'[-0-9T:]+Z$'\t'0$ ]]
+	re="^$id"$'\t'"inflight"$'\t'"1"$'\t''[-0-9T:]+Z'$'\t'"0\$"
+	[[ $line =~ $re ]]
 	# The time of a lease is its deadline, as in the claimed file's name.
 	name=$(basename "$(find "$MQ_DIR/cur" -name "$id,*")")
 	deadline=${name#*,}
@@ -100,7 +102,8 @@ EOF
 	assert_success
 	assert_equal "${#lines[@]}" 24
 	cut -f1 <<<"$output" >"$BATS_TEST_TMPDIR/listed"
-	! grep -v $'\tready\t' <<<"$output"
+	run grep -v $'\tready\t' <<<"$output"
+	assert_failure 1
 	mq-recv -n 100 >"$BATS_TEST_TMPDIR/receipts"
 	sed 's,.*/,,; s/,.*//' "$BATS_TEST_TMPDIR/receipts" >"$BATS_TEST_TMPDIR/claimed"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/claimed")" "$(cat "$BATS_TEST_TMPDIR/listed")"
@@ -155,7 +158,9 @@ assert g["size"] == 8 and g["body"] == "grouped\n", g
 EOF
 	# Without -l, nothing that needs the file.
 	run --separate-stderr mq-ls --json
-	! grep -q '"size"\|"body"' <<<"$output"
+	assert_equal "${#lines[@]}" 2
+	run grep -q '"size"\|"body"' <<<"$output"
+	assert_failure 1
 }
 
 @test "mq-ls -l: a body's control bytes, NUL, newline and bad UTF-8 are escaped as mq-dlq ls does, one line each" {
@@ -165,8 +170,11 @@ EOF
 	run --separate-stderr mq-ls -l
 	assert_success
 	assert_equal "${#lines[@]}" 3
-	! printf '%s' "$output" | LC_ALL=C grep -q $'[\001-\010\013-\037\177]'
-	! printf '%s' "$output" | LC_ALL=C grep -qP '[\x80-\xff]'
+	printf '%s' "$output" >"$BATS_TEST_TMPDIR/out"
+	run env LC_ALL=C grep -q $'[\001-\010\013-\037\177]' "$BATS_TEST_TMPDIR/out"
+	assert_failure 1
+	run env LC_ALL=C grep -qP '[\x80-\xff]' "$BATS_TEST_TMPDIR/out"
+	assert_failure 1
 	# The same body dead-lettered: mq-dlq ls shows it as mq-ls does.
 	r=$(mq-recv)
 	mq-ack -x why "$r"
