@@ -57,6 +57,26 @@ purge"
 	assert_line echo
 }
 
+@test "completion (bash): mq-show and mq-rm complete the IDs of the spool, in every state" {
+	printf 'a\nb\nc\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	mq-ack -x test "$(mq-recv)"
+	mq-recv >/dev/null
+	for t in mq-show mq-rm; do
+		run complete_bash "$t" -d "$MQ_DIR" ""
+		assert_equal "$(sort <<<"$output")" "$(sort "$BATS_TEST_TMPDIR/ids")"
+	done
+	last=$(tail -n 1 "$BATS_TEST_TMPDIR/ids")
+	run complete_bash mq-rm -f -d "$MQ_DIR" "${last%?}"
+	assert_output "$last"
+}
+
+@test "completion (zsh): mq-show and mq-rm offer the IDs mq-ls lists" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	grep -qF -- "'1:message ID:_mq_ids'" "$comp_zsh"
+	grep -qF -- "'(--all)*:message ID:_mq_ids'" "$comp_zsh"
+	grep -qF -- 'mq-ls $spool' "$comp_zsh"
+}
+
 @test "completion (bash): mq-send -p completes the priorities 0 to 9" {
 	run complete_bash mq-send -p ""
 	assert_equal "$(echo "$output" | tr '\n' ' ')" "0 1 2 3 4 5 6 7 8 9 "

@@ -1,6 +1,6 @@
 # bash completion for the mq tools: options, spool directories after -d,
 # files for mq-send, a command after mq-recv's --, subcommands and dead
-# letter IDs for mq-dlq.  Installed once per tool name, so that
+# letter IDs for mq-dlq, the IDs of the spool (mq-ls) for mq-show and mq-rm.  Installed once per tool name, so that
 # bash-completion loads it for whichever is completed first.
 
 # The options each tool takes, as in its --help.
@@ -113,6 +113,8 @@ _mq() {
 	fi
 	case $cmd in
 	mq-send | mq-ack) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+	mq-show | mq-rm)
+		mapfile -t COMPREPLY < <(compgen -W "$(mq-ls "${spool[@]}" 2>/dev/null | cut -f 1)" -- "$cur") ;;
 	esac
 }
 
