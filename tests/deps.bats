@@ -45,3 +45,15 @@ setup() {
 	[[ $stderr == *"libbsd-dev"* ]]
 	[[ $stderr != *bats* && $stderr != *valgrind* && $stderr != *clang* ]]
 }
+
+@test "README: the quick start names every package deps.sh installs for make check, and no other" {
+	run -1 --separate-stderr env PATH="$stub:$PATH" sh "$top/share/deps.sh"
+	wanted=$(sed -n 's/.*--no-install-recommends //p' <<<"$stderr" | tr ' ' '\n' | sort)
+	[ -n "$wanted" ]
+	# The two backquoted lists of the paragraph after the quick start's
+	# commands: the build packages, then the test tools.
+	named=$(sed -n '/^Each installs the Debian packages/,/^$/p' "$top/README.md" |
+	    tr '\n' ' ' | grep -o '`[^`]*`' | tr -d '`' | grep -e libbsd-dev -e bats |
+	    tr ' ' '\n' | grep -vx -e '' -e make | sort -u)
+	assert_equal "$named" "$(sort -u <<<"$wanted" | grep -vx make)"
+}
