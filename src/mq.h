@@ -80,14 +80,15 @@
 /*
  * The longest name is one of cur/ with everything: ID (40), ",DEADLINE"
  * (12 digits, '.', 3: 17), ",ATTEMPT" (8), ",SENT" (15 digits: 16),
- * ",TTL" (13 digits: 14), ",pN" (3), ",gGROUP" (66), ",kHASH" (34): 198
- * bytes and a NUL.
+ * ",TTL" (13 digits: 14), ",pN" (3), ",gGROUP" (66), ",kHASH" (34), ",dN"
+ * (6 digits: 8): 206 bytes and a NUL.
  */
-#define MQ_NAME_MAX	199
+#define MQ_NAME_MAX	207
 #define MQ_BUCKET_MAX	24	/* a cur/ bucket's name: decimal seconds */
 #define MQ_RECEIPT_MAX	4096
 
 #define MQ_ATTEMPTS_MAX	1000000
+#define MQ_DEATHS_MAX	999999	/* a name's ,dN: the deaths its history holds */
 #define MQ_SECS_MAX	1000000000LL	/* about 31 years */
 #define MQ_DEFAULT_LEASE_MS	30000
 #define MQ_DEFAULT_MAX	5
@@ -141,7 +142,9 @@ struct mq_spool {
  * none), in ms.  dead/ keeps ttl only: a redrive enqueues it anew.
  * prio, group and keyhash are what it was sent with (mq-send -p, -g, -k:
  * the key itself is kept in keys/, under its hash); every state keeps
- * them ("" and 0: none).
+ * them ("" and 0: none).  deaths is how many past deaths its history,
+ * deaths/ID, records (history.c); a dead letter's own death is not one
+ * of them.
  */
 struct mq_name {
 	char	 id[MQ_ID_LEN + 1];
@@ -152,6 +155,7 @@ struct mq_name {
 	unsigned prio;
 	char	 group[MQ_GROUP_MAX + 1];
 	char	 keyhash[MQ_KEYHASH_LEN + 1];
+	unsigned deaths;
 };
 
 /*

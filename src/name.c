@@ -7,11 +7,11 @@
  * bytewise in enqueue order.  A message's name is its ID and, after commas,
  * what its state needs:
  *
- *	new/.../ID,ATTEMPTS[,SENT,TTL][,pN][,gGROUP][,kHASH]
+ *	new/.../ID,ATTEMPTS[,SENT,TTL][,pN][,gGROUP][,kHASH][,dN]
  *		claims so far
- *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL][,pN][,gGROUP][,kHASH]
+ *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL][,pN][,gGROUP][,kHASH][,dN]
  *		DEADLINE is epoch seconds with ms
- *	dead/ID,DIED,ATTEMPTS[,TTL][,pN][,gGROUP][,kHASH]
+ *	dead/ID,DIED,ATTEMPTS[,TTL][,pN][,gGROUP][,kHASH][,dN]
  *		DIED is epoch seconds
  *
  * SENT (ms since the epoch: the send, or the last redrive) and TTL (the
@@ -20,7 +20,9 @@
  * a message sent without --ttl is named as before they existed.  The
  * tagged fields, in that order and each only when set, are what it was
  * sent with: its priority (1 to 9; none is 0), its group, and the hash of
- * its dedup key (32 lowercase hex digits).
+ * its dedup key (32 lowercase hex digits); then the count of its past
+ * deaths that its history, deaths/ID, records (1 to 999999; none is 0:
+ * history.c).
  *
  * Parsing is strict, and a name that parses formats back to itself: a
  * long form that says what the short one would is refused too.  Anything
@@ -41,6 +43,7 @@
 #define ID_PID_MAX	10
 #define SENT_DIGITS	15	/* as a deadline's 12 digits and 3 of ms */
 #define TTL_DIGITS	13	/* MQ_SECS_MAX seconds, in ms */
+#define DEATHS_DIGITS	6
 
 uint64_t
 mq_now_ms(void)
@@ -178,15 +181,17 @@ mq_group_valid(const char *s)
 }
 
 /*
- * The tagged fields after the numbers: ",pN", ",gGROUP", ",kHASH", in that
- * order, each at most once.  Returns the end, or NULL.
+ * The tagged fields after the numbers: ",pN", ",gGROUP", ",kHASH", ",dN",
+ * in that order, each at most once.  Returns the end, or NULL.
  */
 static const char *
 tagged(const char *p, struct mq_name *n)
 {
+	uint64_t v;
 	size_t len;
 
 	n->prio = 0;
+	n->deaths = 0;
 	n->group[0] = n->keyhash[0] = '\0';
 	if (p[0] == ',' && p[1] == 'p') {
 		if (p[2] < '1' || p[2] > '0' + MQ_PRIORITY_MAX)
@@ -207,6 +212,12 @@ tagged(const char *p, struct mq_name *n)
 		memcpy(n->keyhash, p + 2, MQ_KEYHASH_LEN);
 		n->keyhash[MQ_KEYHASH_LEN] = '\0';
 		p += 2 + MQ_KEYHASH_LEN;
+	}
+	if (p[0] == ',' && p[1] == 'd') {
+		if ((p = number(p + 2, DEATHS_DIGITS, MQ_DEATHS_MAX, &v)) ==
+		    NULL || v == 0)
+			return NULL;
+		n->deaths = v;
 	}
 	return p;
 }
@@ -302,6 +313,14 @@ mq_name_format(char *buf, size_t size, enum mq_state st,
 	}
 	if (len >= 0 && (size_t)len < size && n->keyhash[0] != '\0') {
 		more = snprintf(buf + len, size - len, ",k%s", n->keyhash);
+		len = more < 0 ? more : len + more;
+	}
+	if (len >= 0 && (size_t)len < size && n->deaths != 0) {
+		if (n->deaths > MQ_DEATHS_MAX) {
+			errno = ERANGE;
+			return -1;
+		}
+		more = snprintf(buf + len, size - len, ",d%u", n->deaths);
 		len = more < 0 ? more : len + more;
 	}
 	if (len < 0 || (size_t)len >= size) {

@@ -223,6 +223,7 @@ main(void)
 		nm.group[MQ_GROUP_MAX] = '\0';
 		memset(nm.keyhash, 'f', MQ_KEYHASH_LEN);
 		nm.keyhash[MQ_KEYHASH_LEN] = '\0';
+		nm.deaths = MQ_DEATHS_MAX;
 		ok(strlen(nm.id) == MQ_ID_LEN &&
 		    mq_name_format(big, sizeof(big), MQ_CUR, &nm) == 0 &&
 		    mq_name_parse(big, MQ_CUR, &nm) == 0 &&
@@ -286,6 +287,9 @@ main(void)
 			    ",p3,gA,k0123456789abcdef0123456789abcdef",
 			"18ec9688cb923ac3.2475.fd4836da3b66,0,"
 			    "k0123456789abcdef0123456789abcdef",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,p2,gA,"
+			    "k0123456789abcdef0123456789abcdef,d999999",
 		};
 		int all_round = 1;
 		size_t k;
@@ -297,8 +301,31 @@ main(void)
 				printf("# not round: %s\n", round[k]);
 				all_round = 0;
 			}
-		ok(all_round, "priority, group and key hash parse and format "
-		    "back to themselves");
+		ok(all_round, "priority, group, key hash and deaths parse and "
+		    "format back to themselves");
+	}
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,0", MQ_NEW,
+	    &nm) == 0 && nm.deaths == 0, "no ,dN: no deaths");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895.696,3"
+	    ",gorders,d7", MQ_CUR, &nm) == 0 && nm.deaths == 7 &&
+	    mq_name_format(buf, sizeof(buf), MQ_CUR, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,1795975895.696,3"
+	    ",gorders,d7") == 0, "a cur name keeps its deaths");
+	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895,5,3000"
+	    ",p1,d42", MQ_DEAD, &nm) == 0 && nm.deaths == 42 &&
+	    nm.ttl == 3000 && nm.prio == 1 &&
+	    mq_name_format(buf, sizeof(buf), MQ_DEAD, &nm) == 0 &&
+	    strcmp(buf, "18ec9688cb923ac3.2475.fd4836da3b66,1795975895,5,3000"
+	    ",p1,d42") == 0, "a dead name keeps its deaths");
+	{
+		struct mq_name big;
+		char longest[MQ_NAME_MAX];
+
+		memset(&big, 0, sizeof(big));
+		strcpy(big.id, "18ec9688cb923ac3.2475.fd4836da3b66");
+		big.deaths = MQ_DEATHS_MAX + 1;
+		ok(mq_name_format(longest, sizeof(longest), MQ_NEW, &big) ==
+		    -1, "more deaths than a name holds are refused");
 	}
 	ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,1795975895.696,3"
 	    ",p2,gorders", MQ_CUR, &nm) == 0 && nm.prio == 2 &&
@@ -328,6 +355,18 @@ main(void)
 			"18ec9688cb923ac3.2475.fd4836da3b66,0,x1",
 			"18ec9688cb923ac3.2475.fd4836da3b66,0,",
 			"18ec9688cb923ac3.2475.fd4836da3b66,0,p1,",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d0",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d01",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1000000",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d-1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1,d2",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1,p2",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1,gA",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1,"
+			    "k0123456789abcdef0123456789abcdef",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1,",
+			"18ec9688cb923ac3.2475.fd4836da3b66,0,d1x",
 			"18ec9688cb923ac3.2475.fd4836da3b66,0,g"
 			    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 			    "aaaaaaaaaaaaaaaaa",
