@@ -5,8 +5,11 @@
  *
  *	bury	new/... or cur/...	-> dead/ID,DIED,A[,TTL]	mq_burial_bury
  *		tmp/ID',reason		=> reason/ID (a link)	mq_burial_bury
- *	redrive	dead/ID,DIED,A[,TTL]	-> new/T/M/L/ID,0,NOW,TTL mq_dead_redrive
- *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked)		mq_dead_purge
+ *	redrive	deaths/ID (N records)	=> deaths/ID (N + 1)	mq_history_carry
+ *		dead/ID,DIED,A[,TTL][,dN] -> new/T/M/L/ID,0,NOW,TTL,dN+1
+ *						mq_dead_redrive
+ *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked), and deaths/ID
+ *						mq_dead_purge
  *
  * A burial of the head of an ordered group hands the group's turn on as
  * it goes, and a redrive of one of a group puts it back into its group
@@ -32,7 +35,7 @@
 #include "compat.h"
 #include "mq.h"
 
-#define REASON_MAX	(1024 * 1024)
+#define REASON_MAX	MQ_REASON_MAX
 
 static int
 is_dead(const char *s)
@@ -398,9 +401,45 @@ copy_out(struct mq_spool *sp, const struct mq_dead *d, struct mq_spool *to)
 	return 0;
 }
 
+/* Whether two open spools are one (a -t naming the spool itself). */
+static int
+same_spool(const struct mq_spool *a, const struct mq_spool *b)
+{
+	return a == b || (a->dev == b->dev && a->ino == b->ino);
+}
+
+/*
+ * The history the redrive of d gives its message in the placer's spool:
+ * its own, and this death (history.c), in place before the body moves.
+ * nm gets its count.
+ */
+static int
+history_carry(struct mq_spool *sp, const struct mq_dead *d,
+    struct mq_placer *pl, struct mq_name *nm)
+{
+	char *reason;
+	size_t len;
+	int got, saved;
+
+	if ((got = mq_dead_reason(sp, d->n.id, &reason, &len)) == -1) {
+		saved = errno;
+		free(reason);
+		errno = saved;
+		return -1;
+	}
+	got = mq_history_carry(sp, pl->sp, &d->n, got == 1 ? NULL : reason,
+	    len, &nm->deaths);
+	saved = errno;
+	free(reason);
+	errno = saved;
+	return got;
+}
+
 /*
  * Back to new/ of the placer's spool, attempts reset, enqueued anew: its
- * time to live (kept) counts from now.
+ * time to live (kept) counts from now.  Its death goes into its history
+ * first (history.c says why that order); a history left in another spool
+ * goes once the body moved.
  */
 int
 mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
@@ -409,11 +448,12 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	struct mq_name nm = d->n;
 	char newname[MQ_NAME_MAX];
 	uint64_t now = mq_now_ms();
-	int synced, saved;
+	int synced, saved, away = !same_spool(sp, pl->sp);
 
 	nm.attempts = 0;
 	nm.sent = now;
 	if (mq_spool_need(sp, 0) == -1 ||
+	    history_carry(sp, d, pl, &nm) == -1 ||
 	    mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
 	/* A message of a group goes back into its group, in ID order. */
@@ -437,10 +477,14 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 		if (unlinkat(sp->dead, d->name, 0) == -1 && errno != ENOENT)
 			return -1;
 		unlinkat(sp->reason, d->n.id, 0);
+		if (away)
+			(void)mq_history_forget(sp, &d->n);
 		errno = saved;
 		return synced;
 	}
 	unlinkat(sp->reason, d->n.id, 0);
+	if (away)
+		(void)mq_history_forget(sp, &d->n);
 	return 0;
 }
 
@@ -450,5 +494,6 @@ mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 	if (mq_spool_need(sp, 0) == -1 || unlinkat(sp->dead, d->name, 0) == -1)
 		return -1;
 	unlinkat(sp->reason, d->n.id, 0);
+	(void)mq_history_forget(sp, &d->n);
 	return 0;
 }

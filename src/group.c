@@ -607,8 +607,10 @@ mq_group_leave(struct mq_spool *sp, int from, const char *name,
 	 * is concerned (a retry would find its lease lost).  A last step
 	 * that fails leaves leaving.* for mq_group_sweep to finish.
 	 */
-	(void)(deadname == NULL ? unlinkat(gfd, leaving, 0) :
-	    renameat(gfd, leaving, sp->dead, deadname));
+	if (deadname != NULL)
+		(void)renameat(gfd, leaving, sp->dead, deadname);
+	else if (unlinkat(gfd, leaving, 0) == 0 && nm->deaths != 0)
+		(void)mq_history_forget(sp, nm);	/* after it: history.c */
 	close(gfd);
 	return 1;
 fail:
@@ -791,9 +793,10 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 		if (hand_on(w->sp, gfd) == -1)
 			return -1;
 	}
-	if (!dead)
-		r = unlinkat(gfd, leaving, 0);
-	else {
+	if (!dead) {
+		if ((r = unlinkat(gfd, leaving, 0)) == 0 && nm.deaths != 0)
+			(void)mq_history_forget(w->sp, &nm);
+	} else {
 		nm.ms = mq_now_ms();
 		if (mq_spool_need(w->sp, 0) == -1 ||
 		    mq_name_format(name, sizeof(name), MQ_DEAD, &nm) == -1)

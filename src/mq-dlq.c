@@ -120,6 +120,12 @@ cmd_ls(struct mq_spool *sp, int json)
 				fputs("null", stdout);
 			else
 				mq_json_string(stdout, reason, rlen);
+			putchar(',');
+			if (mq_history_json(stdout, sp, &d[i].n, got == 1 ?
+			    NULL : reason, rlen, 1) == -1) {
+				warn("%s/%s", MQ_DIR_DEATHS, d[i].n.id);
+				status = MQ_EX_SYS;
+			}
 			printf(",\"priority\":%u", d[i].n.prio);
 			if (d[i].n.group[0] != '\0')
 				printf(",\"group\":\"%s\"", d[i].n.group);

@@ -436,6 +436,31 @@ int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
 	    struct mq_placer *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
 
+/* history.c: a message's past deaths, deaths/ID (see history.c) */
+#define MQ_DIR_DEATHS	"deaths"
+#define MQ_REASON_MAX	(1024 * 1024)	/* the longest reason kept */
+struct mq_death {
+	uint64_t ms;
+	unsigned attempts;
+	const char *reason;	/* NULL: none recorded */
+	size_t	 len;
+};
+struct mq_history {
+	FILE	*fp;
+	unsigned left;		/* records still counted by the name */
+	char	*buf;		/* the last record's reason */
+	size_t	 cap;
+};
+int	 mq_history_open(struct mq_history *, struct mq_spool *,
+	    const struct mq_name *);
+int	 mq_history_next(struct mq_history *, struct mq_death *);
+void	 mq_history_close(struct mq_history *);
+int	 mq_history_carry(struct mq_spool *, struct mq_spool *,
+	    const struct mq_name *, const char *, size_t, unsigned *);
+int	 mq_history_forget(struct mq_spool *, const struct mq_name *);
+int	 mq_history_json(FILE *, struct mq_spool *, const struct mq_name *,
+	    const char *, size_t, int);
+
 /* wait.c */
 struct mq_waiter {
 	int	 fd;		/* inotify, or -1 when polling */

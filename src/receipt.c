@@ -12,7 +12,7 @@
  *			(mq_receipt_release, by mq_place_back)
  *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A
  *			(mq_receipt_bury, by mq_bury)
- *	ack	cur/S/ID,DEADLINE,A	-> (unlinked)
+ *	ack	cur/S/ID,DEADLINE,A	-> (unlinked), and deaths/ID if any
  *			(mq_receipt_ack; the head of a group hands its turn
  *			on as it goes, mq_group_leave: so does a burial,
  *			dead.c)
@@ -236,8 +236,12 @@ mq_receipt_ack(struct mq_receipt *rc)
 		moved_on(rc);
 		return MQ_EX_OK;
 	}
-	if ((st = settled(unlinkat(rc->bucket, rc->name, 0))) == MQ_EX_OK)
+	if ((st = settled(unlinkat(rc->bucket, rc->name, 0))) == MQ_EX_OK) {
 		moved_on(rc);
+		/* Its history goes too, after it (history.c). */
+		if (rc->n.deaths != 0)
+			(void)mq_history_forget(rc->sp, &rc->n);
+	}
 	mq_group_unlock(&lock);
 	return st;
 }

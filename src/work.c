@@ -65,6 +65,7 @@ struct job {
 	char	 receipt[PATH_MAX];
 	unsigned attempt;
 	unsigned prio;
+	unsigned deaths;	/* its past deaths (MQ_DEATHS) */
 	char	 group[MQ_GROUP_MAX + 1];	/* "": none */
 	char	 key[MQ_KEY_MAX + 1];	/* its dedup key (MQ_KEY), or "" */
 	uint64_t beat;		/* next lease extension */
@@ -159,7 +160,7 @@ static void __dead
 child(struct worker *wk, struct job *j, int body, int out, int errw,
     int report, const sigset_t *mask, pid_t parent)
 {
-	char attempt[16], prio[4];
+	char attempt[16], prio[4], deaths[16];
 	size_t i;
 	int e;
 
@@ -173,6 +174,7 @@ child(struct worker *wk, struct job *j, int body, int out, int errw,
 		_exit(127);
 	snprintf(attempt, sizeof(attempt), "%u", j->attempt);
 	snprintf(prio, sizeof(prio), "%u", j->prio);
+	snprintf(deaths, sizeof(deaths), "%u", j->deaths);
 	if (move_fd(body, STDIN_FILENO) == -1 ||
 	    (out != -1 && move_fd(out, STDOUT_FILENO) == -1) ||
 	    move_fd(errw, STDERR_FILENO) == -1 ||
@@ -180,6 +182,7 @@ child(struct worker *wk, struct job *j, int body, int out, int errw,
 	    setenv("MQ_RECEIPT", j->receipt, 1) == -1 ||
 	    setenv("MQ_ATTEMPT", attempt, 1) == -1 ||
 	    setenv("MQ_PRIORITY", prio, 1) == -1 ||
+	    setenv("MQ_DEATHS", deaths, 1) == -1 ||
 	    /* One the worker inherited is not this message's. */
 	    (j->group[0] != '\0' ? setenv("MQ_GROUP", j->group, 1) :
 	    unsetenv("MQ_GROUP")) == -1 ||
@@ -445,6 +448,7 @@ start(void *arg, const char *rcpt, const char *id)
 		return 0;
 	j->attempt = wk->rc.n.attempts;
 	j->prio = wk->rc.n.prio;
+	j->deaths = wk->rc.n.deaths;
 	memcpy(j->group, wk->rc.n.group, sizeof(j->group));
 	if ((got = mq_key_get(&wk->keys, &wk->rc.n, j->key)) != 1) {
 		/* The job runs without MQ_KEY. */
