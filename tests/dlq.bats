@@ -66,7 +66,7 @@ bury() {
 	run mq-dlq ls --json
 	assert_success
 	assert_equal "${#lines[@]}" 1
-	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"priority\":0,\"size\":3,\"body\":\"a\\\"b\"}" ]]
+	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"deaths\":[{\"time\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"attempts\":1}],\"priority\":0,\"size\":3,\"body\":\"a\\\"b\"}" ]]
 	if command -v python3 >/dev/null; then
 		reason=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["reason"], end="")' <<<"$output")
 		assert_equal "$reason" "$(printf 'tab\there "q" \\ nl\nend')"
@@ -79,10 +79,10 @@ bury() {
 	echo body >"$MQ_DIR/dead/$id,$(date +%s),2,p3,gorders-eu"
 	run mq-dlq ls --json
 	assert_success
-	[[ $output == *'"reason":null,"priority":3,"group":"orders-eu","size":5,'* ]]
+	[[ $output == *'"reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":2}],"priority":3,"group":"orders-eu","size":5,'* ]]
 	mq-dlq redrive "$id"
 	r=$(mq-recv)
-	[[ ${r##*/} == "$id",*,1,*,p3,gorders-eu ]]
+	[[ ${r##*/} == "$id",*,1,*,p3,gorders-eu,d1 ]]
 }
 
 @test "mq-dlq show: prints the body byte for byte" {
