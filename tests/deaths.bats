@@ -351,3 +351,14 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	assert_output 1
 	assert_not_exist "$MQ_DIR/deaths/$id"
 }
+
+@test "deaths: a death with no reason recorded stays null in the history" {
+	id=$(echo job | mq-send)
+	mq-ack -x gone "$(mq-recv)"
+	# As a burial on a full file system leaves it.
+	rm "$MQ_DIR/reason/$id"
+	mq-dlq redrive "$id"
+	assert_equal "$(head -n 1 "$MQ_DIR/deaths/$id" | cut -d ' ' -f 3)" -
+	mq-ack -x later "$(mq-recv)"
+	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 null' '1 "later"')"
+}
