@@ -15,7 +15,7 @@
  *
  *	redrive	deaths/ID (N records)	=> deaths/ID (N + 1)	mq_history_carry
  *		dead/ID,...,dN		-> new/.../ID,0,...,dN+1 (dead.c)
- *	ack, purge			-> deaths/ID unlinked	mq_history_forget
+ *	ack, purge	deaths/ID	-> (unlinked)	mq_history_forget
  *
  * Why this order is safe: a redrive writes the new file whole in the
  * target's tmp/, syncs it and renames it over deaths/ID (and syncs

@@ -279,7 +279,7 @@ parked() {
 	mq-ack "$r"
 	recv_one
 	assert_equal "$body" a1
-	[[ ${r##*/} == "$id",*,1,*gA ]]
+	[[ ${r##*/} == "$id",*,1,*gA,d1 ]]
 }
 
 @test "group: a redriven dead letter of a group with no head becomes its head" {

@@ -319,7 +319,7 @@ messages() {
 	mq-dlq redrive "$id"
 	# The same inode, the key in its name, held still.
 	f=$(find "$MQ_DIR/new" -name "$id,*")
-	[[ $f == *",k$(keyhash "$key")" ]]
+	[[ $f == *",k$(keyhash "$key"),d1" ]]
 	assert_equal "$(stat -c %i "$f")" "$ino"
 	run -0 mq-send -k "$key" <<<"again"
 	assert_output "$id"

@@ -95,7 +95,7 @@ only_path() {
 	mq-ack -x broken "$r"
 	send low 0 >/dev/null
 	mq-dlq redrive "$id"
-	run find "$MQ_DIR/new/p5" -type f -name "$id,0,*p5"
+	run find "$MQ_DIR/new/p5" -type f -name "$id,0,*p5,d1"
 	assert_success
 	[ -n "$output" ]
 	assert_equal "$(order)" "high low "
