@@ -218,7 +218,8 @@ record_write(struct mq_tmpfile *tf, uint64_t ms, unsigned attempts,
  * written in to's tmp/, synced, renamed over deaths/ID, deaths/ synced.
  * *count is how many records it holds: the name's deaths once the body
  * moved (d->deaths + 1, or fewer when from's history had fewer).  A
- * history that ends in a malformed record is carried up to it.
+ * history that ends in a malformed record is carried up to it (one that
+ * is not a file at all, not at all): a redrive is not held back by it.
  */
 int
 mq_history_carry(struct mq_spool *from, struct mq_spool *to,
@@ -243,7 +244,7 @@ mq_history_carry(struct mq_spool *from, struct mq_spool *to,
 	 * a fragment that mq-sweep removes in time (mq_tmp_clean).
 	 */
 	mq_id_new(tmpname);
-	if (mq_history_open(&h, from, d) == -1)
+	if (mq_history_open(&h, from, d) == -1 && errno != EBADMSG)
 		return -1;
 	if (mq_tmp_create(&tf, to, tmpname) == -1) {
 		mq_history_close(&h);

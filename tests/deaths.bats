@@ -324,7 +324,12 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	rm "$MQ_DIR/deaths/$id"
 	mkdir "$MQ_DIR/deaths/$id"
 	run -4 --separate-stderr mq-dlq ls --json
-	rmdir "$MQ_DIR/deaths/$id"
+	[[ $stderr == *"deaths/$id: "* ]] || fail "$stderr"
+	printf 'x\n' >"$MQ_DIR/deaths/$id/x"
+	run --separate-stderr mq-dlq redrive "$id"
+	assert_failure
+	[[ $stderr == *"deaths/"* || $stderr == *"dead/"* ]] || fail "$stderr"
+	rm -r "$MQ_DIR/deaths/$id"
 	printf 'x\n' >"$MQ_DIR/deaths/$id"
 	run --separate-stderr mq-dlq redrive "$id"
 	assert_success
