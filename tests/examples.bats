@@ -418,3 +418,27 @@ queued_once() {
 	[[ $stderr == *"dedup-window is 0"* ]]
 	assert_equal "$(count new)" 1
 }
+
+@test "README: the 3 a.m. runbook, pasted into a shell, lists, shows, cancels and redrives" {
+	code=$(sed -n '/^## At 3 a.m.: looking into a queue/,/^## /p' "$top/README.md" |
+	    awk '/^```/ { if (inblock) exit; if ($0 == "```sh") { inblock = 1; next } } inblock')
+	[[ $code == 'export MQ_DIR=/var/spool/thumbs'* ]]
+	code=${code//export MQ_DIR=\/var\/spool\/thumbs/export MQ_DIR=$BATS_TEST_TMPDIR/spool}
+	printf 'held\n' | mq-send >/dev/null
+	printf 'broken\n' | mq-send >/dev/null
+	mq-ack -x 'out of disk' "$(mq-recv -n 2 | tail -n 1)"
+	printf 'rm -rf /\nresize a.jpg\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	first=$(head -n 1 "$BATS_TEST_TMPDIR/ids")
+	run timeout 30 sh -c "$code"
+	assert_success
+	assert_line --partial "$first"$'\tready'
+	assert_line --partial 'inflight'
+	assert_line --partial 'rm -rf /'
+	assert_line --partial 'out of disk'
+	assert_line --partial '"deaths":[{'
+	# The first ready one is gone, the dead letter waits again beside the other.
+	run mq-show "$first"
+	assert_failure 1
+	assert_equal "$(mq-ls -s dead | wc -l)" 0
+	assert_equal "$(mq-ls -s ready | wc -l)" 2
+}
