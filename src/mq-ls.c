@@ -76,6 +76,36 @@ text(struct lister *ls, const struct mq_look *m, const char *body,
 	putchar('\n');
 }
 
+/*
+ * ,"deaths":[...] of a message that has died: its past deaths (history.c)
+ * and, for a dead letter of dead/, its own with the reason of reason/ID.
+ * One past its time to live in new/ is not buried yet: no death of its own.
+ */
+static void
+deaths(struct lister *ls, const struct mq_look *m)
+{
+	struct mq_spool *sp = ls->keys.sp;
+	char *reason = NULL;
+	size_t rlen = 0;
+	int buried, got = 1;
+
+	buried = m->state == MQ_LOOK_DEAD && strcmp(m->dir, MQ_DIR_DEAD) == 0;
+	if (!buried && m->n.deaths == 0)
+		return;
+	if (buried && (got = mq_dead_reason(sp, m->n.id, &reason, &rlen)) ==
+	    -1) {
+		warn("%s/%s", MQ_DIR_REASON, m->n.id);
+		ls->status = MQ_EX_SYS;
+	}
+	putchar(',');
+	if (mq_history_json(stdout, sp, &m->n, got == 0 ? reason : NULL, rlen,
+	    buried) == -1) {
+		warn("%s/%s", MQ_DIR_DEATHS, m->n.id);
+		ls->status = MQ_EX_SYS;
+	}
+	free(reason);
+}
+
 /* Every field of a message's JSON object is printed here, and only here. */
 static void
 json(struct lister *ls, const struct mq_look *m, const char *body,
@@ -97,11 +127,7 @@ json(struct lister *ls, const struct mq_look *m, const char *body,
 	}
 	if (m->n.group[0] != '\0')
 		printf(",\"group\":\"%s\"", m->n.group);
-	/*
-	 * HERE: "deaths", the death history of a message that has one
-	 * (oldest first), is to be printed at this point, between "group"
-	 * and "size".
-	 */
+	deaths(ls, m);
 	if (ls->lflag) {
 		printf(",\"size\":%jd,\"body\":", (intmax_t)size);
 		mq_json_string(stdout, body, blen);

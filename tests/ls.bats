@@ -363,3 +363,32 @@ PY
 	assert_equal "${#lines[@]}" 1500
 	assert_equal "$(cut -f1 <<<"$output")" "$(cat "$BATS_TEST_TMPDIR/want")"
 }
+
+@test "mq-ls --json: deaths, oldest first, for a dead letter and a redriven message; none for one that never died" {
+	echo a | mq-send >/dev/null
+	mq-ack -x first "$(mq-recv)"
+	mq-dlq redrive --all
+	mq-ack -x "$(printf 'second\ttab')" "$(mq-recv)"
+	echo b | mq-send >/dev/null
+	run mq-ls --json -s dead
+	assert_success
+	python3 -c '
+import json, sys
+o = json.loads(sys.argv[1])
+assert [d["reason"] for d in o["deaths"]] == ["first", "second\ttab"], o
+assert [d["attempts"] for d in o["deaths"]] == [1, 1], o
+assert o["deaths"][1]["time"] == o["time"], o' "$output"
+	mq-dlq redrive --all
+	run mq-ls --json
+	assert_success
+	python3 -c '
+import json, sys
+objs = [json.loads(l) for l in sys.argv[1].splitlines()]
+assert len(objs) == 2, objs
+# b was sent before the redrive: it comes first.
+assert "deaths" not in objs[0], objs
+assert [d["reason"] for d in objs[1]["deaths"]] == ["first", "second\ttab"], objs' "$output"
+	# The text listing has no deaths and stays one line each.
+	assert_equal "$(mq-ls | wc -l)" 2
+	assert_equal "$(mq-ls | cut -f 2 | sort -u)" ready
+}
