@@ -1,19 +1,26 @@
 /*
  * find.c: a message by its ID, in whatever state it is (mq-show, mq-rm),
- * and its removal.  The search reads directories only: new/ (every
- * priority's tree), the trees of messages parked in groups/G/, the
- * buckets of cur/, then dead/, in this order, so that a message claimed
- * while it is searched for (new/ -> cur/) is met in cur/ once new/ is
- * behind.  A message released meanwhile (cur/ -> new/) can be missed by
- * one search: a search that finds nothing is made once more before it
- * says so.  What is found keeps its directory open, so that what is done
- * with it names no path.
+ * and its removal.  The search is mq_look's walk (look.c) for that one ID,
+ * read-only, in claim order: expired leases (cur/), then new/ (ready,
+ * delayed: every priority's tree), the messages parked in groups/G/
+ * (blocked), the running leases (cur/ again), then dead/ and the
+ * messages past their time to live where they wait.  A message claimed
+ * while it is searched for (new/ -> cur/, or an expired lease taken
+ * again) is met in the in-flight pass, which comes after new/; one buried
+ * meanwhile (cur/ or new/ -> dead/) in the dead pass, which comes last.
+ * A message released (cur/ -> new/), promoted (parked -> new/) or
+ * redriven (dead/ -> new/) behind the search's back can be missed by one
+ * search: a search that finds nothing is made once more before it says
+ * so.  What is found keeps its directory open (a dup of the walk's), so
+ * that what is done with it names no path.  Its state is the one mq-ls
+ * gives it (the spool's ttl read from its settings); where it is (new/,
+ * a group's tree, cur/, dead/) decides its removal.
  *
- * Every removal goes through mq_remove, as its state asks:
+ * Every removal goes through mq_remove, as where it is asks:
  *
- *	new/ (ready, delayed, past its ttl), cur/ (a lease run out, or any
- *	with force)	unlinked; the head of an ordered group leaves it as
- *			an ack's does (mq_group_leave: the next is promoted)
+ *	new/, cur/	unlinked (in flight: only with force); the head of an
+ *			ordered group leaves it as an ack's does
+ *			(mq_group_leave: the next is promoted)
  *	groups/G/T/M/L/	unlinked under the group's lock (mq_group_unpark)
  *	dead/		purged with its reason (mq_dead_purge)
  *
@@ -32,198 +39,122 @@
 #include "compat.h"
 #include "mq.h"
 
-static const char *const where_names[] = {
-	"ready", "delayed", "blocked", "inflight", "expired", "dead"
-};
-
-const char *
-mq_where_name(enum mq_where w)
-{
-	return where_names[w];
-}
-
-/* A search: for one ID (or all, id NULL) in the states of mask. */
-struct finder {
-	const char	*id;
-	size_t		 idlen;
-	uint64_t	 now;
-	unsigned	 mask;
-	enum mq_state	 st;	/* of the directory being read */
-	enum mq_where	 where;	/* new/'s leaf: ready or delayed */
-	const char	*group;	/* the group whose tree is read */
+/* A walk of mq_look's, each message it hands out given to fn as found. */
+struct finding {
 	mq_found_fn	 fn;
 	void		*arg;
+	int		 error;	/* the first directory that could not be read */
 };
 
-static int
-match(void *arg, int dirfd, const char *name)
+/* Where a message is, from the directory mq_look names. */
+static enum mq_found_in
+found_in(const char *dir)
 {
-	struct finder *s = arg;
+	static const struct {
+		const char	*prefix;
+		enum mq_found_in in;
+	} areas[] = {
+		{ MQ_DIR_GROUPS "/", MQ_IN_PARKED },
+		{ MQ_DIR_CUR "/", MQ_IN_CUR },
+		{ MQ_DIR_NEW "/", MQ_IN_NEW },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(areas) / sizeof(areas[0]); i++)
+		if (strncmp(dir, areas[i].prefix, strlen(areas[i].prefix)) == 0)
+			return areas[i].in;
+	return MQ_IN_DEAD;
+}
+
+static int
+found(void *arg, const struct mq_look *m)
+{
+	struct finding *fg = arg;
 	struct mq_found f;
 	int r, saved;
 
-	if (s->id != NULL && (strncmp(name, s->id, s->idlen) != 0 ||
-	    (name[s->idlen] != ',' && name[s->idlen] != '\0')))
+	if (strlcpy(f.name, m->name, sizeof(f.name)) >= sizeof(f.name))
 		return 0;
-	if (strlcpy(f.name, name, sizeof(f.name)) >= sizeof(f.name) ||
-	    mq_name_parse(name, s->st, &f.n) == -1)
-		return 0;
-	f.where = s->where;
-	if (s->st == MQ_CUR)
-		f.where = f.n.ms > s->now ? MQ_AT_INFLIGHT : MQ_AT_EXPIRED;
-	if (s->group != NULL)
-		strlcpy(f.n.group, s->group, sizeof(f.n.group));
-	if ((s->mask & MQ_AT(f.where)) == 0)
-		return 0;
-	if ((f.dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) == -1)
+	f.n = m->n;
+	f.state = m->state;
+	f.in = found_in(m->dir);
+	if ((f.dirfd = fcntl(m->dirfd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return -1;
-	r = s->fn(s->arg, &f);
+	r = fg->fn(fg->arg, &f);
 	saved = errno;
 	mq_found_close(&f);
 	errno = saved;
 	return r;
 }
 
+static void
+unreadable(void *arg, const char *where, int e)
+{
+	struct finding *fg = arg;
+
+	(void)where;
+	if (fg->error == 0)
+		fg->error = e;
+}
+
 /*
- * Matches the entries of the directory dirfd/name: 0 when it was read (or
- * is gone: removed as empty meanwhile), 1 when fn said stop, -1 on error.
+ * mq_look with fn for the messages of id (NULL: all) in the states of
+ * mask.  Returns 1 when fn stopped the walk, 0 at its end, -1 on error
+ * (fn's, or a directory that could not be read: the walk went on past
+ * it, and what it found was handed out).
  */
 static int
-read_in(struct finder *s, int dirfd, const char *name)
+find_look(struct mq_spool *sp, const char *id, uint64_t now, unsigned mask,
+    mq_found_fn fn, void *arg)
 {
-	int fd, r, saved;
+	struct finding fg = { fn, arg, 0 };
+	struct mq_looker lk;
+	struct mq_conf conf;
+	const char *why;
+	int line, r;
 
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(fd, DT_UNKNOWN, match, s);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return r == -1 && errno == ENOENT ? 0 : r;
-}
-
-/* A leaf of new/ (or of a group's tree, s->group set). */
-static int
-leaf_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
-    unsigned prio)
-{
-	struct finder *s = arg;
-	int r;
-
-	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if (s->group == NULL)
-		s->where = key <= s->now ? MQ_AT_READY : MQ_AT_DELAYED;
-	if ((r = read_in(s, dirfd, name)) == -1)
+	memset(&lk, 0, sizeof(lk));
+	/*
+	 * The spool's ttl tells the dead from the waiting, as mq-ls does;
+	 * settings that cannot be read tell none (what is found and how it
+	 * is removed does not depend on it, only the state it is given).
+	 */
+	if (mq_conf_read(sp, &conf, &line, &why) == -1)
+		conf.ttl_ms = 0;
+	lk.states = mask;
+	lk.now = now;
+	lk.ttl_ms = conf.ttl_ms;
+	lk.id = id;
+	lk.fn = found;
+	lk.fail = unreadable;
+	lk.arg = &fg;
+	if ((r = mq_look(sp, &lk)) == 0 && fg.error != 0) {
+		errno = fg.error;
 		return -1;
-	return r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
-}
-
-/* Returns 1 when fn said stop, 0 when the walk is done, -1 on error. */
-static int
-walk_new(struct mq_spool *sp, struct finder *s)
-{
-	struct mq_tree t = { leaf_step, NULL, 0, 0, 0, 0, 0 };
-	int r;
-
-	t.arg = s;
-	s->st = MQ_NEW;
-	s->group = NULL;
-	if ((r = mq_tree_walk(&t, sp->new)) == -1)
-		return -1;
-	return !r;
-}
-
-static int
-walk_group(void *arg, int groups, const char *name)
-{
-	struct finder *s = arg;
-	struct mq_tree t = { leaf_step, NULL, 0, 0, 1, 0, 0 };
-	int fd, r, saved;
-
-	if (!mq_group_valid(name) || (fd = mq_opendirat(groups, name)) == -1)
-		return 0;
-	t.arg = s;
-	s->group = name;
-	r = mq_tree_walk(&t, fd);
-	saved = errno;
-	close(fd);
-	s->group = NULL;
-	errno = saved;
-	return r == -1 ? -1 : !r;
-}
-
-static int
-walk_parked(struct mq_spool *sp, struct finder *s)
-{
-	int fd, r, saved;
-
-	if ((s->mask & MQ_AT(MQ_AT_BLOCKED)) == 0)
-		return 0;
-	if ((fd = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	s->st = MQ_NEW;
-	s->where = MQ_AT_BLOCKED;
-	r = mq_dir_each(fd, DT_DIR, walk_group, s);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return r == -1 && errno == ENOENT ? 0 : r;
-}
-
-static int
-walk_bucket(void *arg, int cur, const char *name)
-{
-	uint64_t secs;
-
-	if (mq_cur_bucket_parse(name, &secs) == -1)
-		return 0;
-	return read_in(arg, cur, name);
-}
-
-static int
-walk_cur(struct mq_spool *sp, struct finder *s)
-{
-	if ((s->mask & (MQ_AT(MQ_AT_INFLIGHT) | MQ_AT(MQ_AT_EXPIRED))) == 0)
-		return 0;
-	s->st = MQ_CUR;
-	s->group = NULL;
-	return mq_dir_each(sp->cur, DT_DIR, walk_bucket, s);
-}
-
-static int
-walk_dead(struct mq_spool *sp, struct finder *s)
-{
-	if ((s->mask & MQ_AT(MQ_AT_DEAD)) == 0)
-		return 0;
-	if (mq_spool_need(sp, 0) == -1)
-		return -1;
-	s->st = MQ_DEAD;
-	s->where = MQ_AT_DEAD;
-	s->group = NULL;
-	return mq_dir_each(sp->dead, DT_UNKNOWN, match, s);
+	}
+	return r;
 }
 
 /*
- * Hands each message in the states of mask to fn, which owns the record
- * only while it runs (mq_remove may be called on it) and returns 1 to
- * stop, 0 to go on, -1 on error.  The parked messages come first, then
- * new/, cur/ and dead/: a head removed promotes nothing already passed.
- * Returns 1 when fn stopped the walk, 0 at its end, -1 on error.
+ * Hands each message in the states of mask (1 << MQ_LOOK_*) to fn, which
+ * owns the record only while it runs (mq_remove may be called on it) and
+ * returns 1 to stop, 0 to go on, -1 on error.  The parked messages
+ * (blocked) come first, in a walk of their own, then the others in
+ * mq_look's order: a head removed promotes nothing that is then left
+ * behind.  Returns 1 when fn stopped the walk, 0 at its end, -1 on error.
  */
 int
 mq_find_each(struct mq_spool *sp, uint64_t now, unsigned mask,
     mq_found_fn fn, void *arg)
 {
-	struct finder s = { NULL, 0, now, mask, MQ_NEW, MQ_AT_READY, NULL, fn,
-	    arg };
-	int r;
+	unsigned blocked = 1u << MQ_LOOK_BLOCKED;
+	int r = 0;
 
-	if ((r = walk_parked(sp, &s)) != 0 || (r = walk_new(sp, &s)) != 0 ||
-	    (r = walk_cur(sp, &s)) != 0)
-		return r;
-	return walk_dead(sp, &s);
+	if (mask & blocked)
+		r = find_look(sp, NULL, now, blocked, fn, arg);
+	if (r == 0 && mask & ~blocked)
+		r = find_look(sp, NULL, now, mask & ~blocked, fn, arg);
+	return r;
 }
 
 static int
@@ -236,23 +167,9 @@ keep(void *arg, struct mq_found *f)
 	return 1;
 }
 
-/* One search, in the order of the top comment. */
-static int
-search(struct mq_spool *sp, const char *id, uint64_t now, struct mq_found *f)
-{
-	struct finder s = { id, strlen(id), now, MQ_AT_ALL, MQ_NEW, MQ_AT_READY, NULL,
-	    keep, f };
-	int r;
-
-	if ((r = walk_new(sp, &s)) == 0 && (r = walk_parked(sp, &s)) == 0 &&
-	    (r = walk_cur(sp, &s)) == 0)
-		r = walk_dead(sp, &s);
-	return r;
-}
-
 /*
  * Where the message with this ID is as of now (ms), in *f: its directory
- * open (mq_found_close closes it), its name and where.  Returns 0, or -1
+ * open (mq_found_close closes it), its name and state.  Returns 0, or -1
  * with ENOENT when there is no such message (EINVAL: no valid ID).
  */
 int
@@ -267,7 +184,7 @@ mq_find(struct mq_spool *sp, const char *id, uint64_t now, struct mq_found *f)
 	}
 	/* Twice: a release moves a message behind a search's back. */
 	for (i = 0; i < 2 && r == 0; i++)
-		if ((r = search(sp, id, now, f)) == -1)
+		if ((r = find_look(sp, id, now, MQ_LOOK_ALL, keep, f)) == -1)
 			return -1;
 	if (r == 0) {
 		errno = ENOENT;
@@ -314,10 +231,10 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 {
 	struct mq_dead d;
 
-	switch (f->where) {
-	case MQ_AT_BLOCKED:
+	switch (f->in) {
+	case MQ_IN_PARKED:
 		return mq_group_unpark(sp, f->dirfd, f->name, f->n.group);
-	case MQ_AT_DEAD:
+	case MQ_IN_DEAD:
 		strlcpy(d.name, f->name, sizeof(d.name));
 		d.n = f->n;
 		return mq_dead_purge(sp, &d);
@@ -341,9 +258,9 @@ mq_remove(struct mq_spool *sp, struct mq_found *f, int flags)
 	int i;
 
 	for (i = 0; i < MQ_RETRIES; i++) {
-		if (f->where == MQ_AT_INFLIGHT && !(flags & MQ_RM_FORCE))
+		if (f->state == MQ_LOOK_INFLIGHT && !(flags & MQ_RM_FORCE))
 			return MQ_EX_LOST;
-		if (f->where == MQ_AT_DEAD && (flags & MQ_RM_WAITING))
+		if (f->state == MQ_LOOK_DEAD && (flags & MQ_RM_WAITING))
 			return MQ_EX_NONE;
 		if (remove_once(sp, f) == 0)
 			return MQ_EX_OK;

@@ -1,9 +1,12 @@
 /*
- * look.c: looking at every message without claiming it, for mq-ls (and
- * finding one by ID).  Read-only, as stat.c is: it takes no lock, renames,
- * links, unlinks or makes nothing, and opens nothing for writing; a
- * message that moves while the walk is under way may be seen twice or
- * not at all.
+ * look.c: looking at every message without claiming it, for mq-ls, and
+ * the one walk of every state there is: find.c's search of one ID
+ * (mq-show, mq-rm) and its walk for mq-rm --all are this one.  Read-only,
+ * as stat.c is: it takes no lock, renames, links, unlinks or makes
+ * nothing, and opens nothing for writing (what find.c's callers do with
+ * what they are handed is theirs); a message that moves while the walk
+ * is under way may be seen twice or not at all (find.c says where the
+ * order of the passes still finds it).
  *
  * Messages are handed out by state, in the order a claim takes them:
  *
@@ -22,8 +25,9 @@
  * priority's tree at its first leaf not due (MQ_TREE_LATER), the second
  * passes the due ones; only the levels above the leaves are listed twice.
  * The names of a leaf are gathered and sorted (a leaf holds about
- * MQ_LEAF_MAX per sender); those of a cur/ bucket and of dead/ are
- * handed out as read, never gathered.  The buckets of cur/ and the groups
+ * MQ_LEAF_MAX per sender), only those of the ID looked for when there is
+ * one; those of a cur/ bucket and of dead/ are handed out as read, never
+ * gathered.  The buckets of cur/ and the groups
  * are taken in order CHUNK at a time, so that memory stays flat whatever
  * the depth.  A message past its time to live is met where it waits: its
  * area is walked again for the dead only when one was met there (or when
@@ -65,6 +69,8 @@ struct look {
 	int		 stopped;	/* fn asked to stop */
 	int		 failed;	/* fn failed: errno is its */
 	const char	*group;		/* the group whose tree is walked */
+	size_t		 idlen;		/* of lk->id */
+	int		 type;		/* of the entries handed out (DT_*) */
 	char		 dir[MQ_NAME_MAX * 2];
 };
 
@@ -93,14 +99,17 @@ fail(struct look *l, const char *where, int e)
 	l->lk->fail(l->lk->arg, where, e);
 }
 
-/* Whether name is that of the ID looked for (every one when none). */
+/*
+ * Whether name is that of the ID looked for (every one when none): an ID
+ * is up to MQ_ID_LEN long (its pid has as many digits as it has).
+ */
 static int
 wanted(const struct look *l, const char *name)
 {
 	const char *id = l->lk->id;
 
-	return id == NULL || (strncmp(name, id, MQ_ID_LEN) == 0 &&
-	    name[MQ_ID_LEN] == ',' && strlen(id) == MQ_ID_LEN);
+	return id == NULL || (strncmp(name, id, l->idlen) == 0 &&
+	    name[l->idlen] == ',');
 }
 
 /*
@@ -183,6 +192,7 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
 #define LEAF_KEEP	24576
 
 struct gather {
+	const struct look *l;
 	struct mq_names names;	/* a heap once full */
 	const char *after;	/* only the names after this; NULL: all */
 	int	 more;		/* names were left out: read again */
@@ -213,7 +223,9 @@ gather_one(void *arg, int dirfd, const char *name)
 	size_t i;
 
 	(void)dirfd;
-	if (g->after != NULL && strcmp(name, g->after) <= 0)
+	/* A search by ID gathers nothing but its match. */
+	if (!wanted(g->l, name) ||
+	    (g->after != NULL && strcmp(name, g->after) <= 0))
 		return 0;
 	if (nl->n == LEAF_KEEP) {
 		g->more = 1;
@@ -250,7 +262,7 @@ gather(struct look *l, int fd, struct gather *g)
 	g->names.v = NULL;
 	g->names.n = g->names.cap = 0;
 	g->more = 0;
-	if (mq_dir_each(fd, DT_REG, gather_one, g) == 0) {
+	if (mq_dir_each(fd, l->type, gather_one, g) == 0) {
 		mq_names_sort(&g->names);
 		return 0;
 	}
@@ -275,8 +287,7 @@ hand_sorted(struct look *l, int fd, struct mq_names *names, uint64_t key)
 	int r = 0;
 
 	for (i = 0; i < names->n && r == 0; i++) {
-		if (!wanted(l, names->v[i]) ||
-		    mq_name_parse(names->v[i], MQ_NEW, &nm) == -1)
+		if (mq_name_parse(names->v[i], MQ_NEW, &nm) == -1)
 			continue;
 		if ((s = waiting_state(l, &nm, key, &ms)) == l->pass)
 			r = hand(l, s, fd, names->v[i], &nm, ms);
@@ -304,6 +315,7 @@ leaf(struct look *l, int dirfd, const char *name, uint64_t key,
 		return MQ_TREE_NEXT;
 	}
 	memset(&g, 0, sizeof(g));
+	g.l = l;
 	do {
 		if (gather(l, fd, &g) == -1)
 			break;
@@ -520,7 +532,7 @@ bucket(struct look *l, int curfd, const char *name)
 			fail(l, l->dir, errno);
 		return 0;
 	}
-	r = mq_dir_each(fd, DT_REG, cur_one, l);
+	r = mq_dir_each(fd, l->type, cur_one, l);
 	saved = errno;
 	close(fd);
 	errno = saved;
@@ -609,7 +621,7 @@ dead_pass(struct look *l)
 		if (errno != ENOENT)
 			fail(l, MQ_DIR_DEAD, errno);
 	} else {
-		r = mq_dir_each(fd, DT_REG, dead_one, l);
+		r = mq_dir_each(fd, l->type, dead_one, l);
 		saved = errno;
 		close(fd);
 		errno = saved;
@@ -651,6 +663,15 @@ mq_look(struct mq_spool *sp, const struct mq_looker *lk)
 	memset(&l, 0, sizeof(l));
 	l.sp = sp;
 	l.lk = lk;
+	/*
+	 * A listing hands out regular files only; a search by ID whatever
+	 * has the name, for its caller to refuse what is no message's.
+	 */
+	l.type = DT_REG;
+	if (lk->id != NULL) {
+		l.idlen = strlen(lk->id);
+		l.type = DT_UNKNOWN;
+	}
 	if (s & BIT(MQ_LOOK_EXPIRED))
 		r = cur_pass(&l, MQ_LOOK_EXPIRED);
 	if (r == 0 && s & BIT(MQ_LOOK_READY))

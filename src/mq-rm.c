@@ -50,7 +50,7 @@ report(const char *id, const struct mq_found *f, int st)
 	switch (st) {
 	case MQ_EX_OK:
 		if (vflag)
-			warnx("removed %s (%s)", id, mq_where_name(f->where));
+			warnx("removed %s (%s)", id, mq_look_state_name(f->state));
 		break;
 	case MQ_EX_NONE:
 		warnx("%s: no such message", id);
@@ -105,11 +105,11 @@ static int
 rm_all(struct mq_spool *sp)
 {
 	struct all a = { sp, MQ_EX_OK };
-	unsigned mask = MQ_AT(MQ_AT_READY) | MQ_AT(MQ_AT_DELAYED) |
-	    MQ_AT(MQ_AT_BLOCKED) | MQ_AT(MQ_AT_EXPIRED);
+	unsigned mask = 1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY |
+	    1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED;
 
 	if (fflag)
-		mask |= MQ_AT(MQ_AT_INFLIGHT);
+		mask |= 1u << MQ_LOOK_INFLIGHT;
 	if (mq_find_each(sp, mq_now_ms(), mask, rm_each, &a) == -1) {
 		warn("%s", sp->path);
 		a.status = mq_worse(a.status, MQ_EX_SYS);

@@ -77,7 +77,7 @@ show(struct mq_spool *sp, const char *id, int vflag)
 	if (!S_ISREG(st.st_mode))
 		errx(MQ_EX_SYS, "%s: not a regular file", id);
 	if (vflag)
-		warnx("%s: %s", id, mq_where_name(f.where));
+		warnx("%s: %s", id, mq_look_state_name(f.state));
 	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s", id);
 	close(fd);

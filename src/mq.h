@@ -511,47 +511,6 @@ void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
 
 /*
- * find.c: a message by its ID in any state (mq-show, mq-rm); every
- * removal of one goes through mq_remove.
- */
-enum mq_where {
-	MQ_AT_READY,		/* new/, due */
-	MQ_AT_DELAYED,		/* new/, not yet */
-	MQ_AT_BLOCKED,		/* parked in groups/G/ */
-	MQ_AT_INFLIGHT,		/* cur/, its lease running */
-	MQ_AT_EXPIRED,		/* cur/, its lease run out */
-	MQ_AT_DEAD		/* dead/ */
-};
-#define MQ_AT(w)	(1u << (w))
-#define MQ_AT_ALL	0x3fu
-struct mq_found {
-	int	 dirfd;		/* the directory it is in, open; -1: none */
-	char	 name[MQ_NAME_MAX];
-	struct mq_name n;
-	enum mq_where where;
-};
-#define MQ_RM_FORCE	1	/* in flight too */
-#define MQ_RM_WAITING	2	/* never a dead letter */
-typedef int (*mq_found_fn)(void *, struct mq_found *);
-const char	*mq_where_name(enum mq_where);
-int	 mq_find(struct mq_spool *, const char *, uint64_t, struct mq_found *);
-int	 mq_find_each(struct mq_spool *, uint64_t, unsigned, mq_found_fn,
-	    void *);
-int	 mq_found_open(const struct mq_found *);
-void	 mq_found_close(struct mq_found *);
-int	 mq_remove(struct mq_spool *, struct mq_found *, int);
-
-/* stat.c */
-struct mq_stats {
-	uint64_t ready, delayed, in_flight, expired, dead;
-	uint64_t blocked;	/* parked behind the head of their group */
-	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
-	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
-	uint64_t bytes;			/* of every message file */
-};
-int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
-
-/*
  * look.c: every message, read-only, in claim order by state (mq-ls; one
  * by ID): each handed to fn with the directory it is in (open for the
  * call), that directory's path from the spool root, its name, the parsed
@@ -593,6 +552,44 @@ int	 mq_look_state_parse(const char *);
 int	 mq_look(struct mq_spool *, const struct mq_looker *);
 int	 mq_look_peek(const struct mq_look *, char *, size_t, size_t *,
 	    off_t *);
+
+/*
+ * find.c: a message by its ID in any state (mq-show, mq-rm), found by
+ * mq_look (its state is look.c's); every removal of one goes through
+ * mq_remove.
+ */
+enum mq_found_in {		/* where it is, which its removal follows */
+	MQ_IN_NEW,		/* new/ (a group's head too) */
+	MQ_IN_PARKED,		/* a group's tree, groups/G/T/M/L/ */
+	MQ_IN_CUR,
+	MQ_IN_DEAD		/* dead/ */
+};
+struct mq_found {
+	int	 dirfd;		/* the directory it is in, open; -1: none */
+	char	 name[MQ_NAME_MAX];
+	struct mq_name n;
+	enum mq_look_state state;
+	enum mq_found_in in;
+};
+#define MQ_RM_FORCE	1	/* in flight too */
+#define MQ_RM_WAITING	2	/* never a dead letter */
+typedef int (*mq_found_fn)(void *, struct mq_found *);
+int	 mq_find(struct mq_spool *, const char *, uint64_t, struct mq_found *);
+int	 mq_find_each(struct mq_spool *, uint64_t, unsigned, mq_found_fn,
+	    void *);
+int	 mq_found_open(const struct mq_found *);
+void	 mq_found_close(struct mq_found *);
+int	 mq_remove(struct mq_spool *, struct mq_found *, int);
+
+/* stat.c */
+struct mq_stats {
+	uint64_t ready, delayed, in_flight, expired, dead;
+	uint64_t blocked;	/* parked behind the head of their group */
+	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
+	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
+	uint64_t bytes;			/* of every message file */
+};
+int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
