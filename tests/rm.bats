@@ -183,6 +183,33 @@ a4"
 	run -0 mq-rm --all
 }
 
+@test "mq-rm: a waiting message past its time to live is dead to it, as to mq-ls: -v says so, by ID it is removed (parked too), --all leaves it" {
+	echo r | mq-send >/dev/null
+	a=$(echo a | mq-send --ttl 0.001)
+	echo g1 | mq-send -g G >/dev/null
+	g2=$(echo g2 | mq-send -g G --ttl 0.001)
+	g3=$(echo g3 | mq-send -g G --ttl 0.001)
+	sleep 0.2
+	run -0 mq-ls -s dead
+	assert_equal "$(cut -f1 <<<"$output" | sort)" "$(printf '%s\n' "$a" "$g2" "$g3" | sort)"
+	# Parked: removed under its group's lock, the rest of the group kept.
+	run -0 --separate-stderr mq-rm -v "$g2"
+	assert_equal "$stderr" "mq-rm: removed $g2 (dead)"
+	assert_equal "$(messages | grep -c "/$g2,")" 0
+	# --all: the ready ones (the head g1 too); the dead stay.
+	run -0 --separate-stderr mq-rm -v --all
+	assert_equal "$(grep -c 'removed .* (ready)' <<<"$stderr")" 2
+	[ "$(wc -l <<<"$stderr")" -eq 2 ] || fail "$stderr"
+	# g3 is the group's head now, in new/, as dead as before.
+	run -0 mq-ls
+	assert_equal "$(cut -f1,2 <<<"$output" | sort)" "$(printf '%s\tdead\n' "$a" "$g3" | sort)"
+	run -0 --separate-stderr mq-rm -v "$a" "$g3"
+	assert_equal "$stderr" "mq-rm: removed $a (dead)
+mq-rm: removed $g3 (dead)"
+	assert_equal "$(messages)" ""
+	assert_equal "$(count dead)" 0
+}
+
 @test "mq-rm racing mq-recv for one message, 200 rounds: claimed (rm exits 3, the ack succeeds) or removed (recv exits 1), never both" {
 	t=$BATS_TEST_TMPDIR
 	for round in $(seq 1 200); do

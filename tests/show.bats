@@ -48,6 +48,24 @@ shows() {
 	shows "$dead" "$BATS_TEST_TMPDIR/ctl"
 }
 
+@test "mq-show -v: a waiting message past its time to live (its own, or the spool's) is dead, as mq-ls lists it" {
+	a=$(echo a | mq-send --ttl 0.001)
+	b=$(echo b | mq-send)
+	sleep 0.2
+	run -0 --separate-stderr mq-show -v "$a"
+	assert_output a
+	assert_equal "$stderr" "mq-show: $a: dead"
+	assert_equal "$(mq-ls -s dead | cut -f1)" "$a"
+	run -0 --separate-stderr mq-show -v "$b"
+	assert_equal "$stderr" "mq-show: $b: ready"
+	mq-conf ttl=0.5
+	sleep 0.6
+	run -0 --separate-stderr mq-show -v "$b"
+	assert_output b
+	assert_equal "$stderr" "mq-show: $b: dead"
+	assert_equal "$(mq-ls -s dead | wc -l)" 2
+}
+
 @test "mq-show: looks only: no attempt counted, no rename, no lease" {
 	id=$(echo hello | mq-send -D 3600)
 	before=$(file_of "$id")
