@@ -514,25 +514,22 @@ cur_one(void *arg, int dirfd, const char *name)
 	return s == l->pass ? hand(l, s, dirfd, name, &nm, ms) : 0;
 }
 
-/* A bucket of cur/, if this pass can find anything in it. */
+/*
+ * The directory parent/name (l->dir), its messages handed to fn as read:
+ * 0, 1 stopped, -1 failed.  One that cannot be read is told and passed.
+ */
 static int
-bucket(struct look *l, int curfd, const char *name)
+flat(struct look *l, int parent, const char *name,
+    int (*fn)(void *, int, const char *))
 {
-	uint64_t secs, now = l->lk->now;
 	int fd, r, saved;
 
-	mq_cur_bucket_parse(name, &secs);
-	/* Bucket S holds the leases that end after S-1 s, up to S s. */
-	if (l->pass == MQ_LOOK_INFLIGHT ? secs * 1000 <= now :
-	    (secs - 1) * 1000 >= now)
-		return 0;
-	snprintf(l->dir, sizeof(l->dir), "%s/%s", MQ_DIR_CUR, name);
-	if ((fd = mq_opendirat(curfd, name)) == -1) {
+	if ((fd = mq_opendirat(parent, name)) == -1) {
 		if (errno != ENOENT)
 			fail(l, l->dir, errno);
 		return 0;
 	}
-	r = mq_dir_each(fd, l->type, cur_one, l);
+	r = mq_dir_each(fd, l->type, fn, l);
 	saved = errno;
 	close(fd);
 	errno = saved;
@@ -544,6 +541,21 @@ bucket(struct look *l, int curfd, const char *name)
 	if (r == -1 && saved != ENOENT)
 		fail(l, l->dir, saved);
 	return 0;
+}
+
+/* A bucket of cur/, if this pass can find anything in it. */
+static int
+bucket(struct look *l, int curfd, const char *name)
+{
+	uint64_t secs, now = l->lk->now;
+
+	mq_cur_bucket_parse(name, &secs);
+	/* Bucket S holds the leases that end after S-1 s, up to S s. */
+	if (l->pass == MQ_LOOK_INFLIGHT ? secs * 1000 <= now :
+	    (secs - 1) * 1000 >= now)
+		return 0;
+	snprintf(l->dir, sizeof(l->dir), "%s/%s", MQ_DIR_CUR, name);
+	return flat(l, curfd, name, cur_one);
 }
 
 static int
@@ -612,26 +624,13 @@ static int
 dead_pass(struct look *l)
 {
 	unsigned states = l->lk->states;
-	int fd, r, saved;
+	int r;
 
 	l->pass = MQ_LOOK_DEAD;
 	l->group = NULL;
 	snprintf(l->dir, sizeof(l->dir), "%s", MQ_DIR_DEAD);
-	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_DEAD)) == -1) {
-		if (errno != ENOENT)
-			fail(l, MQ_DIR_DEAD, errno);
-	} else {
-		r = mq_dir_each(fd, l->type, dead_one, l);
-		saved = errno;
-		close(fd);
-		errno = saved;
-		if (l->failed)
-			return -1;
-		if (l->stopped)
-			return 1;
-		if (r == -1 && saved != ENOENT)
-			fail(l, MQ_DIR_DEAD, saved);
-	}
+	if ((r = flat(l, l->sp->fd, MQ_DIR_DEAD, dead_one)) != 0)
+		return r;
 	if ((l->seen & AREA_NEW || (states & BIT(MQ_LOOK_READY)) == 0 ||
 	    (states & BIT(MQ_LOOK_DELAYED)) == 0) &&
 	    (r = new_pass(l, MQ_LOOK_DEAD, 1)) != 0)
