@@ -6,15 +6,18 @@
  * (blocked), the running leases (cur/ again), then dead/ and the
  * messages past their time to live where they wait.  A message claimed
  * while it is searched for (new/ -> cur/, or an expired lease taken
- * again) is met in the in-flight pass, which comes after new/; one buried
- * meanwhile (cur/ or new/ -> dead/) in the dead pass, which comes last.
- * A message released (cur/ -> new/), promoted (parked -> new/) or
- * redriven (dead/ -> new/) behind the search's back can be missed by one
- * search: a search that finds nothing is made once more before it says
- * so.  What is found keeps its directory open (a dup of the walk's), so
- * that what is done with it names no path.  Its state is the one mq-ls
- * gives it (the spool's ttl read from its settings); where it is (new/,
- * a group's tree, cur/, dead/) decides its removal.
+ * again: a later bucket) is met in the in-flight pass, which comes after
+ * new/ and the expired pass; one buried meanwhile (cur/ or new/ -> dead/)
+ * in the dead pass, which comes last, when it is buried before dead/ is
+ * read.  What moves back, behind the search's back, can be missed by
+ * one search: a release (cur/ -> new/), a promote (parked -> new/), a
+ * redrive (dead/ -> new/), a burial while dead/ is read: a search that
+ * finds nothing is made once more before it says so.  What is found
+ * keeps its directory open (a dup of the walk's), so that what is done
+ * with it names no path.  Its state is the one mq-ls gives it (the
+ * spool's ttl read from its settings): a waiting message past its time
+ * to live is dead; where it is (new/, a group's tree, cur/, dead/)
+ * decides its removal.
  *
  * Every removal goes through mq_remove, as where it is asks:
  *
