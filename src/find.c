@@ -49,26 +49,6 @@ struct finding {
 	int		 error;	/* the first directory that could not be read */
 };
 
-/* Where a message is, from the directory mq_look names. */
-static enum mq_found_in
-found_in(const char *dir)
-{
-	static const struct {
-		const char	*prefix;
-		enum mq_found_in in;
-	} areas[] = {
-		{ MQ_DIR_GROUPS "/", MQ_IN_PARKED },
-		{ MQ_DIR_CUR "/", MQ_IN_CUR },
-		{ MQ_DIR_NEW "/", MQ_IN_NEW },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(areas) / sizeof(areas[0]); i++)
-		if (strncmp(dir, areas[i].prefix, strlen(areas[i].prefix)) == 0)
-			return areas[i].in;
-	return MQ_IN_DEAD;
-}
-
 static int
 found(void *arg, const struct mq_look *m)
 {
@@ -80,7 +60,7 @@ found(void *arg, const struct mq_look *m)
 		return 0;
 	f.n = m->n;
 	f.state = m->state;
-	f.in = found_in(m->dir);
+	f.in = m->in;
 	if ((f.dirfd = fcntl(m->dirfd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return -1;
 	r = fg->fn(fg->arg, &f);
@@ -229,6 +209,20 @@ unlink_message(struct mq_spool *sp, struct mq_found *f)
 	return r;
 }
 
+/*
+ * A message that has left the spool takes its death history along, after
+ * it (a crash between leaves an orphan history, harmless: history.c); a
+ * group's head that left through mq_group_leave had it taken there, and
+ * its second unlink finds nothing.
+ */
+static int
+forget(struct mq_spool *sp, const struct mq_found *f, int r)
+{
+	if (r == 0 && f->n.deaths != 0)
+		(void)mq_history_forget(sp, &f->n);
+	return r;
+}
+
 static int
 remove_once(struct mq_spool *sp, struct mq_found *f)
 {
@@ -236,13 +230,14 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 
 	switch (f->in) {
 	case MQ_IN_PARKED:
-		return mq_group_unpark(sp, f->dirfd, f->name, f->n.group);
+		return forget(sp, f, mq_group_unpark(sp, f->dirfd, f->name,
+		    f->n.group));
 	case MQ_IN_DEAD:
 		strlcpy(d.name, f->name, sizeof(d.name));
 		d.n = f->n;
 		return mq_dead_purge(sp, &d);
 	default:
-		return unlink_message(sp, f);
+		return forget(sp, f, unlink_message(sp, f));
 	}
 }
 

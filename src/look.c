@@ -72,6 +72,7 @@ struct look {
 	size_t		 idlen;		/* of lk->id */
 	int		 type;		/* of the entries handed out (DT_*) */
 	char		 dir[MQ_NAME_MAX * 2];
+	enum mq_look_in	 in;		/* where dir is */
 };
 
 const char *
@@ -126,6 +127,7 @@ hand(struct look *l, enum mq_look_state state, int dirfd, const char *name,
 	m.state = state;
 	m.dirfd = dirfd;
 	m.dir = l->dir;
+	m.in = l->in;
 	m.name = name;
 	m.n = *nm;
 	m.ms = ms;
@@ -170,6 +172,7 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
 	mq_key_format(k, sizeof(k), key, MQ_KEY_DIGITS);
 	if (prio > 0)
 		snprintf(p, sizeof(p), "p%u/", prio);
+	l->in = l->group != NULL ? MQ_IN_PARKED : MQ_IN_NEW;
 	if (l->group != NULL)
 		snprintf(l->dir, sizeof(l->dir), "%s/%s/%s/%s/%s",
 		    MQ_DIR_GROUPS, l->group, t, m, k);
@@ -555,6 +558,7 @@ bucket(struct look *l, int curfd, const char *name)
 	    (secs - 1) * 1000 >= now)
 		return 0;
 	snprintf(l->dir, sizeof(l->dir), "%s/%s", MQ_DIR_CUR, name);
+	l->in = MQ_IN_CUR;
 	return flat(l, curfd, name, cur_one);
 }
 
@@ -629,6 +633,7 @@ dead_pass(struct look *l)
 	l->pass = MQ_LOOK_DEAD;
 	l->group = NULL;
 	snprintf(l->dir, sizeof(l->dir), "%s", MQ_DIR_DEAD);
+	l->in = MQ_IN_DEAD;
 	if ((r = flat(l, l->sp->fd, MQ_DIR_DEAD, dead_one)) != 0)
 		return r;
 	if ((l->seen & AREA_NEW || (states & BIT(MQ_LOOK_READY)) == 0 ||

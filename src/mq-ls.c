@@ -89,7 +89,7 @@ deaths(struct lister *ls, const struct mq_look *m)
 	size_t rlen = 0;
 	int buried, got = 1;
 
-	buried = m->state == MQ_LOOK_DEAD && strcmp(m->dir, MQ_DIR_DEAD) == 0;
+	buried = m->in == MQ_IN_DEAD;
 	if (!buried && m->n.deaths == 0)
 		return;
 	if (buried && (got = mq_dead_reason(sp, m->n.id, &reason, &rlen)) ==

@@ -529,8 +529,15 @@ enum mq_look_state {
 	MQ_LOOK_NSTATES
 };
 #define MQ_LOOK_ALL	((1u << MQ_LOOK_NSTATES) - 1)
+enum mq_look_in {		/* where it is, which its removal follows */
+	MQ_IN_NEW,		/* new/ (a group's head too) */
+	MQ_IN_PARKED,		/* a group's tree, groups/G/T/M/L/ */
+	MQ_IN_CUR,
+	MQ_IN_DEAD		/* dead/ */
+};
 struct mq_look {
 	enum mq_look_state state;
+	enum mq_look_in in;
 	int	 dirfd;
 	const char *dir;	/* "new/p3/T/M/L", "cur/S", "dead", ... */
 	const char *name;
@@ -558,18 +565,12 @@ int	 mq_look_peek(const struct mq_look *, char *, size_t, size_t *,
  * mq_look (its state is look.c's); every removal of one goes through
  * mq_remove.
  */
-enum mq_found_in {		/* where it is, which its removal follows */
-	MQ_IN_NEW,		/* new/ (a group's head too) */
-	MQ_IN_PARKED,		/* a group's tree, groups/G/T/M/L/ */
-	MQ_IN_CUR,
-	MQ_IN_DEAD		/* dead/ */
-};
 struct mq_found {
 	int	 dirfd;		/* the directory it is in, open; -1: none */
 	char	 name[MQ_NAME_MAX];
 	struct mq_name n;
 	enum mq_look_state state;
-	enum mq_found_in in;
+	enum mq_look_in in;
 };
 #define MQ_RM_FORCE	1	/* in flight too */
 #define MQ_RM_WAITING	2	/* never a dead letter */

@@ -271,3 +271,27 @@ mq-rm: removed $g3 (dead)"
 	run -0 mq-ack "$(cat "$BATS_TEST_TMPDIR/r")"
 	assert_equal "$(messages)" ""
 }
+
+@test "mq-rm: a message with a death history takes it along, waiting, parked, in flight (-f) or dead" {
+	# Four messages that died once and were redriven: each has deaths/ID.
+	printf 'a\nb\n' | mq-send -l >/dev/null
+	printf 'c\n' | mq-send -g G >/dev/null
+	printf 'd\n' | mq-send -g G >/dev/null
+	for r in $(mq-recv -n 3); do mq-ack -x once "$r"; done
+	mq-dlq redrive --all
+	mq-ack -x once "$(mq-recv)"
+	mq-dlq redrive --all
+	run ls "$MQ_DIR/deaths"
+	assert_equal "$(wc -l <<<"$output")" 4
+	mq-ack -x twice "$(mq-recv)"
+	inflight=$(mq-recv -t 60)
+	# A group's head, the one parked behind it, one in flight, a dead one.
+	assert_equal "$(mq-ls | cut -f 2 | tr '\n' ' ')" "ready blocked inflight dead "
+	for id in $(mq-ls | cut -f 1); do
+		mq-rm -f "$id"
+	done
+	assert_equal "$(mq-ls | wc -l)" 0
+	run ls -A "$MQ_DIR/deaths"
+	assert_output ""
+	[ -n "$inflight" ]
+}
