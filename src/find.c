@@ -33,6 +33,8 @@
  * message with a dedup key starts its window as after an ack: its link
  * count drops (key.c).
  */
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -176,12 +178,25 @@ mq_find(struct mq_spool *sp, const char *id, uint64_t now, struct mq_found *f)
 	return 0;
 }
 
-/* The message opened for reading, never following a link nor blocking. */
+/*
+ * The message opened for reading, never following a link nor blocking,
+ * nor opening what is not a regular file (ELOOP): opening a FIFO would
+ * wake a writer blocked on it, a device could be a terminal.  What is
+ * planted between the look and the open is caught by the caller's fstat.
+ */
 int
 mq_found_open(const struct mq_found *f)
 {
+	struct stat st;
+
+	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return -1;
+	if (!S_ISREG(st.st_mode)) {
+		errno = ELOOP;
+		return -1;
+	}
 	return openat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC);
+	    O_NOCTTY | O_CLOEXEC);
 }
 
 void
@@ -244,8 +259,11 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 /*
  * Removes the message f found, following it if it moves meanwhile (f then
  * says where it was last).  flags: MQ_RM_FORCE removes one in flight (its
- * holder's ack will find its lease lost), MQ_RM_WAITING leaves what is
- * met dead alone (as gone).  Returns MQ_EX_OK, MQ_EX_NONE (gone, or dead
+ * holder's ack will find its lease lost), MQ_RM_WAITING removes it only
+ * as it waits where it was met (mq-rm --all): dead, or moved meanwhile
+ * (claimed, promoted, released), it is left alone as gone, for a search
+ * per message lost to a worker would make emptying a busy spool cost its
+ * depth times over.  Returns MQ_EX_OK, MQ_EX_NONE (gone, or dead or moved
  * with MQ_RM_WAITING), MQ_EX_LOST (in flight, not removed: f->n.ms is its
  * lease's end) or MQ_EX_SYS (errno set).
  */
@@ -264,6 +282,8 @@ mq_remove(struct mq_spool *sp, struct mq_found *f, int flags)
 			return MQ_EX_OK;
 		if (errno != ENOENT)
 			return MQ_EX_SYS;
+		if (flags & MQ_RM_WAITING)
+			return MQ_EX_NONE;
 		/* It moved: where to? */
 		strlcpy(id, f->n.id, sizeof(id));
 		mq_found_close(f);

@@ -118,6 +118,13 @@ shows() {
 	run -4 --separate-stderr timeout 10 mq-show "$id"
 	assert_output ""
 	assert_equal "$stderr" "mq-show: $id: not a regular file"
+	# Not even opened (an open would wake a writer blocked on the FIFO).
+	command -v strace >/dev/null || fail "strace is not installed"
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    timeout 20 strace -f -qq -e trace=open,openat -o "$BATS_TEST_TMPDIR/trace" \
+	    mq-show "$id" 2>/dev/null || true
+	run grep -F "\"${f##*/}\"" "$BATS_TEST_TMPDIR/trace"
+	assert_failure 1
 	rm "$f"
 	ln -s "$BATS_TEST_TMPDIR/secret" "$f"
 	run -4 --separate-stderr timeout 10 mq-show "$id"
