@@ -16,7 +16,7 @@
 #include "compat.h"
 #include "mq.h"
 
-#define USAGE	"usage: mq-show [-v] [-d dir] id\n"
+#define USAGE	"usage: mq-show [-rv] [-d dir] id\n"
 
 static void __dead
 usage(void)
@@ -31,6 +31,7 @@ help(void)
 	printf(USAGE
 	    "The body of the message with this ID, in any state (ready,\n"
 	    "delayed, blocked, inflight, expired, dead), as it was sent.\n"
+	    "On a terminal, control characters are escaped (-r: raw).\n"
 	    "-v: its state on stderr.  Exit 1: no such message.  See "
 	    "mq-show(1).\n"
 	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -64,8 +65,10 @@ open_message(struct mq_spool *sp, const char *id, struct mq_found *f)
 	}
 }
 
+static int rflag, vflag;
+
 static int
-show(struct mq_spool *sp, const char *id, int vflag)
+show(struct mq_spool *sp, const char *id)
 {
 	struct mq_found f;
 	struct stat st;
@@ -78,7 +81,12 @@ show(struct mq_spool *sp, const char *id, int vflag)
 		errx(MQ_EX_SYS, "%s: not a regular file", id);
 	if (vflag)
 		warnx("%s: %s", id, mq_look_state_name(f.state));
-	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
+	/* Byte for byte, but nothing of it takes over a terminal. */
+	if (!rflag && isatty(STDOUT_FILENO)) {
+		if (mq_copy_escaped(fd, stdout) == -1)
+			err(MQ_EX_SYS, "%s", id);
+	} else if (fflush(stdout) == EOF ||
+	    mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s", id);
 	close(fd);
 	mq_found_close(&f);
@@ -94,11 +102,14 @@ main(int argc, char *argv[])
 	};
 	struct mq_spool sp;
 	const char *dir = NULL;
-	int ch, vflag = 0, status;
+	int ch, status;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("rvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'r':
+			rflag = 1;
+			break;
 		case 'v':
 			vflag = 1;
 			break;
@@ -123,7 +134,7 @@ main(int argc, char *argv[])
 		errx(MQ_EX_USAGE, "%s: not a message ID", argv[0]);
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&sp, dir, 0);
-	status = show(&sp, argv[0], vflag);
+	status = show(&sp, argv[0]);
 	mq_spool_close(&sp);
 	mq_stdout_close();
 	return status;

@@ -707,6 +707,7 @@ uint64_t xsecs(const char *, const char *, int);
 int	 xnumber(const char *, const char *, long long, long long);
 void	 mq_version(void);
 void	 mq_escape(FILE *, const char *, size_t);
+int	 mq_copy_escaped(int, FILE *);
 void	 mq_json_string(FILE *, const char *, size_t);
 void	 mq_stdout_close(void);
 void	*xmalloc(size_t);

@@ -423,12 +423,31 @@ utf8_len(const unsigned char *p, size_t left, unsigned long *cp)
 	return n;
 }
 
+/* Whether p is the start of a UTF-8 sequence cut short by its end. */
+static int
+utf8_cut(const unsigned char *p, size_t left)
+{
+	size_t n, i;
+
+	n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 && p[0] <= 0xef ?
+	    3 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : 0;
+	if (n <= left)
+		return 0;
+	for (i = 1; i < left; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return 1;
+}
+
 /*
- * One line per item, safe on a terminal: controls (C0, DEL, C1), the
- * backslash and bytes that are not UTF-8 are written as escapes.
+ * Safe on a terminal: controls (C0, DEL, C1), the backslash and bytes that
+ * are not UTF-8 are written as escapes; lines keeps newlines and tabs as
+ * they are (a body shown whole), else one item stays one line.  Returns
+ * how many bytes at the end were left unwritten: with more, the start of
+ * a UTF-8 sequence that may end in the next part of a stream.
  */
-void
-mq_escape(FILE *fp, const char *s, size_t len)
+static size_t
+escape(FILE *fp, const char *s, size_t len, int lines, int more)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	unsigned long cp;
@@ -436,9 +455,15 @@ mq_escape(FILE *fp, const char *s, size_t len)
 
 	for (i = 0; i < len; i += n) {
 		n = utf8_len(p + i, len - i, &cp);
+		if (n == 0 && more && utf8_cut(p + i, len - i))
+			return len - i;
 		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
 		    cp == '\\') {
 			n = 1;
+			if (lines && (p[i] == '\n' || p[i] == '\t')) {
+				putc(p[i], fp);
+				continue;
+			}
 			switch (p[i]) {
 			case '\n':
 				fputs("\\n", fp);
@@ -457,6 +482,42 @@ mq_escape(FILE *fp, const char *s, size_t len)
 			}
 		} else
 			fwrite(p + i, 1, n, fp);
+	}
+	return 0;
+}
+
+/* One line per item, safe on a terminal (see escape). */
+void
+mq_escape(FILE *fp, const char *s, size_t len)
+{
+	(void)escape(fp, s, len, 0, 0);
+}
+
+/*
+ * The file from, read to its end, written to fp escaped but for its
+ * newlines and tabs: a body shown on a terminal, which no escape sequence
+ * of it can take over.  Memory does not grow with the file.
+ */
+int
+mq_copy_escaped(int from, FILE *fp)
+{
+	char buf[READ_CHUNK + 4];
+	size_t have = 0, left;
+	ssize_t n;
+
+	for (;;) {
+		n = read(from, buf + have, READ_CHUNK);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		have += n;
+		left = escape(fp, buf, have, 1, n > 0);
+		if (n == 0)
+			return ferror(fp) ? -1 : 0;
+		memmove(buf, buf + have - left, left);
+		have = left;
 	}
 }
 

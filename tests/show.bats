@@ -161,3 +161,27 @@ shows() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/out")" moving
 	run -0 mq-ack "$(cat "$BATS_TEST_TMPDIR/r")"
 }
+
+# mq-show's standard output on a terminal (script(1) gives it one).
+show_on_tty() {
+	script -qec "mq-show $*" /dev/null </dev/null | tr -d '\r'
+}
+
+@test "mq-show: on a terminal nothing of the body takes it over: controls and bad UTF-8 escaped, lines and tabs kept; -r raw; a pipe byte for byte" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	id=$(printf 'a\033[31mred\tx\nline2\x80\xc3\xa9\\end\a' | mq-send)
+	run show_on_tty "$id"
+	assert_output "$(printf 'a\\x1b[31mred\tx\nline2\\x80\xc3\xa9\\\\end\\x07')"
+	run show_on_tty -r "$id"
+	assert_output "$(printf 'a\033[31mred\tx\nline2\x80\xc3\xa9\\end\a')"
+	mq-show "$id" | cmp - "$(file_of "$id")"
+}
+
+@test "mq-show: on a terminal, a UTF-8 character cut by a read's end is shown whole, not escaped" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	# 65535 bytes, then a 2-byte character across the 64 KiB read.
+	id=$( { head -c 65535 /dev/zero | tr '\0' a; printf '\xc3\xa9z'; } | mq-send)
+	run show_on_tty "$id"
+	[[ $output == *"a"$'\xc3\xa9'"z" ]] || fail "cut: ${output: -12}"
+	[[ $output != *'\x'* ]]
+}

@@ -1,6 +1,7 @@
 # bash completion for the mq tools: options, spool directories after -d,
 # files for mq-send, a command after mq-recv's --, subcommands and dead
-# letter IDs for mq-dlq, the IDs of the spool (mq-ls) for mq-show and mq-rm.  Installed once per tool name, so that
+# letter IDs for mq-dlq, the IDs of the spool (mq-ls) for mq-show and
+# mq-rm.  Installed once per tool name, so that
 # bash-completion loads it for whichever is completed first.
 
 # The options each tool takes, as in its --help.
@@ -13,7 +14,7 @@ _mq_options() {
 	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
 	mq-stat) echo "-v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-v -d -h --help -V --version" ;;
-	mq-show) echo "-v -d -h --help -V --version" ;;
+	mq-show) echo "-r -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
 	esac
