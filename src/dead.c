@@ -11,6 +11,11 @@
  *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked), and deaths/ID
  *						mq_dead_purge
  *
+ * A redrive and a purge hold an flock(2) on dead/ for the whole of one
+ * message (dead_lock), and do nothing if dead/NAME is gone by then: two
+ * of them on one dead letter never interleave, so a redrive never writes
+ * a history from a stale name.  Burials, claims and acks do not take it.
+ *
  * A burial of the head of an ordered group hands the group's turn on as
  * it goes, and a redrive of one of a group puts it back into its group
  * (mq_group_leave, mq_group_place: group.c).
@@ -24,10 +29,12 @@
  * spool's tmp/ and syncs it before the original goes (send.c writes it);
  * the reason is removed after the body moved, by redrive and purge alike.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -333,13 +340,16 @@ mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 
 /*
  * The stored reason; the caller frees *buf.  Returns 1 (and no bytes) when
- * there is none: a message buried on a full file system has none.
+ * there is none: a message buried on a full file system has none; -1 (and
+ * no bytes) when it cannot be read: not a regular file (EBADMSG), a
+ * symbolic link (ELOOP), a read error.
  */
 int
 mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 {
+	struct stat st;
 	ssize_t n;
-	int fd;
+	int fd, saved;
 
 	*buf = xmalloc(REASON_MAX);
 	*len = 0;
@@ -349,11 +359,27 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 	    O_CLOEXEC);
 	if (fd == -1)
 		return errno == ENOENT ? 1 : -1;
+	if (fstat(fd, &st) == -1)
+		saved = errno;
+	else
+		saved = S_ISREG(st.st_mode) ? 0 : EBADMSG;
+	if (saved != 0) {
+		close(fd);
+		errno = saved;
+		return -1;
+	}
 	while (*len < REASON_MAX) {
 		n = read(fd, *buf + *len, REASON_MAX - *len);
 		if (n == -1 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n == -1) {
+			saved = errno;
+			close(fd);
+			*len = 0;
+			errno = saved;
+			return -1;
+		}
+		if (n == 0)
 			break;
 		*len += n;
 	}
@@ -411,7 +437,9 @@ same_spool(const struct mq_spool *a, const struct mq_spool *b)
 /*
  * The history the redrive of d gives its message in the placer's spool:
  * its own, and this death (history.c), in place before the body moves.
- * nm gets its count.
+ * nm gets its count.  What cannot be read does not hold it back: a reason
+ * that cannot be read is carried as none (NULL), a history as far as it
+ * reads; only the writing of the new history can fail it.
  */
 static int
 history_carry(struct mq_spool *sp, const struct mq_dead *d,
@@ -421,13 +449,8 @@ history_carry(struct mq_spool *sp, const struct mq_dead *d,
 	size_t len;
 	int got, saved;
 
-	if ((got = mq_dead_reason(sp, d->n.id, &reason, &len)) == -1) {
-		saved = errno;
-		free(reason);
-		errno = saved;
-		return -1;
-	}
-	got = mq_history_carry(sp, pl->sp, &d->n, got == 1 ? NULL : reason,
+	got = mq_dead_reason(sp, d->n.id, &reason, &len);
+	got = mq_history_carry(sp, pl->sp, &d->n, got != 0 ? NULL : reason,
 	    len, &nm->deaths);
 	saved = errno;
 	free(reason);
@@ -436,14 +459,43 @@ history_carry(struct mq_spool *sp, const struct mq_dead *d,
 }
 
 /*
- * Back to new/ of the placer's spool, attempts reset, enqueued anew: its
- * time to live (kept) counts from now.  Its death goes into its history
- * first (history.c says why that order); a history left in another spool
- * goes once the body moved.
+ * The lock of every redrive and purge of sp's dead letters, one message
+ * at a time: an flock(2) on dead/.  A redrive writes a history before its
+ * body moves; two of them (or a redrive and a purge) of one dead letter
+ * must not interleave, or the one that loses the race writes from a name
+ * that is gone.  Nothing else takes it: a burial, a claim, an ack write
+ * no history.
  */
-int
-mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
-    struct mq_placer *pl)
+static int
+dead_lock(struct mq_spool *sp)
+{
+	while (flock(sp->dead, LOCK_EX) == -1)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
+static void
+dead_unlock(struct mq_spool *sp)
+{
+	int saved = errno;
+
+	flock(sp->dead, LOCK_UN);
+	errno = saved;
+}
+
+/* Whether dead/NAME is still there (under the lock); ENOENT if not. */
+static int
+still_dead(struct mq_spool *sp, const struct mq_dead *d)
+{
+	struct stat st;
+
+	return fstatat(sp->dead, d->name, &st, AT_SYMLINK_NOFOLLOW);
+}
+
+static int
+redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
+    const char **where)
 {
 	struct mq_name nm = d->n;
 	char newname[MQ_NAME_MAX];
@@ -452,9 +504,13 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 
 	nm.attempts = 0;
 	nm.sent = now;
-	if (mq_spool_need(sp, 0) == -1 ||
-	    history_carry(sp, d, pl, &nm) == -1 ||
-	    mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
+	if (still_dead(sp, d) == -1)
+		return -1;
+	*where = MQ_DIR_DEATHS;
+	if (history_carry(sp, d, pl, &nm) == -1)
+		return -1;
+	*where = MQ_DIR_DEAD;
+	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
 	/* A message of a group goes back into its group, in ID order. */
 	if ((nm.group[0] != '\0' ? mq_group_place(pl, sp->dead, d->name, &nm,
@@ -488,12 +544,41 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	return 0;
 }
 
+/*
+ * Back to new/ of the placer's spool, attempts reset, enqueued anew: its
+ * time to live (kept) counts from now.  Its death goes into its history
+ * first (history.c says why that order); a history left in another spool
+ * goes once the body moved.  All of it under the lock of sp's dead/, and
+ * only if dead/NAME is still there then (ENOENT if not: nothing written).
+ * On failure *where says what failed: dead/NAME, or the history the
+ * target's deaths/ID was to become (MQ_DIR_DEAD, MQ_DIR_DEATHS).
+ */
+int
+mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
+    struct mq_placer *pl, const char **where)
+{
+	int r;
+
+	*where = MQ_DIR_DEAD;
+	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
+		return -1;
+	r = redrive(sp, d, pl, where);
+	dead_unlock(sp);
+	return r;
+}
+
+/* Under the same lock as a redrive. */
 int
 mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 {
-	if (mq_spool_need(sp, 0) == -1 || unlinkat(sp->dead, d->name, 0) == -1)
+	int r;
+
+	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
 		return -1;
-	unlinkat(sp->reason, d->n.id, 0);
-	(void)mq_history_forget(sp, &d->n);
-	return 0;
+	if ((r = unlinkat(sp->dead, d->name, 0)) == 0) {
+		unlinkat(sp->reason, d->n.id, 0);
+		(void)mq_history_forget(sp, &d->n);
+	}
+	dead_unlock(sp);
+	return r;
 }

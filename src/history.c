@@ -29,9 +29,19 @@
  * Once the body moved (dN+1) the file it needs is in place.  So a history
  * is always the previous one or the new one, never torn.
  *
+ * Every redrive and purge of a spool's dead letters holds an flock(2) on
+ * its dead/ for the whole of one message, and a redrive first checks,
+ * under it, that dead/NAME is still there (dead.c): two redrives of one
+ * dead letter, or a redrive and a purge, never interleave, so none writes
+ * a history from a name that is gone.  Burials, claims and acks do not
+ * take it: they write no history.
+ *
  * A message that leaves the spool with deaths (ack, purge) takes its
  * history along, body first: a crash in between leaves a history that no
- * name counts, which nothing reads (an orphan; harmless, see mq-spool(5)).
+ * name counts (an orphan; harmless, see mq-spool(5)): a message of that ID
+ * that comes back with deaths has its deaths/ID written whole by its
+ * redrive before any name counts its records, and a name counts only the
+ * first N.
  * A message with no deaths costs nothing here: no file, no system call.
  */
 #include <sys/stat.h>
@@ -218,8 +228,12 @@ record_write(struct mq_tmpfile *tf, uint64_t ms, unsigned attempts,
  * written in to's tmp/, synced, renamed over deaths/ID, deaths/ synced.
  * *count is how many records it holds: the name's deaths once the body
  * moved (d->deaths + 1, or fewer when from's history had fewer).  A
- * history that ends in a malformed record is carried up to it (one that
- * is not a file at all, not at all): a redrive is not held back by it.
+ * redrive is never held back by what it cannot read: from's history is
+ * carried as far as it reads (up to a malformed or torn record, a read
+ * error; not at all when it cannot be opened: a symbolic link, a
+ * directory, ...), and a reason that cannot be read comes as NULL (the
+ * caller's, dead.c).  Writing to's history must succeed, or the redrive
+ * fails: that is what keeps the history from being lost.
  */
 int
 mq_history_carry(struct mq_spool *from, struct mq_spool *to,
@@ -231,7 +245,7 @@ mq_history_carry(struct mq_spool *from, struct mq_spool *to,
 	struct mq_tmpfile tf;
 	char tmpname[MQ_ID_LEN + 1];
 	unsigned n = 0;
-	int r, dfd, saved;
+	int dfd, saved;
 
 	if (d->deaths >= MQ_DEATHS_MAX) {
 		errno = EOVERFLOW;
@@ -244,20 +258,19 @@ mq_history_carry(struct mq_spool *from, struct mq_spool *to,
 	 * a fragment that mq-sweep removes in time (mq_tmp_clean).
 	 */
 	mq_id_new(tmpname);
-	if (mq_history_open(&h, from, d) == -1 && errno != EBADMSG)
-		return -1;
+	/* Unreadable: a history of none (mq_history_open leaves it so). */
+	(void)mq_history_open(&h, from, d);
 	if (mq_tmp_create(&tf, to, tmpname) == -1) {
 		mq_history_close(&h);
 		return -1;
 	}
-	while ((r = mq_history_next(&h, &one)) == 1) {
+	while (mq_history_next(&h, &one) == 1) {
 		if (record_write(&tf, one.ms, one.attempts, one.reason,
 		    one.len) == -1)
 			goto fail;
 		n++;
 	}
-	if (r == -1 && errno != EBADMSG)
-		goto fail;
+	/* r == -1: a read error or a malformed record ends what it carries. */
 	mq_history_close(&h);
 	if (record_write(&tf, d->ms, d->attempts, reason, len) == -1 ||
 	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||

@@ -116,12 +116,13 @@ cmd_ls(struct mq_spool *sp, int json)
 				status = MQ_EX_SYS;
 			}
 			printf("\"died\":\"%s\",\"reason\":", iso);
-			if (got == 1)
+			/* None recorded, or none that could be read: null. */
+			if (got != 0)
 				fputs("null", stdout);
 			else
 				mq_json_string(stdout, reason, rlen);
 			putchar(',');
-			if (mq_history_json(stdout, sp, &d[i].n, got == 1 ?
+			if (mq_history_json(stdout, sp, &d[i].n, got != 0 ?
 			    NULL : reason, rlen, 1) == -1) {
 				warn("%s/%s", MQ_DIR_DEATHS, d[i].n.id);
 				status = MQ_EX_SYS;
@@ -192,6 +193,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_placer pl;
 	struct mq_dead *d, one;
 	size_t n, i;
+	const char *where = MQ_DIR_DEAD;
 	int k, status = MQ_EX_OK;
 
 	if (!all && nids == 0) {
@@ -224,14 +226,18 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl) :
+		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &where) :
 		    mq_dead_purge(sp, &d[i])) == -1) {
-			if (errno == ENOENT) {
+			if (errno == ENOENT && strcmp(where, MQ_DIR_DEAD) == 0) {
 				warnx("%s: no such dead letter", d[i].n.id);
 				status = mq_worse(status, MQ_EX_NONE);
 				continue;
 			}
-			warn("%s/%s", MQ_DIR_DEAD, d[i].name);
+			if (strcmp(where, MQ_DIR_DEATHS) == 0)
+				warn("%s/%s/%s", tsp->path, MQ_DIR_DEATHS,
+				    d[i].n.id);
+			else
+				warn("%s/%s", MQ_DIR_DEAD, d[i].name);
 			status = mq_worse(status, MQ_EX_SYS);
 			break;
 		}
