@@ -313,8 +313,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	run --separate-stderr mq-dlq ls
 	assert_success
 	[ -z "$stderr" ]
-	# Garbage, an empty file, a directory: the same, and a redrive still
-	# goes through, with what could be read.
+	# Garbage, an empty file, a directory: the same.
 	printf 'not a record\n' >"$MQ_DIR/deaths/$id"
 	run -4 --separate-stderr mq-dlq ls --json
 	[[ $output == *'"deaths":[{"time":"'*'","reason":"three","attempts":1}]'* ]]
@@ -325,10 +324,14 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	mkdir "$MQ_DIR/deaths/$id"
 	run -4 --separate-stderr mq-dlq ls --json
 	[[ $stderr == *"deaths/$id: "* ]] || fail "$stderr"
+	# What cannot be read does not hold a redrive back, but its history
+	# must be written: a directory where deaths/ID goes fails it (4),
+	# named as deaths/ID, and the dead letter stays.
 	printf 'x\n' >"$MQ_DIR/deaths/$id/x"
-	run --separate-stderr mq-dlq redrive "$id"
-	assert_failure
-	[[ $stderr == *"deaths/"* || $stderr == *"dead/"* ]] || fail "$stderr"
+	run -4 --separate-stderr mq-dlq redrive "$id"
+	[[ $stderr == *"/deaths/$id: "* ]] || fail "$stderr"
+	[[ $stderr != *"dead/"* ]] || fail "$stderr"
+	[[ $(dead_name) == *",d2" ]] || fail "$(dead_name)"
 	rm -r "$MQ_DIR/deaths/$id"
 	printf 'x\n' >"$MQ_DIR/deaths/$id"
 	run --separate-stderr mq-dlq redrive "$id"
@@ -366,4 +369,134 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	assert_equal "$(head -n 1 "$MQ_DIR/deaths/$id" | cut -d ' ' -f 3)" -
 	mq-ack -x later "$(mq-recv)"
 	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 null' '1 "later"')"
+}
+
+# Runs mq-dlq "$@" under gdb, stopped at the breakpoint $1 while the
+# commands of $2 (one a line) run, then to its end; gdb's output in $output.
+dlq_stopped() {
+	local brk=$1 cmds=$2 c
+	shift 2
+	local args=()
+	while IFS= read -r c; do
+		[ -n "$c" ] && args+=(-ex "shell $c")
+	done <<<"$cmds"
+	# (LeakSanitizer, under make SANITIZE=1, cannot run under ptrace.)
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex "break $brk" -ex "run $*" "${args[@]}" \
+	    -ex continue --args mq-dlq </dev/null
+	[[ $output == *"Breakpoint 1"* ]] || fail "$brk was not reached: $output"
+}
+
+@test "deaths: a redrive that listed a dead letter another redrive took meanwhile writes nothing: no such dead letter" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	id=$(echo job | mq-send)
+	mq-ack -x one "$(mq-recv)"
+	t=$BATS_TEST_TMPDIR
+	# B stops after its listing, before the lock; A redrives the message,
+	# which dies again (d1, a new name, a new reason), then B goes on.
+	dlq_stopped mq_dead_redrive "mq-dlq redrive $id >$t/a.out 2>&1; echo \$? >>$t/a.out
+mq-ack -x two \$(mq-recv) >>$t/a.out 2>&1
+cp $MQ_DIR/deaths/$id $t/history" redrive --all
+	assert_equal "$(cat "$t/a.out")" 0
+	[[ $output == *"$id: no such dead letter"* ]] || fail "$output"
+	[[ $output == *"exited with code 01"* ]] || fail "B did not exit 1: $output"
+	# The history is exactly A's, and the dead letter is A's d1.
+	cmp "$t/history" "$MQ_DIR/deaths/$id"
+	[[ $(dead_name) == "$id,"*",1,d1" ]] || fail "$(dead_name)"
+	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 "one"' '1 "two"')"
+
+	# The same against a redrive into another spool: B's -t twice.
+	other="$t/other"
+	mq-send -l -d "$other" </dev/null >/dev/null
+	dlq_stopped mq_dead_redrive "mq-dlq redrive -t $other $id
+mq-ack -d $other -x three \$(mq-recv -d $other)" redrive -t "$other" "$id"
+	[[ $output == *"$id: no such dead letter"* ]] || fail "$output"
+	[[ $output == *"exited with code 01"* ]] || fail "B did not exit 1: $output"
+	assert_equal "$(count dead)" 0
+	assert_not_exist "$MQ_DIR/deaths/$id"
+	MQ_DIR=$other run deaths "$id"
+	assert_output "$(printf '%s\n' '1 "one"' '1 "two"' '1 "three"')"
+	assert_equal "$(records "$other/deaths/$id")" 2
+}
+
+@test "deaths: a redrive and a purge hold an flock of dead/ for one message; nothing else waits for it" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	command -v flock >/dev/null || fail "flock(1) is not installed"
+	id=$(echo job | mq-send)
+	mq-ack -x one "$(mq-recv)"
+	t=$BATS_TEST_TMPDIR
+	# Stopped while it writes the history: dead/ is locked.
+	dlq_stopped mq_history_carry "flock -n $MQ_DIR/dead true; echo \$? >$t/redrive" redrive "$id"
+	assert_equal "$(cat "$t/redrive")" 1
+	[[ $output == *"exited normally"* ]] || fail "$output"
+	[[ $(live_name) == *",d1" ]] || fail "$(live_name)"
+	# Free again once it is done; a burial does not wait for it.
+	flock -n "$MQ_DIR/dead" true
+	flock "$MQ_DIR/dead" timeout 20 mq-ack -x two "$(mq-recv)"
+	[[ $(dead_name) == *",d1" ]] || fail "$(dead_name)"
+	# A purge, stopped as it forgets the history.
+	dlq_stopped mq_history_forget "flock -n $MQ_DIR/dead true; echo \$? >$t/purge" purge "$id"
+	assert_equal "$(cat "$t/purge")" 1
+	assert_equal "$(count dead)$(count deaths)" 00
+}
+
+@test "deaths: an unreadable reason or source history does not hold a redrive back" {
+	id=$(echo job | mq-send)
+	mq-ack -x one "$(mq-recv)"
+	mq-dlq redrive "$id"
+	mq-ack -x two "$(mq-recv)"
+	# The reason a symbolic link, the history a symbolic link.
+	mv "$MQ_DIR/reason/$id" "$BATS_TEST_TMPDIR/reason"
+	ln -s "$BATS_TEST_TMPDIR/reason" "$MQ_DIR/reason/$id"
+	mv "$MQ_DIR/deaths/$id" "$BATS_TEST_TMPDIR/deaths"
+	ln -s "$BATS_TEST_TMPDIR/deaths" "$MQ_DIR/deaths/$id"
+	run --separate-stderr mq-dlq redrive "$id"
+	assert_success
+	[[ $(live_name) == "$id,0,"*",d1" ]] || fail "$(live_name)"
+	[ ! -L "$MQ_DIR/deaths/$id" ] || fail "the history is still the link"
+	mq-ack -x three "$(mq-recv)"
+	# The death whose reason could not be read: none (null).
+	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 null' '1 "three"')"
+	# The reason a directory, the history a directory: the same.
+	rm "$MQ_DIR/reason/$id"
+	mkdir "$MQ_DIR/reason/$id"
+	run --separate-stderr mq-dlq redrive "$id"
+	assert_success
+	[[ $(live_name) == "$id,0,"*",d2" ]] || fail "$(live_name)"
+	rmdir "$MQ_DIR/reason/$id"
+	mq-ack -x four "$(mq-recv)"
+	# A directory in place of the history cannot be read; into another
+	# spool, whose deaths/ID can be written, it carries none of it.
+	rm "$MQ_DIR/deaths/$id"
+	mkdir "$MQ_DIR/deaths/$id"
+	other="$BATS_TEST_TMPDIR/other"
+	mq-send -l -d "$other" </dev/null >/dev/null
+	run --separate-stderr mq-dlq redrive -t "$other" "$id"
+	assert_success
+	assert_equal "$(count dead)" 0
+	r=$(mq-recv -d "$other")
+	[[ ${r##*/} == "$id,"*",1,"*",d1" ]] || fail "$r"
+	mq-ack -d "$other" -x five "$r"
+	MQ_DIR=$other run deaths "$id"
+	assert_output "$(printf '%s\n' '1 "four"' '1 "five"')"
+}
+
+@test "deaths: mq-dlq ls --json gives null for a reason that cannot be read" {
+	id=$(echo job | mq-send)
+	mq-ack -x one "$(mq-recv)"
+	rm "$MQ_DIR/reason/$id"
+	mkdir "$MQ_DIR/reason/$id"
+	run -4 --separate-stderr mq-dlq ls --json
+	[[ $stderr == *"reason/$id: "* ]] || fail "$stderr"
+	python3 -c '
+import json, sys
+o = json.loads(sys.stdin.readline())
+assert o["reason"] is None, o
+assert [d["reason"] for d in o["deaths"]] == [None], o
+' <<<"$output"
+	rmdir "$MQ_DIR/reason/$id"
+	ln -s /nonexistent "$MQ_DIR/reason/$id"
+	run -4 --separate-stderr mq-dlq ls --json
+	[[ $output == *'"reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":1}]'* ]] || fail "$output"
 }
