@@ -500,3 +500,45 @@ assert [d["reason"] for d in o["deaths"]] == [None], o
 	run -4 --separate-stderr mq-dlq ls --json
 	[[ $output == *'"reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":1}]'* ]] || fail "$output"
 }
+
+@test "deaths: ,dN stays through a release, an extend, a worker's retry, a lease swept back and a reclaim" {
+	mq-conf max-attempts=100
+	id=$(echo job | mq-send)
+	mq-ack -x one "$(mq-recv)"
+	mq-dlq redrive "$id"
+	[[ $(live_name) == "$id,0,"*",d1" ]] || fail "$(live_name)"
+	# Released with mq-ack -r.
+	r=$(mq-recv)
+	[[ $r == */"$id,"*",1,"*",d1" ]] || fail "$r"
+	mq-ack -r "$r"
+	[[ $(live_name) == "$id,1,"*",d1" ]] || fail "released: $(live_name)"
+	assert_file_exist "$MQ_DIR/deaths/$id"
+	# Extended with mq-ack -e, then released.
+	r=$(mq-recv)
+	r=$(mq-ack -e 60 "$r")
+	[[ $r == */"$id,"*",2,"*",d1" ]] || fail "extended: $r"
+	[[ $(live_name) == "$id,"*",2,"*",d1" ]] || fail "extended: $(live_name)"
+	mq-ack -r "$r"
+	# Released by a failing worker's job, to be retried.
+	run -5 timeout 20 mq-recv -n 1 --backoff 0.001 -- sh -c \
+	    'echo "$MQ_DEATHS" >"$0"; exit 1' "$BATS_TEST_TMPDIR/seen"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/seen")" 1
+	[[ $(live_name) == "$id,3,"*",d1" ]] || fail "worker: $(live_name)"
+	assert_file_exist "$MQ_DIR/deaths/$id"
+	# Its lease runs out and mq-sweep puts it back.
+	sleep 0.1
+	timeout 20 mq-recv -t 0.1 >/dev/null
+	sleep 0.3
+	run -0 timeout 20 mq-sweep
+	assert_equal "$(count cur)" 0
+	[[ $(live_name) == "$id,4,"*",d1" ]] || fail "swept back: $(live_name)"
+	# Its lease runs out and mq-recv claims it again from cur/.
+	timeout 20 mq-recv -t 0.1 >/dev/null
+	sleep 0.3
+	r=$(mq-recv)
+	[[ $r == */"$id,"*",6,"*",d1" ]] || fail "reclaimed: $r"
+	assert_file_exist "$MQ_DIR/deaths/$id"
+	# And the history is still whole: one death, then this one.
+	mq-ack -x two "$r"
+	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 "one"' '6 "two"')"
+}
