@@ -495,7 +495,7 @@ still_dead(struct mq_spool *sp, const struct mq_dead *d)
 
 static int
 redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
-    const char **where)
+    int *history)
 {
 	struct mq_name nm = d->n;
 	char newname[MQ_NAME_MAX];
@@ -506,10 +506,10 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 	nm.sent = now;
 	if (still_dead(sp, d) == -1)
 		return -1;
-	*where = MQ_DIR_DEATHS;
+	*history = 1;
 	if (history_carry(sp, d, pl, &nm) == -1)
 		return -1;
-	*where = MQ_DIR_DEAD;
+	*history = 0;
 	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
 	/* A message of a group goes back into its group, in ID order. */
@@ -550,19 +550,19 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
  * first (history.c says why that order); a history left in another spool
  * goes once the body moved.  All of it under the lock of sp's dead/, and
  * only if dead/NAME is still there then (ENOENT if not: nothing written).
- * On failure *where says what failed: dead/NAME, or the history the
- * target's deaths/ID was to become (MQ_DIR_DEAD, MQ_DIR_DEATHS).
+ * On failure *history says what failed: 1 the writing of the target's
+ * deaths/ID, 0 the rest (dead/NAME).
  */
 int
 mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
-    struct mq_placer *pl, const char **where)
+    struct mq_placer *pl, int *history)
 {
 	int r;
 
-	*where = MQ_DIR_DEAD;
+	*history = 0;
 	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
 		return -1;
-	r = redrive(sp, d, pl, where);
+	r = redrive(sp, d, pl, history);
 	dead_unlock(sp);
 	return r;
 }

@@ -193,8 +193,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_placer pl;
 	struct mq_dead *d, one;
 	size_t n, i;
-	const char *where = MQ_DIR_DEAD;
-	int k, status = MQ_EX_OK;
+	int k, history = 0, status = MQ_EX_OK;
 
 	if (!all && nids == 0) {
 		warnx("%s: name IDs or --all", redrive ? "redrive" : "purge");
@@ -226,14 +225,14 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &where) :
+		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &history) :
 		    mq_dead_purge(sp, &d[i])) == -1) {
-			if (errno == ENOENT && strcmp(where, MQ_DIR_DEAD) == 0) {
+			if (errno == ENOENT && !history) {
 				warnx("%s: no such dead letter", d[i].n.id);
 				status = mq_worse(status, MQ_EX_NONE);
 				continue;
 			}
-			if (strcmp(where, MQ_DIR_DEATHS) == 0)
+			if (history)
 				warn("%s/%s/%s", tsp->path, MQ_DIR_DEATHS,
 				    d[i].n.id);
 			else

@@ -433,7 +433,7 @@ int	 mq_dead_find(struct mq_spool *, const char *, struct mq_dead *);
 int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
 int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
-	    struct mq_placer *, const char **);
+	    struct mq_placer *, int *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
 
 /* history.c: a message's past deaths, deaths/ID (see history.c) */
