@@ -40,28 +40,18 @@ struct acker {
 	"usage: mq-ack [-0v] [-d dir] [-r [secs] | -x reason | -e secs] " \
 	"[receipt ...]\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Finish claimed messages (receipts from arguments or stdin).\n"
-	    "  (none)     done: delete the message\n"
-	    "  -r [secs]  release: visible again now or after secs\n"
-	    "  -x reason  dead-letter now with reason\n"
-	    "  -e secs    extend the lease to now + secs; print the new "
-	    "receipt\n"
-	    "  -0         receipts on stdin are NUL-terminated\n"
-	    "  -d dir     spool (default $MQ_DIR, else the receipt's own)\n"
-	    "A receipt is the path that mq-recv printed.\n"
-	    "Exit 3: already acked, or lease lost.  See mq-ack(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Finish claimed messages (receipts from arguments or stdin).\n"
+    "  (none)     done: delete the message\n"
+    "  -r [secs]  release: visible again now or after secs\n"
+    "  -x reason  dead-letter now with reason\n"
+    "  -e secs    extend the lease to now + secs; print the new "
+    "receipt\n"
+    "  -0         receipts on stdin are NUL-terminated\n"
+    "  -d dir     spool (default $MQ_DIR, else the receipt's own)\n"
+    "A receipt is the path that mq-recv printed.\n"
+    "Exit 3: already acked, or lease lost.  See mq-ack(1).\n";
 
 /* Done with a spool: what was left of its batch, then close it. */
 static void
@@ -237,14 +227,8 @@ main(int argc, char *argv[])
 			choose(&a, EXTEND, &set);
 			a.ms = xsecs("-e", optarg, 1);
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;

@@ -16,31 +16,21 @@
 	"usage: mq-conf [-v] [-d dir] [key ...]\n" \
 	"       mq-conf [-v] [-d dir] key=[value] ...\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Show the spool's settings (key=value a line), the value of each\n"
-	    "key, or set each key=value, all or none (key= for the default).\n"
-	    "  max-attempts n     dead-letter after n attempts (default 5)\n"
-	    "  lease secs         lease of a claim (default 30)\n"
-	    "  max-depth n        most messages waiting; 0: no limit\n"
-	    "  overflow how       when full: reject (default) or drop-oldest\n"
-	    "  ttl secs           a waiting message expires; 0: never\n"
-	    "  paused yes|no      claim nothing while yes (default no)\n"
-	    "  dedup-window secs  remember a dedup key after its message\n"
-	    "  -v       say what changed, on standard error\n"
-	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "           else ~/.local/state/mq; made if missing when setting)\n"
-	    "See mq-conf(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Show the spool's settings (key=value a line), the value of each\n"
+    "key, or set each key=value, all or none (key= for the default).\n"
+    "  max-attempts n     dead-letter after n attempts (default 5)\n"
+    "  lease secs         lease of a claim (default 30)\n"
+    "  max-depth n        most messages waiting; 0: no limit\n"
+    "  overflow how       when full: reject (default) or drop-oldest\n"
+    "  ttl secs           a waiting message expires; 0: never\n"
+    "  paused yes|no      claim nothing while yes (default no)\n"
+    "  dedup-window secs  remember a dedup key after its message\n"
+    "  -v       say what changed, on standard error\n"
+    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "           else ~/.local/state/mq; made if missing when setting)\n"
+    "See mq-conf(1).\n";
 
 static int
 key_of(const char *name, size_t len)
@@ -137,14 +127,8 @@ main(int argc, char *argv[])
 		case 'd':
 			dir = optarg;
 			break;
-		case 'h':
-			help();
-			exit(MQ_EX_OK);
-		case 'V':
-			mq_version();
-			exit(MQ_EX_OK);
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;

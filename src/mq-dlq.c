@@ -31,24 +31,14 @@
 	"       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n" \
 	"       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "ls: id, attempts, died, reason, size, start of body "
-	    "(tab-separated)\n"
-	    "show: the body; redrive: back to new/ (-t: another spool);\n"
-	    "purge: delete.  See mq-dlq(1).\n"
-	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "else ~/.local/state/mq.\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "ls: id, attempts, died, reason, size, start of body "
+    "(tab-separated)\n"
+    "show: the body; redrive: back to new/ (-t: another spool);\n"
+    "purge: delete.  See mq-dlq(1).\n"
+    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "else ~/.local/state/mq.\n";
 
 static int vflag;
 
@@ -277,14 +267,8 @@ main(int argc, char *argv[])
 		case 'd':
 			dir = optarg;
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;
@@ -312,10 +296,9 @@ main(int argc, char *argv[])
 				all = 1;
 				break;
 			case 'h':
-				help();
-				return MQ_EX_OK;
-			default:
-				usage();
+				mq_common_opt(ch, USAGE, help);
+			default:	/* -V too: it goes before a command */
+				mq_usage(USAGE);
 			}
 		}
 		argc -= optind;
@@ -330,12 +313,12 @@ main(int argc, char *argv[])
 		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
 	if (strcmp(cmd, "ls") == 0) {
 		if (argc > 0)
-			usage();
+			mq_usage(USAGE);
 		mq_spool_xopen(&sp, dir, 0);
 		status = cmd_ls(&sp, json);
 	} else if (strcmp(cmd, "show") == 0) {
 		if (argc != 1)
-			usage();
+			mq_usage(USAGE);
 		mq_spool_xopen(&sp, dir, 0);
 		status = cmd_show(&sp, argv[0]);
 	} else if (strcmp(cmd, "redrive") == 0 || strcmp(cmd, "purge") == 0) {
@@ -347,7 +330,7 @@ main(int argc, char *argv[])
 		status = cmd_move(&sp, cmd[0] == 'r', to, all, argv, argc);
 	} else {
 		warnx("%s: unknown command", cmd);
-		usage();
+		mq_usage(USAGE);
 	}
 	mq_spool_close(&sp);
 	mq_stdout_close();

@@ -30,27 +30,17 @@ struct lister {
 	char		 iso[32];
 };
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "List the messages without claiming any, in claim order: id,\n"
-	    "state, attempts, time, priority (tab-separated).\n"
-	    "  -d dir     the spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "             else ~/.local/state/mq)\n"
-	    "  -l         also the size and the start of the body\n"
-	    "  -s state   only these (repeatable): expired ready delayed\n"
-	    "             blocked inflight dead\n"
-	    "  --json     one JSON object per message and line\n"
-	    "See mq-ls(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "List the messages without claiming any, in claim order: id,\n"
+    "state, attempts, time, priority (tab-separated).\n"
+    "  -d dir     the spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "             else ~/.local/state/mq)\n"
+    "  -l         also the size and the start of the body\n"
+    "  -s state   only these (repeatable): expired ready delayed\n"
+    "             blocked inflight dead\n"
+    "  --json     one JSON object per message and line\n"
+    "See mq-ls(1).\n";
 
 /* The time as ISO 8601, made once per second met in a row. */
 static const char *
@@ -207,18 +197,12 @@ main(int argc, char *argv[])
 		case OPT_JSON:
 			ls.json = 1;
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	if (optind < argc)
-		usage();
+		mq_usage(USAGE);
 	mq_spool_xopen(&sp, dir, 0);
 	/* The ttl tells the waiting messages past it (dead) from the others. */
 	mq_conf_xread(&sp, &conf);

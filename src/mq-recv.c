@@ -29,40 +29,30 @@ static int zflag;
 
 enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX };
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Claim visible messages, oldest first; print one receipt each,\n"
-	    "or run command for each (body on stdin) and ack it on exit 0.\n"
-	    "  -n n     claim up to n messages (default 1; with a command, "
-	    "no limit)\n"
-	    "  -t secs  lease length, at least 0.001 (default: the spool's\n"
-	    "           lease, 30 unless set with mq-conf)\n"
-	    "  -m max   dead-letter a message after max attempts (default:\n"
-	    "           the spool's max-attempts, 5 unless set)\n"
-	    "  -w secs  wait up to secs (-w alone: forever) for a message,\n"
-	    "           and for the spool to be made\n"
-	    "  -0       end receipts with NUL, for xargs -0\n"
-	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "           else ~/.local/state/mq)\n"
-	    "  -P n     run up to n jobs at once (default 1)\n"
-	    "  --tag    prefix each line a job prints with its message ID\n"
-	    "  --timeout secs      kill a job that runs longer\n"
-	    "  --backoff secs      first retry delay (default 1), doubled "
-	    "per attempt\n"
-	    "  --backoff-max secs  longest retry delay (default 300)\n"
-	    "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
-	    "5: a job failed.\n"
-	    "A job exiting 65 is dead-lettered at once.  See mq-recv(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Claim visible messages, oldest first; print one receipt each,\n"
+    "or run command for each (body on stdin) and ack it on exit 0.\n"
+    "  -n n     claim up to n messages (default 1; with a command, "
+    "no limit)\n"
+    "  -t secs  lease length, at least 0.001 (default: the spool's\n"
+    "           lease, 30 unless set with mq-conf)\n"
+    "  -m max   dead-letter a message after max attempts (default:\n"
+    "           the spool's max-attempts, 5 unless set)\n"
+    "  -w secs  wait up to secs (-w alone: forever) for a message,\n"
+    "           and for the spool to be made\n"
+    "  -0       end receipts with NUL, for xargs -0\n"
+    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "           else ~/.local/state/mq)\n"
+    "  -P n     run up to n jobs at once (default 1)\n"
+    "  --tag    prefix each line a job prints with its message ID\n"
+    "  --timeout secs      kill a job that runs longer\n"
+    "  --backoff secs      first retry delay (default 1), doubled "
+    "per attempt\n"
+    "  --backoff-max secs  longest retry delay (default 300)\n"
+    "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
+    "5: a job failed.\n"
+    "A job exiting 65 is dead-lettered at once.  See mq-recv(1).\n";
 
 /*
  * -w on a spool that is not there yet (a worker started before its first
@@ -206,14 +196,8 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			else
 				wbare = 1;
 			break;
-		case 'h':
-			help();
-			exit(MQ_EX_OK);
-		case 'V':
-			mq_version();
-			exit(MQ_EX_OK);
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	/*
@@ -228,7 +212,7 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			    "to wait forever)", argv[optind]);
 		warnx("%s: unexpected operand (a command to run follows --)",
 		    argv[optind]);
-		usage();
+		mq_usage(USAGE);
 	}
 	return optind;
 }

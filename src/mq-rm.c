@@ -21,23 +21,13 @@
 	"usage: mq-rm [-fv] [-d dir] id ...\n" \
 	"       mq-rm [-fv] [-d dir] --all\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Removes waiting (ready, delayed, blocked, expired lease) and\n"
-	    "dead messages by ID; --all: every waiting one.  In flight: exit 3\n"
-	    "unless -f.  -v: each removed on stderr.  See mq-rm(1).\n"
-	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "else ~/.local/state/mq.\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Removes waiting (ready, delayed, blocked, expired lease) and\n"
+    "dead messages by ID; --all: every waiting one.  In flight: exit 3\n"
+    "unless -f.  -v: each removed on stderr.  See mq-rm(1).\n"
+    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "else ~/.local/state/mq.\n";
 
 static int fflag, vflag;
 
@@ -144,14 +134,8 @@ main(int argc, char *argv[])
 		case 'a':
 			all = 1;
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;

@@ -29,41 +29,31 @@
 
 static struct mq_fan fan;
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Add each file (or standard input) as a message; print its ID.\n"
-	    "  -0       every NUL-terminated record is a message\n"
-	    "  -l       every line is a message\n"
-	    "  -D secs  not visible before secs from now\n"
-	    "  -k key   dedup key: while a message sent with it is in the\n"
-	    "           spool (and dedup-window after), add nothing and print\n"
-	    "           that message's ID; one message (no -l, -0, 2 files)\n"
-	    "  -g group one at a time and in send order with the others of\n"
-	    "           group (1-64 of A-Z a-z 0-9 . _ -, no leading dot);\n"
-	    "           not with -D\n"
-	    "  -p prio  priority, 0 (the default) to 9: higher ones are\n"
-	    "           claimed first\n"
-	    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
-	    "           of the send (the spool's ttl applies if lower)\n"
-	    "  -S       skip fsync (faster, not crash-safe)\n"
-	    "  -w secs  when the spool is at its max-depth (mq-conf), wait\n"
-	    "           up to secs (-w alone: forever) for room\n"
-	    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "           else ~/.local/state/mq; made if missing); several -d:\n"
-	    "           each message to every spool, under one ID\n"
-	    "Exit 6: a spool is full (max-depth); the IDs printed were "
-	    "sent.\n"
-	    "See mq-send(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Add each file (or standard input) as a message; print its ID.\n"
+    "  -0       every NUL-terminated record is a message\n"
+    "  -l       every line is a message\n"
+    "  -D secs  not visible before secs from now\n"
+    "  -k key   dedup key: while a message sent with it is in the\n"
+    "           spool (and dedup-window after), add nothing and print\n"
+    "           that message's ID; one message (no -l, -0, 2 files)\n"
+    "  -g group one at a time and in send order with the others of\n"
+    "           group (1-64 of A-Z a-z 0-9 . _ -, no leading dot);\n"
+    "           not with -D\n"
+    "  -p prio  priority, 0 (the default) to 9: higher ones are\n"
+    "           claimed first\n"
+    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
+    "           of the send (the spool's ttl applies if lower)\n"
+    "  -S       skip fsync (faster, not crash-safe)\n"
+    "  -w secs  when the spool is at its max-depth (mq-conf), wait\n"
+    "           up to secs (-w alone: forever) for room\n"
+    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "           else ~/.local/state/mq; made if missing); several -d:\n"
+    "           each message to every spool, under one ID\n"
+    "Exit 6: a spool is full (max-depth); the IDs printed were "
+    "sent.\n"
+    "See mq-send(1).\n";
 
 /* The input failed: takes back every message not yet visible, and dies. */
 static void __dead
@@ -213,14 +203,8 @@ options(int argc, char *argv[], int *delim, uint64_t *delay)
 			fan.wait_ms = arg != NULL ? xsecs("-w", arg, 0) :
 			    UINT64_MAX;
 			break;
-		case 'h':
-			help();
-			exit(MQ_EX_OK);
-		case 'V':
-			mq_version();
-			exit(MQ_EX_OK);
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	return optind;

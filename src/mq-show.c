@@ -18,25 +18,15 @@
 
 #define USAGE	"usage: mq-show [-rv] [-d dir] id\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "The body of the message with this ID, in any state (ready,\n"
-	    "delayed, blocked, inflight, expired, dead), as it was sent.\n"
-	    "On a terminal, control characters are escaped (-r: raw).\n"
-	    "-v: its state on stderr.  Exit 1: no such message.  See "
-	    "mq-show(1).\n"
-	    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "else ~/.local/state/mq.\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "The body of the message with this ID, in any state (ready,\n"
+    "delayed, blocked, inflight, expired, dead), as it was sent.\n"
+    "On a terminal, control characters are escaped (-r: raw).\n"
+    "-v: its state on stderr.  Exit 1: no such message.  See "
+    "mq-show(1).\n"
+    "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "else ~/.local/state/mq.\n";
 
 /*
  * Opens the message; one that moves between its search and its open
@@ -116,20 +106,14 @@ main(int argc, char *argv[])
 		case 'd':
 			dir = optarg;
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;
 	argv += optind;
 	if (argc != 1)
-		usage();
+		mq_usage(USAGE);
 	if (!mq_id_valid(argv[0]))
 		errx(MQ_EX_USAGE, "%s: not a message ID", argv[0]);
 	signal(SIGXFSZ, SIG_IGN);

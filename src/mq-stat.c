@@ -27,26 +27,16 @@ struct result {
 	struct mq_conf	 conf;
 };
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Count the messages of each spool by state; ages and bytes,\n"
-	    "and the settings that differ from the defaults (mq-conf).\n"
-	    "  -d dir        a spool (more than one -d for more spools;\n"
-	    "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "                else ~/.local/state/mq)\n"
-	    "  --json        one JSON object per spool and line\n"
-	    "  --prometheus  the Prometheus text format, for node_exporter\n"
-	    "See mq-stat(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Count the messages of each spool by state; ages and bytes,\n"
+    "and the settings that differ from the defaults (mq-conf).\n"
+    "  -d dir        a spool (more than one -d for more spools;\n"
+    "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "                else ~/.local/state/mq)\n"
+    "  --json        one JSON object per spool and line\n"
+    "  --prometheus  the Prometheus text format, for node_exporter\n"
+    "See mq-stat(1).\n";
 
 /* Seconds, to the ms, from a time to now; 0 for a time in the future. */
 static double
@@ -337,20 +327,13 @@ main(int argc, char *argv[])
 				    "exclude each other");
 			fmt = ch == OPT_JSON ? JSON : PROMETHEUS;
 			break;
-		case 'h':
-			free(dirs);
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			free(dirs);
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			free(dirs);
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	if (optind < argc)
-		usage();
+		mq_usage(USAGE);
 	if (ndirs == 0) {
 		if ((path = mq_spool_dir(NULL)) == NULL)
 			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");

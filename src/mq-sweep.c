@@ -24,30 +24,20 @@ static int vflag;
 
 #define USAGE	"usage: mq-sweep [-v] [-d dir] [-m max] [-w [secs]]\n"
 
-static void __dead
-usage(void)
-{
-	fputs(USAGE, stderr);
-	exit(MQ_EX_USAGE);
-}
-
-static void
-help(void)
-{
-	printf(USAGE
-	    "Move expired leases back to new/ (dead/ at max attempts),\n"
-	    "bury messages past their time to live (reason expired),\n"
-	    "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
-	    "whose dedup-window is over, mend ordered groups and remove\n"
-	    "those left empty.\n"
-	    "  -m max     attempts before a message is dead (default: the\n"
-	    "             spool's max-attempts, 5 unless set with mq-conf)\n"
-	    "  -w [secs]  sweep again every secs (default 60) until killed\n"
-	    "  -v         say what was moved or removed\n"
-	    "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-	    "             else ~/.local/state/mq)\n"
-	    "See mq-sweep(1).\n");
-}
+/* What --help prints after the usage. */
+static const char help[] =
+    "Move expired leases back to new/ (dead/ at max attempts),\n"
+    "bury messages past their time to live (reason expired),\n"
+    "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
+    "whose dedup-window is over, mend ordered groups and remove\n"
+    "those left empty.\n"
+    "  -m max     attempts before a message is dead (default: the\n"
+    "             spool's max-attempts, 5 unless set with mq-conf)\n"
+    "  -w [secs]  sweep again every secs (default 60) until killed\n"
+    "  -v         say what was moved or removed\n"
+    "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "             else ~/.local/state/mq)\n"
+    "See mq-sweep(1).\n";
 
 static void
 report(const char *what, const char *how)
@@ -91,21 +81,15 @@ main(int argc, char *argv[])
 				wbare = 1;
 			}
 			break;
-		case 'h':
-			help();
-			return MQ_EX_OK;
-		case 'V':
-			mq_version();
-			return MQ_EX_OK;
 		default:
-			usage();
+			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	if (optind < argc) {
 		if (wbare)
 			errx(MQ_EX_USAGE, "-w %s: invalid", argv[optind]);
 		warnx("%s: unexpected operand", argv[optind]);
-		usage();
+		mq_usage(USAGE);
 	}
 
 	mq_spool_xopen(&sp, dir, 0);

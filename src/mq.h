@@ -706,6 +706,9 @@ const char *mq_optional_secs(const char *, int, char *[]);
 uint64_t xsecs(const char *, const char *, int);
 int	 xnumber(const char *, const char *, long long, long long);
 void	 mq_version(void);
+/* Both exit (__dead; _Noreturn here, as mq.h goes without compat.h). */
+_Noreturn void mq_usage(const char *);
+_Noreturn void mq_common_opt(int, const char *, const char *);
 void	 mq_escape(FILE *, const char *, size_t);
 int	 mq_copy_escaped(int, FILE *);
 void	 mq_json_string(FILE *, const char *, size_t);

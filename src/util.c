@@ -614,6 +614,35 @@ mq_version(void)
 	printf("%s %s\n", getprogname(), MQ_VERSION);
 }
 
+/* The usage line(s) of a tool on stderr, for a call it cannot make sense of. */
+void __dead
+mq_usage(const char *usage)
+{
+	fputs(usage, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+/*
+ * The options every tool takes alike, as the default: of its getopt
+ * switch: -h (--help) prints the usage and the help on stdout, -V
+ * (--version) the version, each exit 0; any other is a usage error.
+ */
+void __dead
+mq_common_opt(int ch, const char *usage, const char *help)
+{
+	switch (ch) {
+	case 'h':
+		fputs(usage, stdout);
+		fputs(help, stdout);
+		exit(MQ_EX_OK);
+	case 'V':
+		mq_version();
+		exit(MQ_EX_OK);
+	default:
+		mq_usage(usage);
+	}
+}
+
 /* A failed write of an ID or receipt must not end in exit 0 (sbase). */
 void
 mq_stdout_close(void)

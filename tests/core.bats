@@ -55,6 +55,18 @@ core_calls() {
 	done
 }
 
+# -h, -V and a bad option are handled alike by every tool: one
+# mq_common_opt (util.c) as the default: of each getopt switch, not a
+# usage() and help() of each tool's own.
+@test "core: each tool's -h, -V and bad options go through mq_common_opt" {
+	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+		run grep -nE '^(usage|help)\(|\b(usage|help)\(\)|\bmq_version\(' "$f"
+		[ "$status" -eq 1 ] || fail "$f: its own option boilerplate: $output"
+		grep -q 'mq_common_opt(ch, USAGE, help)' "$f" ||
+		    fail "$f: no mq_common_opt"
+	done
+}
+
 @test "core: each main fits in about two screens (100 lines)" {
 	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
 		n=$(awk '/^main\(/ { s = NR } s && /^}/ { print NR - s + 1; exit }' "$f")
