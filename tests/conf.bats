@@ -138,8 +138,7 @@ mq-conf: $MQ_DIR: paused=yes (was no)"
 @test "mq-conf: a failed write changes nothing and leaves nothing behind" {
 	mq-conf max-depth=1
 	before=$(conf_state)
-	MQ_FAULT='fsync:errno=EIO' LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so \
-	    ASAN_OPTIONS=verify_asan_link_order=0 run -4 --separate-stderr mq-conf max-depth=2
+	run -4 --separate-stderr faulty 'fsync:errno=EIO' mq-conf max-depth=2
 	[[ $stderr == "mq-conf: $MQ_DIR/conf: nothing changed: "* ]]
 	assert_equal "$(conf_state)" "$before"
 	assert_equal "$(find "$MQ_DIR/tmp" -type f | wc -l)" 0
@@ -227,8 +226,7 @@ lease=soon"
 @test "mq-conf: a change in place whose sync failed says so (4), not that nothing changed" {
 	mq-conf max-depth=1
 	# The file's fsync is the first, the spool directory's the second.
-	MQ_FAULT='fsync:errno=EIO:nth=2' LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so \
-	    ASAN_OPTIONS=verify_asan_link_order=0 run -4 --separate-stderr mq-conf max-depth=2
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:nth=2' mq-conf max-depth=2
 	assert_equal "$stderr" "mq-conf: $MQ_DIR/conf: changed, but not made durable: Input/output error"
 	assert_equal "$(mq-conf max-depth)" 2
 }

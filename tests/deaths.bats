@@ -63,16 +63,6 @@ live_name() {
 	find "$MQ_DIR/new" "$MQ_DIR/cur" -type f -printf '%f\n'
 }
 
-# Runs "$@" with tests/fault.so making the system calls in $1 fail.
-faulty() {
-	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
-	shift
-	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
-	LD_PRELOAD="$so" MQ_FAULT="$spec" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    timeout 20 "$@"
-}
-
 @test "deaths: kept across 1, 2 and 3 redrives, oldest first, with times, reasons and attempts" {
 	id=$(echo job | mq-send)
 	r1=$(printf 'one\ttab "quoted" \\ back\nline two')

@@ -186,21 +186,6 @@ bury() {
 	assert_not_exist "$MQ_DIR"
 }
 
-# Runs "$@" with tests/fault.so making the system calls in $1 fail.
-faulty() {
-	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
-	shift
-	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
-	LD_PRELOAD="$so" MQ_FAULT="$spec" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    timeout 20 "$@"
-}
-
-# The parked messages of group $1.
-parked() {
-	find "$MQ_DIR/groups/$1" -mindepth 4 -type f | wc -l | tr -d ' '
-}
-
 @test "mq-dlq redrive: a parked one whose sync fails does not fail the next one's placement" {
 	echo g1 | mq-send -g A >/dev/null
 	echo p | mq-send >/dev/null

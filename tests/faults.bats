@@ -9,17 +9,6 @@ setup() {
 	mq-send -l </dev/null
 }
 
-# fault SPEC CMD...: runs CMD with the calls of SPEC failing or stalled.
-# ASan (make SANITIZE=1) would refuse a preloaded library that comes
-# before its runtime; the shim intercepts nothing ASan needs.
-fault() {
-	local spec=$1
-	shift
-	LD_PRELOAD="$so" MQ_FAULT="$spec" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    timeout 20 "$@"
-}
-
 # Claims (so prunes the emptied directories of new/) again and again
 # until stop_pruner, as busy receivers do; with an argument, runs that
 # command instead.
@@ -47,7 +36,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 
 @test "faults: a sender racing receivers' pruning of new/ still sends (exit 0)" {
 	start_pruner
-	run --separate-stderr fault "$STALL" mq-send -D 60 <<<"raced"
+	run --separate-stderr faulty "$STALL" mq-send -D 60 <<<"raced"
 	stop_pruner
 	assert_success
 	[ -z "$stderr" ]
@@ -60,7 +49,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	mq-send <<<"released" >/dev/null
 	r=$(mq-recv)
 	start_pruner
-	run --separate-stderr fault "$STALL" mq-ack -r 60 "$r"
+	run --separate-stderr faulty "$STALL" mq-ack -r 60 "$r"
 	stop_pruner
 	assert_success
 	[ -z "$stderr" ]
@@ -73,7 +62,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	r=$(mq-recv)
 	mq-ack -x "test" "$r"
 	start_pruner
-	run --separate-stderr fault "$STALL" mq-dlq redrive "$id"
+	run --separate-stderr faulty "$STALL" mq-dlq redrive "$id"
 	stop_pruner
 	assert_success
 	[ -z "$stderr" ]
@@ -86,7 +75,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	mq-send <<<"failing job" >/dev/null
 	# Removes empty directories of new/ as receivers do, but claims nothing.
 	start_pruner "find $MQ_DIR/new -mindepth 1 -type d -empty -delete"
-	run --separate-stderr fault "$STALL" mq-recv -n 1 --backoff 60 -- false
+	run --separate-stderr faulty "$STALL" mq-recv -n 1 --backoff 60 -- false
 	stop_pruner
 	assert_failure 5
 	[[ $stderr != *"No such file"* ]]
@@ -95,7 +84,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 }
 
 @test "faults: a failed wake-up of receivers (futimens) does not fail the send" {
-	run --separate-stderr fault 'futimens:errno=EIO' mq-send <<<"woken"
+	run --separate-stderr faulty 'futimens:errno=EIO' mq-send <<<"woken"
 	assert_success
 	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
 	r=$(mq-recv)
@@ -103,7 +92,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 }
 
 @test "faults: a failed directory sync after the rename prints the ID that landed, exits 4" {
-	run --separate-stderr fault 'fsync:errno=EIO:at=/spool/new' mq-send <<<"landed"
+	run --separate-stderr faulty 'fsync:errno=EIO:at=/spool/new' mq-send <<<"landed"
 	assert_failure 4
 	[[ $output =~ ^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$ ]]
 	[[ $stderr == "mq-send: "*"Input/output error"* ]]
@@ -115,7 +104,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 
 @test "faults: mq-send -l failing part way through its renames prints what landed, takes back the rest" {
 	printf '%s\n' 1 2 3 4 5 >"$BATS_TEST_TMPDIR/in"
-	run --separate-stderr fault 'renameat:errno=ENOSPC:nth=3' \
+	run --separate-stderr faulty 'renameat:errno=ENOSPC:nth=3' \
 	    mq-send -l "$BATS_TEST_TMPDIR/in"
 	assert_failure 4
 	[[ $stderr == "mq-send: "*"No space left on device"* ]]
@@ -129,7 +118,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 }
 
 @test "faults: a write error on the spool names the spool's file, not the input" {
-	run --separate-stderr fault 'write:errno=ENOSPC:at=/spool/tmp/' mq-send <<<"full"
+	run --separate-stderr faulty 'write:errno=ENOSPC:at=/spool/tmp/' mq-send <<<"full"
 	assert_failure 4
 	assert_output ""
 	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ No\ space\ left\ on\ device$ ]]
@@ -138,7 +127,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 }
 
 @test "faults: mq-send -l: a write error on the spool names the spool's file" {
-	run --separate-stderr fault 'write:errno=ENOSPC:at=/spool/tmp/:nth=2' \
+	run --separate-stderr faulty 'write:errno=ENOSPC:at=/spool/tmp/:nth=2' \
 	    mq-send -l < <(printf 'a\nb\nc\n')
 	assert_failure 4
 	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ No\ space\ left\ on\ device$ ]]
@@ -148,7 +137,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 
 @test "faults: mq-send -l leaves no tmp/ file when creating one fails" {
 	printf '%s\n' 1 2 3 4 5 >"$BATS_TEST_TMPDIR/in"
-	run --separate-stderr fault 'openat:errno=EMFILE:nth=3:at=/spool/tmp/' \
+	run --separate-stderr faulty 'openat:errno=EMFILE:nth=3:at=/spool/tmp/' \
 	    mq-send -l "$BATS_TEST_TMPDIR/in"
 	assert_failure 4
 	[[ $stderr =~ ^mq-send:\ .*/spool/tmp/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}:\ Too\ many\ open\ files$ ]]
@@ -158,7 +147,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 
 @test "faults: a failing syncfs of a batch queues nothing, prints nothing, leaves no tmp/ file" {
 	printf '%s\n' a b >"$BATS_TEST_TMPDIR/in"
-	run --separate-stderr fault 'syncfs:errno=EIO' mq-send -l "$BATS_TEST_TMPDIR/in"
+	run --separate-stderr faulty 'syncfs:errno=EIO' mq-send -l "$BATS_TEST_TMPDIR/in"
 	assert_failure 4
 	assert_output ""
 	assert_equal "$(count new)" 0
@@ -183,7 +172,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 @test "faults: mq-ack -e that shortens a lease exits 0 when the bell for waiters cannot be rung" {
 	echo x | mq-send >/dev/null
 	r=$(mq-recv -t 60)
-	run -0 --separate-stderr fault 'futimens:errno=EIO' mq-ack -e 1 "$r"
+	run -0 --separate-stderr faulty 'futimens:errno=EIO' mq-ack -e 1 "$r"
 	[ -z "$stderr" ]
 	assert_file_exist "$output"
 	assert_file_not_exist "$r"
@@ -193,7 +182,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	echo x | mq-send >/dev/null
 	# The spool moves away while mq-recv lists cur/: the receipt's path
 	# can no longer be found when the message is claimed.
-	fault 'openat:delay=1s:at=/cur/.:times=1' mq-recv \
+	faulty 'openat:delay=1s:at=/cur/.:times=1' mq-recv \
 	    >"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
 	sleep 0.5
@@ -211,7 +200,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	for _ in $(seq 1 200); do holds_new "$pid" "$new" && break; sleep 0.05; done
 	# Each level the sender makes wakes the receiver, which looks before
 	# the next level is made.
-	run -0 --separate-stderr fault 'mkdirat:delay=100ms:at=/new/' mq-send <<<x
+	run -0 --separate-stderr faulty 'mkdirat:delay=100ms:at=/new/' mq-send <<<x
 	st=0
 	wait "$pid" || st=$?
 	assert_equal "$st" 0

@@ -2,24 +2,10 @@ load helper
 
 # Ordered groups: mq-send -g GROUP.
 
-# Sends each of the remaining arguments as a message of group $1.
-gsend() {
-	local g=$1 b
-	shift
-	for b; do
-		echo "$b" | mq-send -g "$g" >/dev/null
-	done
-}
-
 # The body of one claimed message (its receipt in $r), or fails.
 recv_one() {
 	r=$(mq-recv "$@")
 	body=$(cat "$r")
-}
-
-# The parked messages of group $1 (files in its tree, not its turn).
-parked() {
-	find "$MQ_DIR/groups/$1" -mindepth 4 -type f | wc -l | tr -d ' '
 }
 
 @test "group: a bad group exits 2 and sends nothing" {
@@ -327,18 +313,13 @@ new_name() {
 }
 
 @test "group: an ack racing a reclaim of its expired lease never leaves two of the group in flight" {
-	command -v gdb >/dev/null || fail "gdb is not installed"
 	gsend A a1 a2
 	recv_one -t 1
 	sleep 1.2
 	# mq-ack stopped where it hands the turn on, while another receiver
 	# claims: a1's lease has run out, so a1 is what it would take.
-	# (LeakSanitizer, under make SANITIZE=1, cannot run under ptrace.)
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
-	    -ex 'break promote' -ex "run $r" \
-	    -ex "shell mq-recv -t 60 >$BATS_TEST_TMPDIR/r2; echo \$? >$BATS_TEST_TMPDIR/rc2" \
-	    -ex continue --args mq-ack </dev/null
+	race_at mq-ack promote "$r" \
+	    "mq-recv -t 60 >$BATS_TEST_TMPDIR/r2; echo \$? >$BATS_TEST_TMPDIR/rc2"
 	[[ $output == *"Breakpoint 1"* ]] || fail "promote was not reached: $output"
 	[[ $output == *"exited normally"* ]] || fail "the ack failed: $output"
 	# a1 was out of reach: that receiver got nothing, and a2 is next.
@@ -523,16 +504,6 @@ new_name() {
 	assert_equal "$(find "$MQ_DIR/groups/A" -name 'turn.*' | wc -l)" 0
 	run drain
 	assert_output "$(printf 'a2\n\na3\n')"
-}
-
-# Runs "$@" with tests/fault.so making the system calls in $1 fail.
-faulty() {
-	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
-	shift
-	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
-	LD_PRELOAD="$so" MQ_FAULT="$spec" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    timeout 20 "$@"
 }
 
 @test "group: a leave whose last step fails after its promote is done (exit 0, reason kept); mq-sweep finishes it" {

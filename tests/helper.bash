@@ -77,3 +77,62 @@ remove_spool_under() {
 	st=0
 	wait "$1" || st=$?
 }
+
+# Runs a command as an unprivileged user (root bypasses permissions), from
+# public_bin.
+as_nobody() {
+	if [ "$(id -u)" -eq 0 ]; then
+		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" "$@"
+	else
+		"$@"
+	fi
+}
+
+# Sends each of the remaining arguments as a message of group $1 (mq-send
+# -g), in that order.
+gsend() {
+	local g=$1 b
+	shift
+	for b; do
+		echo "$b" | mq-send -g "$g" >/dev/null
+	done
+}
+
+# The parked messages of group $1 (files in its tree, not its turn).
+parked() {
+	find "$MQ_DIR/groups/$1" -mindepth 4 -type f | wc -l | tr -d ' '
+}
+
+# faulty SPEC CMD...: runs CMD with tests/fault.so making the system calls
+# of SPEC fail or stall (tests/fault.c has the MQ_FAULT syntax), at most
+# 20 s.  ASan (make SANITIZE=1) would refuse a preloaded library that
+# comes before its runtime; the shim intercepts nothing ASan needs.
+faulty() {
+	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
+	shift
+	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
+	LD_PRELOAD="$so" MQ_FAULT="$spec" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    timeout 20 "$@"
+}
+
+# race_at PROG FUNC ARGS CMD [N]: a race made to happen, for a window too
+# narrow to hit by chance.  Runs PROG ARGS (after gdb's "run": a
+# redirection may follow them) under gdb, stopped at the first call of
+# FUNC; runs the shell command CMD while it is stopped there; then
+# continues it, N times (default 1: one more stop at FUNC each).  As
+# bats's run: gdb's output in $output (Breakpoint 1 when FUNC was reached,
+# how PROG ended), its status in $status; at most 60 s.  LeakSanitizer
+# (make SANITIZE=1) cannot run under ptrace: it is off.
+race_at() {
+	local prog=$1 fn=$2 args=$3 cmd=$4 n=${5:-1} i
+	local -a cont=()
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	for ((i = 0; i < n; i++)); do
+		cont+=(-ex continue)
+	done
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex "break $fn" -ex "run $args" -ex "shell $cmd" "${cont[@]}" \
+	    --args "$prog" </dev/null
+}

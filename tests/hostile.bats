@@ -100,15 +100,6 @@ plant_specials() { # directory, name
 	assert_file_exist "$r"
 }
 
-# Runs a command as an unprivileged user (root bypasses permissions).
-as_nobody() {
-	if [ "$(id -u)" -eq 0 ]; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" "$@"
-	else
-		"$@"
-	fi
-}
-
 @test "hostile: a spool the user may not write is an error (4) that names it" {
 	echo x | mq-send >/dev/null
 	chmod 755 "$BATS_TEST_TMPDIR"

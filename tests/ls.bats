@@ -294,15 +294,6 @@ $(cat "$BATS_TEST_TMPDIR/b")	dead"
 	[[ ${lines[0]} == "$(cat "$BATS_TEST_TMPDIR/a")"$'\t'ready$'\t'* ]]
 }
 
-# Runs a command as an unprivileged user (root bypasses permissions).
-as_nobody() {
-	if [ "$(id -u)" -eq 0 ]; then
-		setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" "$@"
-	else
-		"$@"
-	fi
-}
-
 @test "mq-ls: a leaf that cannot be read is told, the rest listed, exit 4" {
 	echo a | mq-send >/dev/null
 	echo b | mq-send -D 600 >"$BATS_TEST_TMPDIR/b"

@@ -1,14 +1,5 @@
 load helper
 
-# Sends each argument as a message of group $1.
-gsend() {
-	local g=$1 b
-	shift
-	for b; do
-		echo "$b" | mq-send -g "$g" >/dev/null
-	done
-}
-
 # The bodies of everything claimable, in claim order, each acked.
 bodies() {
 	local r
@@ -257,14 +248,8 @@ mq-rm: removed $g3 (dead)"
 }
 
 @test "mq-rm: stopped between its find and its unlink while mq-recv claims the message: exits 3 (met in flight), the receipt acks" {
-	command -v gdb >/dev/null || fail "gdb is not installed"
 	id=$(echo contested | mq-send)
-	# (LeakSanitizer, under make SANITIZE=1, cannot run under ptrace.)
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
-	    -ex 'break mq_remove' -ex "run $id" \
-	    -ex "shell mq-recv >$BATS_TEST_TMPDIR/r" \
-	    -ex continue --args mq-rm </dev/null
+	race_at mq-rm mq_remove "$id" "mq-recv >$BATS_TEST_TMPDIR/r"
 	[[ $output == *"Breakpoint 1"* ]] || fail "mq_remove was not reached: $output"
 	[[ $output == *"exited with code 03"* ]] || fail "mq-rm did not exit 3: $output"
 	[[ $output == *"$id: in flight, lease until"* ]] || fail "$output"

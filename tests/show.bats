@@ -145,15 +145,12 @@ shows() {
 }
 
 @test "mq-show: a body claimed while it is shown is found again (in flight) and shown" {
-	command -v gdb >/dev/null || fail "gdb is not installed"
 	id=$(echo moving | mq-send)
 	# mq-show stopped once it found the message, before it opens it; a
 	# receiver claims it meanwhile.
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
-	    -ex 'break mq_found_open' -ex "run $id >$BATS_TEST_TMPDIR/out" \
-	    -ex "shell mq-recv >$BATS_TEST_TMPDIR/r" \
-	    -ex continue -ex continue --args mq-show </dev/null
+	# Stopped twice at mq_found_open: continued twice.
+	race_at mq-show mq_found_open "$id >$BATS_TEST_TMPDIR/out" \
+	    "mq-recv >$BATS_TEST_TMPDIR/r" 2
 	[[ $output == *"Breakpoint 1"* ]] || fail "mq_found_open was not reached: $output"
 	[[ $output == *"exited normally"* ]] || fail "mq-show failed: $output"
 	# It met the message gone, and found it again.
