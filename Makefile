@@ -128,7 +128,8 @@ check: deps
 
 # The core tests again with every program under valgrind memcheck.
 VALGRIND_TESTS = tests/name.bats tests/key.bats tests/send.bats tests/recv.bats \
-	tests/ack.bats tests/dlq.bats tests/worker.bats tests/stat.bats
+	tests/ack.bats tests/dlq.bats tests/worker.bats tests/stat.bats \
+	tests/show.bats tests/deaths.bats tests/ls.bats
 check-valgrind: deps
 	$(MAKE) all tests/name-test tests/key-test tests/fault.so
 	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)

@@ -124,6 +124,12 @@ faulty() {
 # bats's run: gdb's output in $output (Breakpoint 1 when FUNC was reached,
 # how PROG ended), its status in $status; at most 60 s.  LeakSanitizer
 # (make SANITIZE=1) cannot run under ptrace: it is off.
+# The program itself, never its valgrind wrapper (make check-valgrind):
+# what gdb stops or strace watches must be the program, not valgrind.
+bin_of() {
+	echo "$BATS_TEST_DIRNAME/../bin/$1"
+}
+
 race_at() {
 	local prog=$1 fn=$2 args=$3 cmd=$4 n=${5:-1} i
 	local -a cont=()
@@ -134,5 +140,5 @@ race_at() {
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
 	    -ex "break $fn" -ex "run $args" -ex "shell $cmd" "${cont[@]}" \
-	    --args "$prog" </dev/null
+	    --args "$(bin_of "$prog")" </dev/null
 }

@@ -206,7 +206,7 @@ EOF
 	# keys/ too, as --json reads keys.
 	echo k | mq-send -k somekey >/dev/null
 	ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,mkdir,mkdirat,flock,utimensat,ftruncate,openat,open,creat,write,pwrite64,fcntl \
-	    -o "$BATS_TEST_TMPDIR/trace" mq-ls -l --json >"$BATS_TEST_TMPDIR/out"
+	    -o "$BATS_TEST_TMPDIR/trace" "$(bin_of mq-ls)" -l --json >"$BATS_TEST_TMPDIR/out"
 	# It did look at the spool, the message files too (-l).
 	grep -q 'openat(.*"new"' "$BATS_TEST_TMPDIR/trace"
 	grep -q "openat(.*\"$(id_of r0),0\"" "$BATS_TEST_TMPDIR/trace"

@@ -78,7 +78,7 @@ shows() {
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	    strace -f -o "$BATS_TEST_TMPDIR/trace" \
 	    -e trace=rename,renameat,renameat2,unlink,unlinkat,link,linkat,flock,mkdir,mkdirat \
-	    mq-show "$id" >/dev/null
+	    "$(bin_of mq-show)" "$id" >/dev/null
 	run grep -E '^[0-9]+ +(rename|unlink|link|flock|mkdir)' "$BATS_TEST_TMPDIR/trace"
 	assert_failure 1
 	assert_output ""
@@ -122,7 +122,7 @@ shows() {
 	command -v strace >/dev/null || fail "strace is not installed"
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	    timeout 20 strace -f -qq -e trace=open,openat -o "$BATS_TEST_TMPDIR/trace" \
-	    mq-show "$id" 2>/dev/null || true
+	    "$(bin_of mq-show)" "$id" 2>/dev/null || true
 	run grep -F "\"${f##*/}\"" "$BATS_TEST_TMPDIR/trace"
 	assert_failure 1
 	rm "$f"
