@@ -374,7 +374,7 @@ dlq_stopped() {
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
 	    -ex "break $brk" -ex "run $*" "${args[@]}" \
-	    -ex continue --args mq-dlq </dev/null
+	    -ex continue --args "$(bin_of mq-dlq)" </dev/null
 	[[ $output == *"Breakpoint 1"* ]] || fail "$brk was not reached: $output"
 }
 
