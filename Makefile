@@ -38,10 +38,25 @@ MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
 	share/man/man1/mq-conf.1 share/man/man1/mq-ls.1 \
 	share/man/man1/mq-show.1 share/man/man1/mq-rm.1
+# mq-relay (RabbitMQ) is built only when pkg-config finds librabbitmq
+# (rabbitmq-c); its objects are in no other program and not in libmq.a.
+RELAYOBJ = src/mq-relay.o src/broker.o src/push.o src/pull.o
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
-all: build-deps $(BIN)
+all: build-deps $(BIN) relay
+
+# bin/mq-relay when librabbitmq is there; else one line says so.
+relay: src/libmq.a
+	@if pkg-config --exists librabbitmq 2>/dev/null; then \
+	    $(MAKE) bin/mq-relay; else echo "make: librabbitmq not found:" \
+	    "mq-relay not built (sh share/deps.sh relay)"; fi
+
+$(RELAYOBJ): src/mq.h src/compat.h src/broker.h
+bin/mq-relay: $(RELAYOBJ) src/libmq.a
+	@mkdir -p bin
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) src/libmq.a \
+	    `pkg-config --libs librabbitmq` $(BSD_LIBS)
 
 # Without libbsd the compiler's errors say nothing of what to install.
 # (Skipped when BSD_LIBS is emptied, as on the BSDs and macOS.)
@@ -117,13 +132,22 @@ tests/key-test: tests/key-test.c src/libmq.a
 	    tests/key-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
+# tests/relay.bats reads messages back from the broker with this, built
+# (like mq-relay) only when librabbitmq is found.
+tests/amqp-get: tests/amqp-get.c
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ tests/amqp-get.c \
+	    `pkg-config --libs librabbitmq`
+amqp-get:
+	@if pkg-config --exists librabbitmq 2>/dev/null; then \
+	    $(MAKE) tests/amqp-get; fi
+
 # The LD_PRELOAD shim with which tests/faults.bats makes calls fail; not
 # sanitized: the tests tell ASan to accept it (see tests/fault.c).
 tests/fault.so: tests/fault.c
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ tests/fault.c -ldl
 
 check: deps
-	$(MAKE) all tests/name-test tests/key-test tests/fault.so
+	$(MAKE) all tests/name-test tests/key-test tests/fault.so amqp-get
 	sh tests/run
 
 # The core tests again with every program under valgrind memcheck.
@@ -176,6 +200,7 @@ install: all
 	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHCOMPDIR) \
 	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSTEMDDIR)
 	cp -f $(BIN) $(DESTDIR)$(BINDIR)
+	if [ -f bin/mq-relay ]; then cp -f bin/mq-relay $(DESTDIR)$(BINDIR); fi
 	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANDIR)/man7
@@ -187,6 +212,7 @@ install: all
 	    >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; done
 
 uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/mq-relay
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p \
 	    $(DESTDIR)$(MANDIR)/man1/$$p.1 $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
@@ -197,8 +223,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -f src/*.o src/libmq.a $(BIN) tests/name-test tests/key-test $(BENCHBIN) \
+	rm -f src/*.o src/libmq.a $(BIN) bin/mq-relay tests/amqp-get \
+	    tests/name-test tests/key-test $(BENCHBIN) \
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 
-.PHONY: all build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean
+.PHONY: all relay amqp-get build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean

@@ -73,3 +73,69 @@ core_calls() {
 		[ -n "$n" ] && [ "$n" -le 100 ] || fail "$f: main is ${n:-no} lines"
 	done
 }
+
+# mq-relay (RabbitMQ): broker.c, push.c and pull.c sit above the core as
+# work.c does, and only they and mq-relay.c's main speak AMQP; none of
+# them is in libmq.a, and no other program is linked with rabbitmq-c.
+relay_files="broker push pull mq-relay"
+
+@test "core: mq-relay's files are not in libmq.a, and only they include amqp.h" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run ar t "$src/libmq.a"
+	assert_success
+	for f in $relay_files; do
+		refute_line "$f.o"
+	done
+	run grep -lE '#[[:space:]]*include[[:space:]]*[<"](amqp|broker)' \
+	    "$src"/*.c "$src"/*.h
+	for f in $output; do
+		case "${f##*/}" in
+		broker.h|broker.c|push.c|pull.c|mq-relay.c) ;;
+		*) fail "$f speaks AMQP" ;;
+		esac
+	done
+	# Nor do push.c and pull.c touch a state directory themselves.
+	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(' \
+	    "$src"/broker.c "$src"/push.c "$src"/pull.c
+	assert_failure 1
+	assert_output ""
+}
+
+@test "core: mq-relay's layers: the core calls none of them, broker.c neither push nor pull" {
+	src="$BATS_TEST_DIRNAME/../src"
+	if ! pkg-config --exists librabbitmq; then
+		# Not built at all without rabbitmq-c.
+		assert_file_not_exist "$BATS_TEST_DIRNAME/../bin/mq-relay"
+		return
+	fi
+	for f in $relay_files; do
+		assert_file_exist "$src/$f.o"
+	done
+	# What the core uses, none of it the relay's.
+	run sh -c "nm -P '$src/libmq.a' | awk '\$2 == \"U\" { print \$1 }' |
+	    grep -E '^(mq_broker_|mq_push$|mq_pull$)'"
+	assert_failure 1
+	run sh -c "nm -P '$src/broker.o' | awk '\$2 == \"U\" { print \$1 }' |
+	    grep -E '^(mq_push|mq_pull)$'"
+	assert_failure 1
+	for f in push pull; do
+		run sh -c "nm -P '$src/$f.o' | awk '\$2 == \"U\" { print \$1 }' |
+		    grep -E '^(mq_push|mq_pull)$'"
+		assert_failure 1
+	done
+}
+
+@test "core: only mq-relay is linked with rabbitmq-c" {
+	bin="$BATS_TEST_DIRNAME/../bin"
+	for f in "$bin"/mq-*; do
+		[ "${f##*/}" != mq-relay ] || continue
+		run readelf -d "$f"
+		assert_success
+		refute_output --partial librabbitmq
+	done
+	if pkg-config --exists librabbitmq; then
+		run readelf -d "$bin/mq-relay"
+		assert_success
+		assert_output --partial librabbitmq
+	fi
+}

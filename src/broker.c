@@ -1,0 +1,579 @@
+/*
+ * broker.c: mq-relay's connection to a RabbitMQ cluster: the URIs (their
+ * passwords kept out of every message and, for those given in argv, out
+ * of ps), connecting over TCP or TLS, login, channels, the queue's
+ * declaration (passive, else durable and quorum), reconnection with
+ * backoff and full jitter, the frames push reads for its confirms.
+ * Only mq-relay is linked with this file (and rabbitmq-c).
+ */
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <netdb.h>
+
+#include <ctype.h>
+#include <err.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <amqp.h>
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+
+#include "compat.h"
+#include "mq.h"
+#include "broker.h"
+
+#define CONNECT_SECS	5	/* for a node's TCP (and TLS) connection */
+#define FRAME_MAX	131072
+#define BACKOFF_MIN_MS	100
+#define BACKOFF_MAX_MS	10000
+#define SLICE_MS	250	/* every wait checks *stop this often */
+#define CHANNEL_LAST	2047	/* RabbitMQ's default channel_max */
+#define DEFAULT_CACERT	"/etc/ssl/certs/ca-certificates.crt"
+
+/*
+ * The URI as it may be shown: its password left out (scheme://user@rest),
+ * or "URI n" when it is not even scheme://...
+ */
+static void
+shown(char *buf, size_t size, const char *s, int i)
+{
+	const char *auth, *at, *colon;
+
+	if ((auth = strstr(s, "://")) == NULL) {
+		snprintf(buf, size, "URI %d", i + 1);
+		return;
+	}
+	auth += 3;
+	if ((at = strrchr(auth, '@')) == NULL) {
+		snprintf(buf, size, "%s", s);
+		return;
+	}
+	colon = memchr(auth, ':', (size_t)(at - auth));
+	snprintf(buf, size, "%.*s%s", (int)((colon != NULL ? colon : at) - s),
+	    s, at);
+}
+
+/* Overwrites the password of s (an argv string) with 'x', in place. */
+static void
+scrub(char *s)
+{
+	char *auth, *at, *p;
+
+	if ((auth = strstr(s, "://")) == NULL ||
+	    (at = strrchr(auth + 3, '@')) == NULL)
+		return;
+	if ((p = memchr(auth + 3, ':', (size_t)(at - auth - 3))) == NULL)
+		return;
+	for (p++; p < at; p++)
+		*p = 'x';
+}
+
+static int
+add(struct mq_broker *b, char *s, int inargv)
+{
+	struct mq_node *nd;
+	char show[512];
+
+	if (b->n == MQ_BROKER_URIS_MAX) {
+		warnx("too many URIs (at most %d)", MQ_BROKER_URIS_MAX);
+		return -1;
+	}
+	nd = &b->node[b->n];
+	nd->uri = xstrdup(s);
+	amqp_default_connection_info(&nd->info);
+	if (amqp_parse_url(nd->uri, &nd->info) != AMQP_STATUS_OK ||
+	    nd->info.host[0] == '\0') {
+		shown(show, sizeof(show), s, b->n);
+		if (inargv)
+			scrub(s);
+		warnx("%s: invalid AMQP URI", show);
+		return -1;
+	}
+	if (inargv)
+		scrub(s);
+	snprintf(nd->where, sizeof(nd->where),
+	    strchr(nd->info.host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+	    nd->info.host, nd->info.port);
+	b->n++;
+	return 0;
+}
+
+int
+mq_broker_init(struct mq_broker *b, int argc, char **argv, const char *queue,
+    int heartbeat, int verbose, volatile sig_atomic_t *stop)
+{
+	static char dflt[] = MQ_BROKER_DEFAULT_URI;
+	const char *cert = getenv("MQ_RELAY_CERT"), *key = getenv("MQ_RELAY_KEY");
+	char *env, *s, *last;
+	int i, bad = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->queue = queue;
+	b->heartbeat = heartbeat;
+	b->verbose = verbose;
+	b->stop = stop;
+	b->next_ch = 1;
+	b->backoff_ms = BACKOFF_MIN_MS;
+	/* Every argv password is overwritten, whatever the others are. */
+	for (i = 0; i < argc; i++)
+		if (add(b, argv[i], 1) == -1)
+			bad = 1;
+	if (bad)
+		return -1;
+	if (argc == 0 && (env = getenv("MQ_RELAY_URI")) != NULL) {
+		env = xstrdup(env);
+		for (s = strtok_r(env, " \t\n", &last); s != NULL;
+		    s = strtok_r(NULL, " \t\n", &last))
+			if (add(b, s, 0) == -1) {
+				free(env);
+				return -1;
+			}
+		free(env);
+	}
+	if (b->n == 0 && add(b, dflt, 0) == -1)
+		return -1;
+	if ((cert == NULL || *cert == '\0') != (key == NULL || *key == '\0')) {
+		warnx("MQ_RELAY_CERT and MQ_RELAY_KEY go together");
+		return -1;
+	}
+	return 0;
+}
+
+const char *
+mq_broker_where(const struct mq_broker *b)
+{
+	return b->node[b->cur].where;
+}
+
+const char *
+mq_broker_error(amqp_rpc_reply_t r)
+{
+	static char buf[512];
+	const amqp_connection_close_t *cc;
+	const amqp_channel_close_t *ch;
+
+	switch (r.reply_type) {
+	case AMQP_RESPONSE_NORMAL:
+		return "no error";
+	case AMQP_RESPONSE_NONE:
+		return "no reply";
+	case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+		if (r.library_error == AMQP_STATUS_CONNECTION_CLOSED)
+			return "connection closed (a login refused?)";
+		return amqp_error_string2(r.library_error);
+	case AMQP_RESPONSE_SERVER_EXCEPTION:
+		switch (r.reply.id) {
+		case AMQP_CONNECTION_CLOSE_METHOD:
+			cc = r.reply.decoded;
+			snprintf(buf, sizeof(buf), "%.*s",
+			    (int)cc->reply_text.len,
+			    (const char *)cc->reply_text.bytes);
+			return buf;
+		case AMQP_CHANNEL_CLOSE_METHOD:
+			ch = r.reply.decoded;
+			snprintf(buf, sizeof(buf), "%.*s",
+			    (int)ch->reply_text.len,
+			    (const char *)ch->reply_text.bytes);
+			return buf;
+		}
+		snprintf(buf, sizeof(buf), "server error (method 0x%08x)",
+		    (unsigned)r.reply.id);
+		return buf;
+	}
+	return "unknown error";
+}
+
+/* The channel.close reply code of a server exception, else 0. */
+static int
+channel_code(amqp_rpc_reply_t r)
+{
+	if (r.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+	    r.reply.id != AMQP_CHANNEL_CLOSE_METHOD)
+		return 0;
+	return ((const amqp_channel_close_t *)r.reply.decoded)->reply_code;
+}
+
+void
+mq_broker_channel_closed(struct mq_broker *b)
+{
+	amqp_channel_close_ok_t ok;
+
+	if (b->conn != NULL && b->ch != 0)
+		amqp_send_method(b->conn, b->ch, AMQP_CHANNEL_CLOSE_OK_METHOD,
+		    &ok);
+	b->ch = 0;
+	b->confirming = 0;
+}
+
+/* Opens the next channel number; 0, or -1 with *why. */
+static int
+open_channel(struct mq_broker *b, const char **why)
+{
+	amqp_rpc_reply_t r;
+
+	if (b->next_ch == 0 || b->next_ch > CHANNEL_LAST) {
+		*why = "out of channel numbers";
+		return -1;
+	}
+	amqp_channel_open(b->conn, b->next_ch);
+	r = amqp_get_rpc_reply(b->conn);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+		*why = mq_broker_error(r);
+		return -1;
+	}
+	b->ch = b->next_ch++;
+	b->confirming = 0;
+	return 0;
+}
+
+/*
+ * Makes sure the queue is there: a passive declare, and when the broker
+ * says 404 (closing the channel), a durable quorum queue on a new one.
+ */
+static int
+declare(struct mq_broker *b, const char **why)
+{
+	amqp_table_entry_t e;
+	amqp_table_t args;
+	amqp_rpc_reply_t r;
+	amqp_bytes_t q = amqp_cstring_bytes(b->queue);
+
+	amqp_queue_declare(b->conn, b->ch, q, 1, 0, 0, 0, amqp_empty_table);
+	r = amqp_get_rpc_reply(b->conn);
+	if (r.reply_type == AMQP_RESPONSE_NORMAL)
+		return 0;
+	if (channel_code(r) != AMQP_NOT_FOUND) {
+		*why = mq_broker_error(r);
+		return -1;
+	}
+	mq_broker_channel_closed(b);
+	if (open_channel(b, why) == -1)
+		return -1;
+	e.key = amqp_cstring_bytes("x-queue-type");
+	e.value.kind = AMQP_FIELD_KIND_UTF8;
+	e.value.value.bytes = amqp_cstring_bytes("quorum");
+	args.num_entries = 1;
+	args.entries = &e;
+	amqp_queue_declare(b->conn, b->ch, q, 0, 1, 0, 0, args);
+	r = amqp_get_rpc_reply(b->conn);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+		*why = mq_broker_error(r);
+		return -1;
+	}
+	return 0;
+}
+
+/* A TLS socket, verifying the peer and its name. */
+static amqp_socket_t *
+tls_socket(amqp_connection_state_t conn, const char **why)
+{
+	amqp_socket_t *s;
+	const char *ca = getenv("MQ_RELAY_CACERT");
+	const char *cert = getenv("MQ_RELAY_CERT"), *key = getenv("MQ_RELAY_KEY");
+
+	if ((s = amqp_ssl_socket_new(conn)) == NULL) {
+		*why = "cannot make a TLS socket";
+		return NULL;
+	}
+	amqp_ssl_socket_set_verify_peer(s, 1);
+	amqp_ssl_socket_set_verify_hostname(s, 1);
+	if ((ca == NULL || *ca == '\0') && access(DEFAULT_CACERT, R_OK) == 0)
+		ca = DEFAULT_CACERT;
+	if (ca != NULL && *ca != '\0' &&
+	    amqp_ssl_socket_set_cacert(s, ca) != AMQP_STATUS_OK) {
+		*why = "cannot read the CA certificates (MQ_RELAY_CACERT)";
+		return NULL;
+	}
+	if (cert != NULL && *cert != '\0' &&
+	    amqp_ssl_socket_set_key(s, cert, key) != AMQP_STATUS_OK) {
+		*why = "cannot read MQ_RELAY_CERT or MQ_RELAY_KEY";
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * Why a TCP connection to host:port fails: rabbitmq-c says only "a socket
+ * error", its nonblocking connect's cause left in a socket it closed; a
+ * second, blocking connect (refused or unreachable: at once) tells it.
+ */
+static const char *
+socket_error(const char *host, int port)
+{
+	static char buf[128];
+	struct addrinfo hints, *res, *ai;
+	char serv[16];
+	int fd, e = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(serv, sizeof(serv), "%d", port);
+	if (getaddrinfo(host, serv, &hints, &res) != 0)
+		return "cannot resolve the host";
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		if ((fd = socket(ai->ai_family, ai->ai_socktype,
+		    ai->ai_protocol)) == -1) {
+			e = errno;
+			continue;
+		}
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			close(fd);
+			e = 0;
+			break;
+		}
+		e = errno;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (e == 0)
+		return amqp_error_string2(AMQP_STATUS_SOCKET_ERROR);
+	snprintf(buf, sizeof(buf), "%s", strerror(e));
+	buf[0] = (char)tolower((unsigned char)buf[0]);
+	return buf;
+}
+
+/* Connects to node i, logs in, opens a channel, declares: 0 or -1. */
+static int
+connect_node(struct mq_broker *b, int i, const char **why)
+{
+	struct amqp_connection_info *in = &b->node[i].info;
+	amqp_socket_t *s;
+	amqp_rpc_reply_t r;
+	struct timeval tv = { CONNECT_SECS, 0 };
+	int st, fd, one = 1;
+
+	if ((b->conn = amqp_new_connection()) == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	b->next_ch = 1;
+	b->ch = 0;
+	b->confirming = 0;
+	s = in->ssl ? tls_socket(b->conn, why) : amqp_tcp_socket_new(b->conn);
+	if (s == NULL) {
+		if (!in->ssl)
+			*why = "cannot make a socket";
+		goto fail;
+	}
+	if ((st = amqp_socket_open_noblock(s, in->host, in->port, &tv)) !=
+	    AMQP_STATUS_OK) {
+		*why = st == AMQP_STATUS_SOCKET_ERROR ?
+		    socket_error(in->host, in->port) : amqp_error_string2(st);
+		goto fail;
+	}
+	if ((fd = amqp_get_sockfd(b->conn)) != -1)
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	r = amqp_login(b->conn, in->vhost, 0, FRAME_MAX, b->heartbeat,
+	    AMQP_SASL_METHOD_PLAIN, in->user, in->password);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+		*why = mq_broker_error(r);
+		goto fail;
+	}
+	if (open_channel(b, why) == -1 || declare(b, why) == -1)
+		goto fail;
+	return 0;
+fail:
+	amqp_destroy_connection(b->conn);
+	b->conn = NULL;
+	b->ch = 0;
+	return -1;
+}
+
+/* Sleeps ms in slices, checking *stop; -1 when stopped. */
+static int
+pause_ms(struct mq_broker *b, uint64_t ms)
+{
+	uint64_t end = mq_now_ms() + ms, now;
+
+	while (!*b->stop && (now = mq_now_ms()) < end)
+		poll(NULL, 0, end - now < SLICE_MS ? (int)(end - now) :
+		    SLICE_MS);
+	return *b->stop ? -1 : 0;
+}
+
+int
+mq_broker_connect(struct mq_broker *b, int once, uint64_t give_up_ms)
+{
+	uint64_t start = mq_now_ms();
+	const char *why;
+	int k, i;
+
+	mq_broker_drop(b, NULL);
+	for (;;) {
+		for (k = 0; k < b->n; k++) {
+			if (*b->stop)
+				return -1;
+			i = (b->cur + k) % b->n;
+			if (connect_node(b, i, &why) == 0) {
+				b->cur = i;
+				b->outage = 0;
+				if (b->verbose)
+					warnx("connected to %s, queue %s",
+					    b->node[i].where, b->queue);
+				return 0;
+			}
+			if (once)
+				warnx("%s: %s", b->node[i].where, why);
+			else if (b->verbose)
+				warnx("%s: %s; trying the next node",
+				    b->node[i].where, why);
+		}
+		if (once)
+			return -1;
+		if (give_up_ms != 0 && mq_now_ms() - start >= give_up_ms)
+			return -1;
+		if (pause_ms(b, arc4random_uniform(
+		    (uint32_t)b->backoff_ms + 1)) == -1)
+			return -1;
+		b->backoff_ms *= 2;
+		if (b->backoff_ms > BACKOFF_MAX_MS)
+			b->backoff_ms = BACKOFF_MAX_MS;
+	}
+}
+
+int
+mq_broker_new_channel(struct mq_broker *b)
+{
+	amqp_rpc_reply_t r;
+	const char *why;
+
+	if (b->conn == NULL)
+		return -1;
+	if (b->ch != 0) {
+		r = amqp_channel_close(b->conn, b->ch, AMQP_REPLY_SUCCESS);
+		b->ch = 0;
+		b->confirming = 0;
+		if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+			mq_broker_drop(b, mq_broker_error(r));
+			return -1;
+		}
+	}
+	if (open_channel(b, &why) == -1) {
+		mq_broker_drop(b, why);
+		return -1;
+	}
+	return 0;
+}
+
+void
+mq_broker_drop(struct mq_broker *b, const char *why)
+{
+	if (b->conn == NULL)
+		return;
+	if (why != NULL && (b->verbose || !b->outage))
+		warnx("%s: connection lost: %s; trying the next node",
+		    mq_broker_where(b), why);
+	if (why != NULL)
+		b->outage = 1;
+	amqp_destroy_connection(b->conn);
+	b->conn = NULL;
+	b->ch = 0;
+	b->confirming = 0;
+}
+
+void
+mq_broker_close(struct mq_broker *b)
+{
+	int i;
+
+	if (b->conn != NULL) {
+		if (b->ch != 0)
+			amqp_channel_close(b->conn, b->ch, AMQP_REPLY_SUCCESS);
+		amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
+		amqp_destroy_connection(b->conn);
+		b->conn = NULL;
+		b->ch = 0;
+	}
+	for (i = 0; i < b->n; i++) {
+		free(b->node[i].uri);
+		b->node[i].uri = NULL;
+	}
+}
+
+int
+mq_broker_count(struct mq_broker *b, uint32_t *count)
+{
+	amqp_queue_declare_ok_t *ok;
+	amqp_rpc_reply_t r;
+
+	if (mq_broker_new_channel(b) == -1)
+		return -1;
+	ok = amqp_queue_declare(b->conn, b->ch, amqp_cstring_bytes(b->queue),
+	    1, 0, 0, 0, amqp_empty_table);
+	r = amqp_get_rpc_reply(b->conn);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL || ok == NULL) {
+		if (channel_code(r) != 0) {
+			warnx("%s: queue %s: %s", mq_broker_where(b),
+			    b->queue, mq_broker_error(r));
+			mq_broker_channel_closed(b);
+		} else
+			mq_broker_drop(b, mq_broker_error(r));
+		return -1;
+	}
+	*count = ok->message_count;
+	return 0;
+}
+
+void
+mq_broker_moved(struct mq_broker *b)
+{
+	b->backoff_ms = BACKOFF_MIN_MS;
+}
+
+int
+mq_broker_confirms(struct mq_broker *b)
+{
+	amqp_rpc_reply_t r;
+
+	if (b->confirming)
+		return 0;
+	amqp_confirm_select(b->conn, b->ch);
+	r = amqp_get_rpc_reply(b->conn);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+		if (channel_code(r) != 0)
+			mq_broker_channel_closed(b);
+		else
+			mq_broker_drop(b, mq_broker_error(r));
+		return -1;
+	}
+	b->confirming = 1;
+	return 0;
+}
+
+int
+mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
+    const char **why)
+{
+	static char buf[300];
+	const amqp_connection_close_t *cc;
+	amqp_connection_close_ok_t ok;
+	struct timeval tv;
+	int st;
+
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	st = amqp_simple_wait_frame_noblock(b->conn, f, &tv);
+	if (st == AMQP_STATUS_TIMEOUT)
+		return 0;
+	if (st != AMQP_STATUS_OK) {
+		*why = amqp_error_string2(st);
+		return -1;
+	}
+	if (f->frame_type == AMQP_FRAME_METHOD &&
+	    f->payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+		cc = f->payload.method.decoded;
+		snprintf(buf, sizeof(buf), "%.*s", (int)cc->reply_text.len,
+		    (const char *)cc->reply_text.bytes);
+		amqp_send_method(b->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD,
+		    &ok);
+		*why = buf;
+		return -1;
+	}
+	return 1;
+}

@@ -1,0 +1,97 @@
+/*
+ * broker.h: mq-relay's connection to a RabbitMQ cluster (broker.c), the
+ * one place that speaks AMQP besides push.c and pull.c; only mq-relay
+ * links rabbitmq-c.
+ *
+ * Several URIs are nodes of one cluster: a connection is made to one,
+ * tried in turn from the last that worked, with backoff and jitter
+ * between rounds.  No function here prints or returns a password: a node
+ * is named by its "host:port" (mq_broker_where).
+ */
+#ifndef MQ_BROKER_H
+#define MQ_BROKER_H
+
+#include <amqp.h>
+
+#include <signal.h>
+#include <stdint.h>
+
+#define MQ_BROKER_URIS_MAX	16
+#define MQ_BROKER_DEFAULT_URI	"amqp://localhost"
+
+struct mq_node {
+	struct amqp_connection_info info;	/* points into uri */
+	char	*uri;		/* a private copy, parsed in place */
+	char	 where[300];	/* "host:port", for every message */
+};
+
+struct mq_broker {
+	struct mq_node	 node[MQ_BROKER_URIS_MAX];
+	int		 n;
+	int		 cur;		/* the node connected to, or last tried */
+	const char	*queue;
+	int		 heartbeat;	/* seconds; 0: none */
+	int		 verbose;
+	amqp_connection_state_t conn;	/* NULL: not connected */
+	amqp_channel_t	 ch;		/* the open channel, 0: none */
+	amqp_channel_t	 next_ch;	/* the next channel number to open */
+	int		 confirming;	/* confirm.select done on ch */
+	uint64_t	 backoff_ms;	/* before the next round of nodes */
+	int		 outage;	/* a lost connection said, none since */
+	volatile sig_atomic_t *stop;	/* SIGTERM/SIGINT seen */
+};
+
+/*
+ * queue may be NULL: push or pull sets it (the spool's base name) before
+ * the first connect.
+ * Takes the URIs (argv, else $MQ_RELAY_URI split on spaces, else the
+ * default), each parsed into a private copy; the passwords of the argv
+ * strings are then overwritten in place.  -1: a bad URI, named on stderr
+ * without its password (usage error).
+ */
+int	 mq_broker_init(struct mq_broker *, int, char **, const char *queue,
+	    int heartbeat, int verbose, volatile sig_atomic_t *stop);
+/*
+ * Connects to a node, opens a channel and makes sure the queue exists
+ * (passive declare; a missing one is declared durable, quorum).  once:
+ * one round of every node, each failure named on stderr, -1 if none
+ * answered; else rounds with backoff until one answers, giving up (-1)
+ * after give_up_ms without a connection (0: never) or when *stop is set.
+ */
+int	 mq_broker_connect(struct mq_broker *, int once, uint64_t give_up_ms);
+/* Closes the channel and opens the next one on the same connection. */
+int	 mq_broker_new_channel(struct mq_broker *);
+/* Drops the connection (after an error: no polite close when dead). */
+void	 mq_broker_drop(struct mq_broker *, const char *why);
+void	 mq_broker_close(struct mq_broker *);
+const char *mq_broker_where(const struct mq_broker *);
+/*
+ * A failed rabbitmq-c call, as words: its library status or the
+ * server's close reason (e.g. "ACCESS_REFUSED - Login was refused").
+ */
+const char *mq_broker_error(amqp_rpc_reply_t);
+/* Passive declare on a fresh channel: the queue's ready messages. */
+int	 mq_broker_count(struct mq_broker *, uint32_t *);
+/* Resets the backoff: the connection did move messages. */
+void	 mq_broker_moved(struct mq_broker *);
+/* confirm.select on the open channel, once per channel: 0, or -1. */
+int	 mq_broker_confirms(struct mq_broker *);
+/*
+ * Waits up to ms for the next frame on the connection: 1 and the frame,
+ * 0 on a timeout, -1 when the connection failed (why set: words).
+ */
+int	 mq_broker_frame(struct mq_broker *, amqp_frame_t *, int ms,
+	    const char **why);
+/* Answers the server's channel.close: the channel is gone (ch 0). */
+void	 mq_broker_channel_closed(struct mq_broker *);
+
+/*
+ * The two directions (push.c, pull.c), each on the spool dir (-d, or
+ * NULL: the default), each returning the exit status (mq_exit).
+ * push: claims up to batch at a time; pull keeps at most max waiting.
+ * once: -1, until there is nothing left to move.
+ */
+int	 mq_push(struct mq_broker *, const char *dir, unsigned batch, int once);
+int	 mq_pull(struct mq_broker *, const char *dir, unsigned max, int once);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * mq-relay: moves messages between the local spool and a RabbitMQ queue
+ * (quorum, replicated): push claims local messages and publishes them,
+ * acking each locally once the broker confirmed it (push.c); pull
+ * consumes and writes each durably into the spool before acking it to
+ * the broker (pull.c).  The connection, its URIs and their passwords are
+ * broker.c's.  main parses and calls one direction.
+ */
+#include <err.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "mq.h"
+#include "broker.h"
+
+#define USAGE \
+	"usage: mq-relay push [-1v] [-d dir] [-n batch] [-q queue] " \
+	"[uri ...]\n" \
+	"       mq-relay pull [-1v] [-d dir] [-n max] [-q queue] [uri ...]\n"
+
+#define PUSH_BATCH	100	/* -n: messages published per confirm round */
+#define PULL_MAX	1000	/* -n: messages kept waiting in the spool */
+
+static const char help[] =
+    "Move messages between the local spool and a RabbitMQ queue.\n"
+    "  push     publish local messages, ack each once confirmed\n"
+    "  pull     write messages into the spool, ack each once written\n"
+    "  -1       stop when there is nothing left to move\n"
+    "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
+    "           else ~/.local/state/mq)\n"
+    "  -n n     push: messages per batch, 1 to 1024 (default 100);\n"
+    "           pull: most messages waiting, 1 to 65535 (default 1000)\n"
+    "  -q queue the broker's queue (default: the spool's base name)\n"
+    "  -v       say each connection and batch on stderr\n"
+    "  uri      amqp[s]://user:password@host:port/vhost, nodes of one\n"
+    "           cluster (default $MQ_RELAY_URI, else amqp://localhost)\n"
+    "Exit 0: moved something (or stopped by a signal); 1: -1 and nothing\n"
+    "to move; 4: no broker answered.  See mq-relay(1).\n";
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		MQ_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	struct mq_broker b;
+	struct sigaction sa;
+	const char *dir = NULL, *queue = NULL, *nopt = NULL, *way = NULL;
+	int ch, once = 0, verbose = 0, pull, n, status;
+
+	/* The direction comes first: the options follow it. */
+	if (argc > 1 && argv[1][0] != '-') {
+		way = argv[1];
+		argv[1] = argv[0];
+		argc--;
+		argv++;
+	}
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:hV"), longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case '1':
+			once = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'n':
+			nopt = optarg;
+			break;
+		case 'q':
+			queue = optarg;
+			break;
+		default:
+			mq_common_opt(ch, USAGE, help);
+		}
+	}
+	if (way == NULL) {
+		warnx("push or pull?");
+		mq_usage(USAGE);
+	}
+	if (strcmp(way, "push") != 0 && strcmp(way, "pull") != 0) {
+		warnx("%s: unknown direction (push or pull)", way);
+		mq_usage(USAGE);
+	}
+	pull = way[1] == 'u' && way[2] == 'l';
+	n = nopt == NULL ? (pull ? PULL_MAX : PUSH_BATCH) :
+	    xnumber("-n", nopt, 1, pull ? 65535 : 1024);
+	if (queue != NULL && (*queue == '\0' || strlen(queue) > 255))
+		errx(MQ_EX_USAGE, "-q: a queue name is 1 to 255 bytes");
+	if (mq_broker_init(&b, argc - optind, argv + optind, queue,
+	    pull ? 30 : 0, verbose, &stop) == -1)
+		mq_usage(USAGE);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	status = pull ? mq_pull(&b, dir, (unsigned)n, once) :
+	    mq_push(&b, dir, (unsigned)n, once);
+	mq_broker_close(&b);
+	return status;
+}
