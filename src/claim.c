@@ -96,7 +96,7 @@ claim_one(struct run *c, int from, const char *name,
 	if (mq_spool_real(c->sp) == -1)
 		return -1;
 	nm.ms = c->deadline;
-	nm.attempts = old->attempts + 1;
+	nm.attempts = old->attempts + (c->cl->uncounted ? 0 : 1);
 	if (mq_lease(c->sp, from, name, &nm, &c->bucket, newname,
 	    sizeof(newname)) == -1)
 		return errno == ENOENT ? 0 : -1;

@@ -353,6 +353,7 @@ struct mq_claimer {
 	uint64_t ttl_ms;	/* the spool's ttl (0: none), set by the caller */
 	int	 keep;
 	int	 ring;		/* ring the doorbell after claiming (max-depth) */
+	int	 uncounted;	/* a claim is no attempt (mq-relay push) */
 	int	 leaf;		/* that leaf, or -1 */
 	char	**names;
 	size_t	 n, next;

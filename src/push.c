@@ -1,0 +1,501 @@
+/*
+ * push.c: local spool -> broker (mq-relay push).  Claims a batch like a
+ * worker, but its claims are no attempts (struct mq_claimer's
+ * uncounted) and it never buries for attempts; publishes each message
+ * persistent, mandatory, with message-id = the mq ID and its name's
+ * fields as x-mq-* headers; waits for the publisher confirms; then acks
+ * locally what was confirmed and releases the rest (nacked, returned as
+ * unroutable, or unsettled when the channel or connection went).
+ */
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+#include "broker.h"
+
+#define SLICE_MS	250	/* every wait checks the stop flag this often */
+#define CLAIM_MS	1000	/* idle, a claim at least this often */
+#define CONFIRM_MAX_MS	30000	/* the confirm timeout: min(lease/2, this) */
+#define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
+
+enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE };
+
+struct msg {
+	char	 receipt[MQ_RECEIPT_MAX];
+	char	 id[MQ_ID_LEN + 1];
+	uint64_t tag;		/* its delivery tag on the channel */
+	int	 state;
+	int	 returned;	/* basic.return: no queue took it */
+};
+
+struct push {
+	struct mq_broker *b;
+	struct mq_spool	 sp;
+	struct mq_conf	 conf;
+	struct mq_claimer cl;
+	struct mq_receipt rc;
+	struct mq_placer pl;
+	struct mq_keys	 keys;
+	struct msg	*m;
+	unsigned	 n, batch;
+	unsigned	 unsettled;
+	uint64_t	 next_tag;
+	char		*body;
+	size_t		 cap;
+	unsigned long long pushed;
+	int		 status;
+};
+
+static int
+collect(void *arg, const char *receipt, const char *id)
+{
+	struct push *p = arg;
+	struct msg *m = &p->m[p->n];
+
+	if (strlcpy(m->receipt, receipt, sizeof(m->receipt)) >=
+	    sizeof(m->receipt)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strlcpy(m->id, id, sizeof(m->id));
+	m->state = UNSENT;
+	m->returned = 0;
+	p->n++;
+	return 0;
+}
+
+/* Opens m's receipt in p->rc: 0, or -1 (said; the lease is gone). */
+static int
+open_receipt(struct push *p, struct msg *m)
+{
+	const char *why;
+	int st;
+
+	if ((st = mq_receipt_open(&p->sp, m->receipt, &p->rc, &why)) ==
+	    MQ_EX_OK)
+		return 0;
+	if (st == MQ_EX_SYS) {
+		warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+		p->status = MQ_EX_SYS;
+	} else
+		warnx("%s: %s", mq_receipt_shown(&p->sp, m->receipt), why);
+	return -1;
+}
+
+/* The claimed message's body into p->body; its length, or -1. */
+static ssize_t
+read_body(struct push *p)
+{
+	struct stat st;
+	size_t len = 0;
+	ssize_t r;
+	int fd;
+
+	if ((fd = mq_receipt_body(&p->rc)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1)
+		goto fail;
+	for (;;) {
+		if (len == p->cap || (size_t)st.st_size + 1 > p->cap) {
+			p->cap = p->cap * 2 > (size_t)st.st_size + 1 ?
+			    p->cap * 2 : (size_t)st.st_size + 1;
+			p->body = xreallocarray(p->body, p->cap, 1);
+		}
+		if ((r = read(fd, p->body + len, p->cap - len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	return (ssize_t)len;
+fail:
+	close(fd);
+	return -1;
+}
+
+static void
+header_int(amqp_table_entry_t *e, const char *key, int64_t v, int wide)
+{
+	e->key = amqp_cstring_bytes(key);
+	if (wide) {
+		e->value.kind = AMQP_FIELD_KIND_I64;
+		e->value.value.i64 = v;
+	} else {
+		e->value.kind = AMQP_FIELD_KIND_I32;
+		e->value.value.i32 = (int32_t)v;
+	}
+}
+
+static void
+header_str(amqp_table_entry_t *e, const char *key, const char *v)
+{
+	e->key = amqp_cstring_bytes(key);
+	e->value.kind = AMQP_FIELD_KIND_UTF8;
+	e->value.value.bytes = amqp_cstring_bytes(v);
+}
+
+/* Publishes m (its receipt open in p->rc): 0, or -1 with the socket. */
+static int
+publish(struct push *p, struct msg *m, const void *body, size_t len)
+{
+	const struct mq_name *nm = &p->rc.n;
+	amqp_basic_properties_t props;
+	amqp_table_entry_t h[6];
+	char key[MQ_KEY_MAX + 1];
+	uint64_t sent = nm->sent != 0 ? nm->sent : mq_id_ms(nm->id);
+	amqp_bytes_t b;
+	int k = 0, got, r;
+
+	if (nm->prio > 0)
+		header_int(&h[k++], "x-mq-priority", nm->prio, 0);
+	if (nm->group[0] != '\0')
+		header_str(&h[k++], "x-mq-group", nm->group);
+	if ((got = mq_key_get(&p->keys, nm, key)) == 1)
+		header_str(&h[k++], "x-mq-key", key);
+	else if (nm->keyhash[0] != '\0')
+		warnx("%s: its key cannot be read: sent without it",
+		    mq_receipt_shown(&p->sp, m->receipt));
+	header_int(&h[k++], "x-mq-attempts", nm->attempts, 0);
+	header_int(&h[k++], "x-mq-sent", (int64_t)sent, 1);
+	if (nm->ttl != 0)
+		header_int(&h[k++], "x-mq-ttl", (int64_t)nm->ttl, 1);
+	memset(&props, 0, sizeof(props));
+	props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG |
+	    AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
+	    AMQP_BASIC_HEADERS_FLAG;
+	props.delivery_mode = AMQP_DELIVERY_PERSISTENT;
+	props.message_id = amqp_cstring_bytes(nm->id);
+	props.timestamp = sent / 1000;
+	props.headers.num_entries = k;
+	props.headers.entries = h;
+	b.bytes = (void *)body;
+	b.len = len;
+	r = amqp_basic_publish(p->b->conn, p->b->ch, amqp_empty_bytes,
+	    amqp_cstring_bytes(p->b->queue), 1, 0, &props, b);
+	if (r != AMQP_STATUS_OK) {
+		mq_broker_drop(p->b, amqp_error_string2(r));
+		return -1;
+	}
+	m->tag = p->next_tag++;
+	m->state = UNSETTLED;
+	p->unsettled++;
+	return 0;
+}
+
+/* Settles the unsettled up to tag (multiple) or at tag: ok or not. */
+static void
+settle(struct push *p, uint64_t tag, int multiple, int ok)
+{
+	unsigned i;
+
+	for (i = 0; i < p->n; i++) {
+		struct msg *m = &p->m[i];
+
+		if (m->state != UNSETTLED || m->tag > tag ||
+		    (!multiple && m->tag != tag))
+			continue;
+		m->state = ok && !m->returned ? CONFIRMED : FAILED;
+		p->unsettled--;
+	}
+}
+
+/* basic.return: its content follows; the message it names failed. */
+static int
+returned(struct push *p)
+{
+	amqp_message_t msg;
+	amqp_rpc_reply_t r;
+	unsigned i;
+
+	r = amqp_read_message(p->b->conn, p->b->ch, &msg, 0);
+	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+		mq_broker_drop(p->b, mq_broker_error(r));
+		return -1;
+	}
+	if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+		for (i = 0; i < p->n; i++)
+			if (strlen(p->m[i].id) == msg.properties.message_id.len &&
+			    memcmp(p->m[i].id, msg.properties.message_id.bytes,
+			    msg.properties.message_id.len) == 0)
+				p->m[i].returned = 1;
+	amqp_destroy_message(&msg);
+	return 0;
+}
+
+/*
+ * Reads the broker's frames until every publish is settled, or the
+ * channel or connection is gone, or the confirm timeout is past.
+ * Returns 1 when something failed on the broker's side (a new channel
+ * before the next batch), else 0.
+ */
+static int
+confirms(struct push *p)
+{
+	struct mq_broker *b = p->b;
+	uint64_t last = mq_now_ms(), timeout;
+	amqp_frame_t f;
+	const char *why;
+	char buf[64];
+	int r, failed = 0;
+
+	timeout = p->conf.lease_ms / 2 < CONFIRM_MAX_MS ?
+	    p->conf.lease_ms / 2 : CONFIRM_MAX_MS;
+	while (p->unsettled > 0 && b->conn != NULL) {
+		if (mq_now_ms() - last >= timeout) {
+			snprintf(buf, sizeof(buf), "no confirm in %llu ms",
+			    (unsigned long long)timeout);
+			mq_broker_drop(b, buf);
+			break;
+		}
+		if ((r = mq_broker_frame(b, &f, SLICE_MS, &why)) == 0)
+			continue;
+		if (r == -1) {
+			mq_broker_drop(b, why);
+			break;
+		}
+		if (f.frame_type != AMQP_FRAME_METHOD || f.channel != b->ch)
+			continue;
+		switch (f.payload.method.id) {
+		case AMQP_BASIC_ACK_METHOD: {
+			amqp_basic_ack_t *a = f.payload.method.decoded;
+
+			settle(p, a->delivery_tag, a->multiple, 1);
+			break;
+		}
+		case AMQP_BASIC_NACK_METHOD: {
+			amqp_basic_nack_t *a = f.payload.method.decoded;
+
+			settle(p, a->delivery_tag, a->multiple, 0);
+			failed = 1;
+			break;
+		}
+		case AMQP_BASIC_RETURN_METHOD:
+			failed = 1;
+			if (returned(p) == -1)
+				goto out;
+			break;
+		case AMQP_CHANNEL_CLOSE_METHOD: {
+			amqp_channel_close_t *c = f.payload.method.decoded;
+
+			warnx("%s: channel closed: %.*s", mq_broker_where(b),
+			    (int)c->reply_text.len,
+			    (const char *)c->reply_text.bytes);
+			mq_broker_channel_closed(b);
+			failed = 1;
+			goto out;
+		}
+		}
+	}
+out:
+	settle(p, UINT64_MAX, 1, 0);
+	if (b->conn != NULL)
+		amqp_maybe_release_buffers(b->conn);
+	return failed;
+}
+
+/* Publishes the batch claimed, waits for its confirms, settles locally. */
+static void
+push_batch(struct push *p)
+{
+	unsigned i, confirmed = 0, released = 0;
+	ssize_t len;
+	int failed = 0, st;
+
+	p->unsettled = 0;
+	for (i = 0; i < p->n; i++) {
+		struct msg *m = &p->m[i];
+
+		if (p->b->conn == NULL || p->b->ch == 0) {
+			m->state = FAILED;
+			continue;
+		}
+		if (open_receipt(p, m) == -1) {
+			m->state = GONE;
+			continue;
+		}
+		if ((len = read_body(p)) == -1) {
+			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+			m->state = FAILED;
+			continue;
+		}
+		if (publish(p, m, p->body, (size_t)len) == -1)
+			m->state = FAILED;
+	}
+	if (p->unsettled > 0)
+		failed = confirms(p);
+	for (i = 0; i < p->n; i++) {
+		struct msg *m = &p->m[i];
+
+		if (m->state == GONE || open_receipt(p, m) == -1) {
+			if (m->state == CONFIRMED)
+				confirmed++;
+			continue;
+		}
+		if (m->state == CONFIRMED) {
+			confirmed++;
+			if ((st = mq_receipt_ack(&p->rc)) == MQ_EX_LOST)
+				warnx("%s: lease lost",
+				    mq_receipt_shown(&p->sp, m->receipt));
+			else if (st != MQ_EX_OK) {
+				warn("%s", mq_receipt_shown(&p->sp,
+				    m->receipt));
+				p->status = MQ_EX_SYS;
+			}
+			continue;
+		}
+		failed = 1;
+		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
+		    MQ_EX_OK)
+			released++;
+		else if (st == MQ_EX_LOST)
+			warnx("%s: lease lost", mq_receipt_shown(&p->sp,
+			    m->receipt));
+		else {
+			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+			p->status = MQ_EX_SYS;
+		}
+	}
+	if (released > 0 && mq_placer_flush(&p->pl) == -1) {
+		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
+		p->status = MQ_EX_SYS;
+	}
+	mq_receipt_close(&p->rc);
+	if (p->b->verbose)
+		warnx("pushed %u (confirmed %u, released %u)", p->n,
+		    confirmed, released);
+	p->pushed += confirmed;
+	if (confirmed > 0)
+		mq_broker_moved(p->b);
+	/* Nacks or returns: the channel may be bad, as 3.10 showed. */
+	if (failed && p->b->conn != NULL)
+		(void)mq_broker_new_channel(p->b);
+	p->n = 0;
+}
+
+/*
+ * Idle: waits for the spool's doorbell up to CLAIM_MS (or wake), in
+ * slices that watch the stop flag.
+ */
+static void
+idle(struct push *p, struct mq_waiter *w, uint64_t wake)
+{
+	uint64_t now = mq_now_ms(), until = now + CLAIM_MS;
+	int r;
+
+	if (wake < until)
+		until = wake;
+	while (!*p->b->stop && (now = mq_now_ms()) < until) {
+		r = mq_wait(w, until - now < SLICE_MS ? (int64_t)(until - now) :
+		    SLICE_MS);
+		if (r == -1)
+			err(MQ_EX_SYS, "%s/%s", p->sp.path, MQ_DIR_NEW);
+		if (r == 1) {
+			mq_conf_xread(&p->sp, &p->conf);
+			break;
+		}
+	}
+}
+
+static void
+default_queue(struct push *p)
+{
+	const char *q;
+
+	if (p->b->queue != NULL)
+		return;
+	if (mq_spool_real(&p->sp) == -1)
+		err(MQ_EX_SYS, "%s", p->sp.path);
+	q = strrchr(p->sp.real, '/');
+	q = q != NULL && q[1] != '\0' ? q + 1 : p->sp.real;
+	if (strlen(q) > 255)
+		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
+		    "use -q", q);
+	p->b->queue = q;
+}
+
+int
+mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
+{
+	struct push p;
+	struct mq_waiter w;
+	uint64_t wake;
+	int got;
+
+	memset(&p, 0, sizeof(p));
+	p.b = b;
+	p.batch = batch;
+	mq_spool_xopen(&p.sp, dir, 0);
+	mq_conf_xread(&p.sp, &p.conf);
+	default_queue(&p);
+	p.m = xreallocarray(NULL, batch, sizeof(*p.m));
+	mq_claimer_init(&p.cl, 1);
+	p.cl.uncounted = 1;
+	p.cl.ttl_ms = p.conf.ttl_ms;
+	p.cl.ring = p.conf.max_depth > 0;
+	mq_receipt_init(&p.rc);
+	mq_placer_init(&p.pl, &p.sp, 0);
+	p.pl.spares = 1;
+	mq_keys_init(&p.keys, &p.sp);
+	/* Connected before the first claim: no broker, nothing claimed. */
+	if (mq_broker_connect(b, once, 0) == -1)
+		return *b->stop ? MQ_EX_OK : MQ_EX_SYS;
+	if (mq_wait_open(&w, &p.sp) == -1)
+		err(MQ_EX_SYS, "%s/%s", p.sp.path, MQ_DIR_NEW);
+	while (!*b->stop) {
+		if (b->conn == NULL && mq_broker_connect(b, 0,
+		    once ? GIVE_UP_MS : 0) == -1) {
+			if (!*b->stop) {
+				warnx("no node answered for %d s",
+				    GIVE_UP_MS / 1000);
+				p.status = MQ_EX_SYS;
+			}
+			break;
+		}
+		if (b->ch == 0 && mq_broker_new_channel(b) == -1)
+			continue;
+		if (!b->confirming) {
+			if (mq_broker_confirms(b) == -1)
+				continue;
+			p.next_tag = 1;
+		}
+		p.cl.ttl_ms = p.conf.ttl_ms;
+		wake = UINT64_MAX;
+		got = p.conf.paused ? 0 : mq_claim(&p.sp, &p.cl, (int)batch,
+		    p.conf.lease_ms, UINT_MAX, collect, &p, &wake);
+		if (got == -1) {
+			warn("%s", p.sp.path);
+			p.status = MQ_EX_SYS;
+		}
+		if (p.n > 0)
+			push_batch(&p);
+		if (got == -1 || p.status == MQ_EX_SYS)
+			break;
+		if (got > 0)
+			continue;
+		if (once)
+			break;
+		idle(&p, &w, wake);
+	}
+	mq_wait_close(&w);
+	mq_keys_close(&p.keys);
+	mq_placer_close(&p.pl);
+	mq_claimer_close(&p.cl);
+	free(p.m);
+	free(p.body);
+	mq_spool_close(&p.sp);
+	if (p.status != MQ_EX_OK)
+		return p.status;
+	return p.pushed > 0 || !once ? MQ_EX_OK : MQ_EX_NONE;
+}
