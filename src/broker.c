@@ -461,6 +461,21 @@ mq_broker_new_channel(struct mq_broker *b)
 	return 0;
 }
 
+int
+mq_broker_declare(struct mq_broker *b)
+{
+	const char *why;
+
+	if (b->conn == NULL)
+		return -1;
+	if ((b->ch == 0 && open_channel(b, &why) == -1) ||
+	    declare(b, &why) == -1) {
+		mq_broker_drop(b, why);
+		return -1;
+	}
+	return 0;
+}
+
 void
 mq_broker_drop(struct mq_broker *b, const char *why)
 {

@@ -61,6 +61,11 @@ int	 mq_broker_init(struct mq_broker *, int, char **, const char *queue,
 int	 mq_broker_connect(struct mq_broker *, int once, uint64_t give_up_ms);
 /* Closes the channel and opens the next one on the same connection. */
 int	 mq_broker_new_channel(struct mq_broker *);
+/*
+ * The queue declared again (passive, else durable quorum) on the open
+ * channel, which a missing queue replaces: 0, or -1 (connection dropped).
+ */
+int	 mq_broker_declare(struct mq_broker *);
 /* Drops the connection (after an error: no polite close when dead). */
 void	 mq_broker_drop(struct mq_broker *, const char *why);
 void	 mq_broker_close(struct mq_broker *);

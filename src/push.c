@@ -12,6 +12,7 @@
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,21 @@ struct push {
 	char		*body;
 	size_t		 cap;
 	unsigned long long pushed;
+	uint64_t	 failing;	/* since when batches fail; 0: they don't */
 	int		 status;
 };
+
+/* Sleeps ms in slices, checking the stop flag. */
+static int
+pause_ms(struct mq_broker *b, uint64_t ms)
+{
+	uint64_t end = mq_now_ms() + ms, now;
+
+	while (!*b->stop && (now = mq_now_ms()) < end)
+		poll(NULL, 0, end - now < SLICE_MS ? (int)(end - now) :
+		    SLICE_MS);
+	return *b->stop ? -1 : 0;
+}
 
 static int
 collect(void *arg, const char *receipt, const char *id)
@@ -378,10 +392,21 @@ push_batch(struct push *p)
 	p->pushed += confirmed;
 	if (confirmed > 0)
 		mq_broker_moved(p->b);
-	/* Nacks or returns: the channel may be bad, as 3.10 showed. */
-	if (failed && p->b->conn != NULL)
-		(void)mq_broker_new_channel(p->b);
 	p->n = 0;
+	if (confirmed > 0)
+		p->failing = 0;
+	else if (failed && p->failing == 0)
+		p->failing = mq_now_ms();
+	if (!failed)
+		return;
+	/*
+	 * Nacks or returns: the channel may be bad, as 3.10 showed, or the
+	 * queue gone (a return: declared again); a pause before the next
+	 * try, as the messages released are visible at once.
+	 */
+	if (p->b->conn != NULL && mq_broker_new_channel(p->b) == 0)
+		(void)mq_broker_declare(p->b);
+	(void)pause_ms(p->b, SLICE_MS);
 }
 
 /*
@@ -482,6 +507,13 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 			push_batch(&p);
 		if (got == -1 || p.status == MQ_EX_SYS)
 			break;
+		if (once && p.failing != 0 &&
+		    mq_now_ms() - p.failing >= GIVE_UP_MS) {
+			warnx("%s: nothing confirmed for %d s",
+			    mq_broker_where(b), GIVE_UP_MS / 1000);
+			p.status = MQ_EX_SYS;
+			break;
+		}
 		if (got > 0)
 			continue;
 		if (once)
