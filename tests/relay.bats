@@ -1,0 +1,289 @@
+load helper
+load relay
+
+# mq-relay push against one private node (tests/relay.bash); tests/amqp-get
+# reads a message back (or declares a queue of its own).
+
+setup_file() {
+	relay_node
+}
+
+teardown_file() {
+	relay_teardown
+}
+
+AMQP_GET="$BATS_TEST_DIRNAME/amqp-get"
+
+# relay ARGS: mq-relay, bounded.
+relay() {
+	timeout -k 5 60 mq-relay "$@"
+}
+
+# stat_of FIELD: that count of mq-stat --json for $MQ_DIR.
+stat_of() {
+	mq-stat --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
+}
+
+# has_count QUEUE N: within 30 s the broker counts N messages in QUEUE
+# (its counts lag a few seconds behind).
+has_count() {
+	local i n
+	for i in $(seq 60); do
+		n=$(queue_count "$RELAY_DIR1" "$1")
+		[ "$n" = "$2" ] && return 0
+		sleep 0.5
+	done
+	echo "queue $1: ${n:-none}, not $2" >&2
+	return 1
+}
+
+# until_in FILE TEXT: within 30 s FILE holds TEXT.
+until_in() {
+	local i
+	for i in $(seq 300); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "$1: no \"$2\" in: $(cat "$1")" >&2
+	return 1
+}
+
+# stop_relay PID: SIGTERM and its exit status in $st (at most 30 s).
+stop_relay() {
+	kill -TERM "$1"
+	st=0
+	timeout 30 tail --pid="$1" -f /dev/null || true
+	wait "$1" || st=$?
+}
+
+# An empty spool at $MQ_DIR (push opens one; it makes none).
+make_spool() {
+	mq-send </dev/null >/dev/null
+	mq-ack "$(mq-recv)"
+}
+
+# A port with nothing listening: one the helper found free, a listener's
+# next but one is as good as any.
+dead_port() {
+	sh "$BATS_TEST_DIRNAME/rabbit" ports 1
+}
+
+@test "relay push: moves N messages to the queue (the spool's name) and acks them locally" {
+	export MQ_DIR="$BATS_TEST_TMPDIR/moved"
+	seq 1 50 | mq-send -l >/dev/null
+	run relay push -1 "$RELAY_URI"
+	assert_success
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+	has_count moved 50
+}
+
+@test "relay push: declares a missing queue quorum, uses an existing classic one as it is" {
+	echo one | mq-send >/dev/null
+	run relay push -1 -q fresh "$RELAY_URI"
+	assert_success
+	run rabbit ctl "$RELAY_DIR1" -q list_queues --no-table-headers name type
+	assert_line --regexp '^fresh[[:space:]]+quorum$'
+	run "$AMQP_GET" "$RELAY_PORT1" old classic
+	assert_success
+	echo two | mq-send >/dev/null
+	run relay push -1 -q old "$RELAY_URI"
+	assert_success
+	run rabbit ctl "$RELAY_DIR1" -q list_queues --no-table-headers name type
+	assert_line --regexp '^old[[:space:]]+classic$'
+	has_count old 1
+}
+
+@test "relay push: message-id, delivery mode and the x-mq-* headers travel" {
+	id=$(echo body1 | mq-send -p 3 -g grp.1 -k "the key" --ttl 3600)
+	run relay push -1 -q hdr "$RELAY_URI"
+	assert_success
+	run "$AMQP_GET" "$RELAY_PORT1" hdr
+	assert_success
+	assert_line "message-id=$id"
+	assert_line "delivery-mode=2"
+	assert_line "x-mq-priority=i32:3"
+	assert_line "x-mq-group=str:grp.1"
+	assert_line "x-mq-key=str:the key"
+	assert_line "x-mq-attempts=i32:0"
+	assert_line "x-mq-ttl=i64:3600000"
+	assert_line --regexp '^x-mq-sent=i64:[0-9]{13}$'
+	assert_line "body=body1"
+	# A plain message has none of those that do not apply.
+	id=$(echo body2 | mq-send)
+	run relay push -1 -q hdr "$RELAY_URI"
+	assert_success
+	run "$AMQP_GET" "$RELAY_PORT1" hdr
+	assert_success
+	assert_line "message-id=$id"
+	refute_line --partial x-mq-priority
+	refute_line --partial x-mq-group
+	refute_line --partial x-mq-key
+	refute_line --partial x-mq-ttl
+	assert_line "x-mq-attempts=i32:0"
+}
+
+@test "relay push: keeps attempts (released once: 1, fresh: 0) and never buries for them" {
+	mq-conf max-attempts=1 >/dev/null
+	a=$(echo again | mq-send)
+	r=$(mq-recv)
+	mq-ack -r 0 "$r"
+	run mq-ls
+	assert_output --regexp "^$a	ready	1	"
+	run relay push -1 -q att "$RELAY_URI"
+	assert_success
+	assert_equal "$(stat_of dead)" 0
+	assert_equal "$(stat_of ready)" 0
+	run "$AMQP_GET" "$RELAY_PORT1" att
+	assert_success
+	assert_line "message-id=$a"
+	assert_line "x-mq-attempts=i32:1"
+	b=$(echo fresh | mq-send)
+	run relay push -1 -q att "$RELAY_URI"
+	assert_success
+	run "$AMQP_GET" "$RELAY_PORT1" att
+	assert_line "message-id=$b"
+	assert_line "x-mq-attempts=i32:0"
+}
+
+@test "relay push: a nacked message is released locally: not lost, not dead, attempts kept" {
+	run "$AMQP_GET" "$RELAY_PORT1" full reject
+	assert_success
+	id=$(echo nacked | mq-send)
+	mq-relay push -v -q full "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "released 1" || { kill "$pid"; false; }
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	run mq-ls
+	assert_output --regexp "^$id	ready	0	"
+	assert_equal "$(stat_of dead)" 0
+}
+
+@test "relay push: an unroutable message (queue deleted behind its back) is released, then pushed" {
+	make_spool
+	mq-relay push -v -q gone "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "connected to" || { kill "$pid"; false; }
+	run rabbit ctl "$RELAY_DIR1" -q delete_queue gone
+	assert_success
+	id=$(echo unroutable | mq-send)
+	until_in "$BATS_TEST_TMPDIR/err" "released 1" || { kill "$pid"; false; }
+	# Then declared again and pushed: nothing lost, nothing dead.
+	until_in "$BATS_TEST_TMPDIR/err" "confirmed 1" || { kill "$pid"; false; }
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(stat_of dead)" 0
+	assert_equal "$(stat_of ready)" 0
+	run "$AMQP_GET" "$RELAY_PORT1" gone
+	assert_success
+	assert_line "message-id=$id"
+	assert_line "x-mq-attempts=i32:0"
+}
+
+@test "relay push -1: exits 1 with nothing to push, 0 with something" {
+	mq-send </dev/null >/dev/null
+	mq-recv >/dev/null
+	run relay push -1 -q once "$RELAY_URI"
+	assert_failure 1
+	assert_output ""
+	mq-send </dev/null >/dev/null
+	run relay push -1 -q once "$RELAY_URI"
+	assert_success
+}
+
+@test "relay push -1: no broker exits 4 naming host:port, having claimed nothing" {
+	port=$(dead_port)
+	id=$(echo kept | mq-send)
+	run relay push -1 -q none "amqp://guest:guest@127.0.0.1:$port"
+	assert_failure 4
+	assert_output --partial "127.0.0.1:$port"
+	run mq-ls
+	assert_output --regexp "^$id	ready	0	"
+	assert_equal "$(stat_of in_flight)" 0
+}
+
+@test "relay push -1: a refused login exits 4 naming host:port, the password nowhere" {
+	echo kept | mq-send >/dev/null
+	for v in "" -v; do
+		run relay push -1 $v -q login "amqp://guest:Wr0ngPassw0rd@127.0.0.1:$RELAY_PORT1"
+		assert_failure 4
+		assert_output --partial "127.0.0.1:$RELAY_PORT1"
+		refute_output --partial Wr0ngPassw0rd
+		MQ_RELAY_URI="amqp://guest:Wr0ngPassw0rd@127.0.0.1:$RELAY_PORT1" \
+		    run relay push -1 $v -q login
+		assert_failure 4
+		refute_output --partial Wr0ngPassw0rd
+	done
+	assert_equal "$(stat_of ready)" 1
+}
+
+@test "relay push: MQ_RELAY_URI of two nodes, the first dead: pushes through the second" {
+	port=$(dead_port)
+	seq 1 5 | mq-send -l >/dev/null
+	MQ_RELAY_URI="amqp://guest:guest@127.0.0.1:$port $RELAY_URI" \
+	    run relay push -1 -v -q second
+	assert_success
+	assert_output --partial "connected to 127.0.0.1:$RELAY_PORT1"
+	assert_equal "$(stat_of ready)" 0
+	has_count second 5
+}
+
+@test "relay push: the password given in argv is not in /proc/PID/cmdline while it runs" {
+	rabbit ctl "$RELAY_DIR1" -q add_user relayer S3cretPassw0rd >/dev/null 2>&1 || true
+	rabbit ctl "$RELAY_DIR1" -q set_permissions relayer '.*' '.*' '.*'
+	make_spool
+	mq-relay push -v -q argv "amqp://relayer:S3cretPassw0rd@127.0.0.1:$RELAY_PORT1" \
+	    2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "connected to" || { kill "$pid"; false; }
+	run tr '\0' ' ' <"/proc/$pid/cmdline"
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_output --partial "amqp://relayer:"
+	refute_output --partial S3cretPassw0rd
+	run grep -c S3cretPassw0rd "$BATS_TEST_TMPDIR/err"
+	assert_output 0
+}
+
+@test "relay push: SIGTERM mid-run exits 0, nothing left claimed, nothing lost" {
+	seq 1 3000 | mq-send -l >/dev/null
+	mq-relay push -v -n 10 -q term "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "confirmed 10" || { kill "$pid"; false; }
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+	ready=$(stat_of ready)
+	has_count term $((3000 - ready))
+}
+
+@test "relay: usage errors exit 2 (a bad URI without its password, direction, -n)" {
+	run relay push -1 "amqp://guest:Hidd3nPw@127.0.0.1:notaport"
+	assert_failure 2
+	assert_output --partial "amqp://guest@127.0.0.1:notaport"
+	refute_output --partial Hidd3nPw
+	run relay push -1 "no uri at all"
+	assert_failure 2
+	assert_output --partial "URI 1"
+	run relay sideways -1
+	assert_failure 2
+	assert_output --partial sideways
+	run relay -1
+	assert_failure 2
+	run relay
+	assert_failure 2
+	run relay push -n 0
+	assert_failure 2
+	run relay push -n 1025
+	assert_failure 2
+	run relay pull -n 65536
+	assert_failure 2
+	run relay push -q ""
+	assert_failure 2
+	run relay -h
+	assert_success
+	assert_output --partial "usage: mq-relay push"
+}
