@@ -529,5 +529,5 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_spool_close(&p.sp);
 	if (p.status != MQ_EX_OK)
 		return p.status;
-	return p.pushed > 0 || !once ? MQ_EX_OK : MQ_EX_NONE;
+	return p.pushed > 0 || !once || *b->stop ? MQ_EX_OK : MQ_EX_NONE;
 }

@@ -5,7 +5,8 @@ load relay
 # reads a message back (or declares a queue of its own).
 
 setup_file() {
-	relay_node
+	relay_certs "$BATS_FILE_TMPDIR/certs"
+	RELAY_TLS="$BATS_FILE_TMPDIR/certs" relay_node
 }
 
 teardown_file() {
@@ -27,8 +28,8 @@ stat_of() {
 # has_count QUEUE N: within 30 s the broker counts N messages in QUEUE
 # (its counts lag a few seconds behind).
 has_count() {
-	local i n
-	for i in $(seq 60); do
+	local n
+	for _ in $(seq 60); do
 		n=$(queue_count "$RELAY_DIR1" "$1")
 		[ "$n" = "$2" ] && return 0
 		sleep 0.5
@@ -39,8 +40,8 @@ has_count() {
 
 # until_in FILE TEXT: within 30 s FILE holds TEXT.
 until_in() {
-	local i
-	for i in $(seq 300); do
+	local _
+	for _ in $(seq 300); do
 		grep -q -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -258,6 +259,22 @@ dead_port() {
 	assert_equal "$(stat_of dead)" 0
 	ready=$(stat_of ready)
 	has_count term $((3000 - ready))
+}
+
+@test "relay push: amqps:// verifies the broker's certificate (MQ_RELAY_CACERT)" {
+	seq 1 3 | mq-send -l >/dev/null
+	tls="amqps://guest:guest@localhost:$((RELAY_PORT1 + 1))"
+	# Signed by a CA it was not given: refused, named, nothing claimed.
+	MQ_RELAY_CACERT=/etc/ssl/certs/ca-certificates.crt run relay push -1 -q tls "$tls"
+	assert_failure 4
+	assert_output --partial "localhost:$((RELAY_PORT1 + 1)): "
+	assert_equal "$(stat_of ready)" 3
+	MQ_RELAY_CACERT="$BATS_FILE_TMPDIR/certs/cacert.pem" \
+	    run relay push -1 -v -q tls "$tls"
+	assert_success
+	assert_output --partial "connected to localhost:$((RELAY_PORT1 + 1))"
+	assert_equal "$(stat_of ready)" 0
+	has_count tls 3
 }
 
 @test "relay: usage errors exit 2 (a bad URI without its password, direction, -n)" {
