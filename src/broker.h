@@ -75,7 +75,11 @@ const char *mq_broker_where(const struct mq_broker *);
  * server's close reason (e.g. "ACCESS_REFUSED - Login was refused").
  */
 const char *mq_broker_error(amqp_rpc_reply_t);
-/* Passive declare on a fresh channel: the queue's ready messages. */
+/*
+ * Passive declare on a channel of its own, closed after: the queue's
+ * ready messages; b->ch is left as it is.  -1: the queue is missing
+ * (said; the connection stays) or the connection was dropped (conn NULL).
+ */
 int	 mq_broker_count(struct mq_broker *, uint32_t *);
 /* Resets the backoff: the connection did move messages. */
 void	 mq_broker_moved(struct mq_broker *);

@@ -90,6 +90,8 @@ main(int argc, char *argv[])
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
+	if (way == NULL && optind < argc)
+		way = argv[optind++];
 	if (way == NULL) {
 		warnx("push or pull?");
 		mq_usage(USAGE);

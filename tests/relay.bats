@@ -190,7 +190,8 @@ dead_port() {
 	assert_failure 1
 	assert_output ""
 	mq-send </dev/null >/dev/null
-	run relay push -1 -q once "$RELAY_URI"
+	# The options may come before the direction too.
+	run relay -1 push -q once "$RELAY_URI"
 	assert_success
 }
 
@@ -286,6 +287,9 @@ dead_port() {
 	assert_failure 2
 	assert_output --partial "URI 1"
 	run relay sideways -1
+	assert_failure 2
+	assert_output --partial sideways
+	run relay -1 sideways
 	assert_failure 2
 	assert_output --partial sideways
 	run relay -1
