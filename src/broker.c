@@ -75,7 +75,7 @@ scrub(char *s)
 }
 
 static int
-add(struct mq_broker *b, char *s, int inargv)
+add(struct mq_broker *b, char *s, int i, int inargv)
 {
 	struct mq_node *nd;
 	char show[512];
@@ -89,7 +89,7 @@ add(struct mq_broker *b, char *s, int inargv)
 	amqp_default_connection_info(&nd->info);
 	if (amqp_parse_url(nd->uri, &nd->info) != AMQP_STATUS_OK ||
 	    nd->info.host[0] == '\0') {
-		shown(show, sizeof(show), s, b->n);
+		shown(show, sizeof(show), s, i);
 		if (inargv)
 			scrub(s);
 		warnx("%s: invalid AMQP URI", show);
@@ -122,21 +122,21 @@ mq_broker_init(struct mq_broker *b, int argc, char **argv, const char *queue,
 	b->backoff_ms = BACKOFF_MIN_MS;
 	/* Every argv password is overwritten, whatever the others are. */
 	for (i = 0; i < argc; i++)
-		if (add(b, argv[i], 1) == -1)
+		if (add(b, argv[i], i, 1) == -1)
 			bad = 1;
 	if (bad)
 		return -1;
 	if (argc == 0 && (env = getenv("MQ_RELAY_URI")) != NULL) {
 		env = xstrdup(env);
-		for (s = strtok_r(env, " \t\n", &last); s != NULL;
-		    s = strtok_r(NULL, " \t\n", &last))
-			if (add(b, s, 0) == -1) {
+		for (s = strtok_r(env, " \t\n", &last), i = 0; s != NULL;
+		    s = strtok_r(NULL, " \t\n", &last), i++)
+			if (add(b, s, i, 0) == -1) {
 				free(env);
 				return -1;
 			}
 		free(env);
 	}
-	if (b->n == 0 && add(b, dflt, 0) == -1)
+	if (b->n == 0 && add(b, dflt, 0, 0) == -1)
 		return -1;
 	if ((cert == NULL || *cert == '\0') != (key == NULL || *key == '\0')) {
 		warnx("MQ_RELAY_CERT and MQ_RELAY_KEY go together");

@@ -49,72 +49,84 @@ on_signal(int sig)
 	stop = 1;
 }
 
-int
-main(int argc, char *argv[])
+/* What the command line asks for. */
+struct relay_opts {
+	const char	*dir, *queue, *n, *way;
+	int		 once, verbose;
+};
+
+/* Parses options from optind on, up to the first operand. */
+static void
+options(int argc, char *argv[], struct relay_opts *o)
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
-	struct mq_broker b;
-	struct sigaction sa;
-	const char *dir = NULL, *queue = NULL, *nopt = NULL, *way = NULL;
-	int ch, once = 0, verbose = 0, pull, n, status;
+	int ch;
 
-	/* The direction comes first: the options follow it. */
-	if (argc > 1 && argv[1][0] != '-') {
-		way = argv[1];
-		argv[1] = argv[0];
-		argc--;
-		argv++;
-	}
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case '1':
-			once = 1;
+			o->once = 1;
 			break;
 		case 'v':
-			verbose = 1;
+			o->verbose = 1;
 			break;
 		case 'd':
-			dir = optarg;
+			o->dir = optarg;
 			break;
 		case 'n':
-			nopt = optarg;
+			o->n = optarg;
 			break;
 		case 'q':
-			queue = optarg;
+			o->queue = optarg;
 			break;
 		default:
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
-	if (way == NULL && optind < argc)
-		way = argv[optind++];
-	if (way == NULL) {
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct relay_opts o;
+	struct mq_broker b;
+	struct sigaction sa;
+	int pull, n, status;
+
+	memset(&o, 0, sizeof(o));
+	/* The direction, then options; or options, the direction, options. */
+	options(argc, argv, &o);
+	if (optind < argc) {
+		o.way = argv[optind++];
+		options(argc, argv, &o);
+	}
+	if (o.way == NULL) {
 		warnx("push or pull?");
 		mq_usage(USAGE);
 	}
-	if (strcmp(way, "push") != 0 && strcmp(way, "pull") != 0) {
-		warnx("%s: unknown direction (push or pull)", way);
+	if (strcmp(o.way, "push") != 0 && strcmp(o.way, "pull") != 0) {
+		warnx("%s: unknown direction (push or pull)", o.way);
 		mq_usage(USAGE);
 	}
-	pull = way[1] == 'u' && way[2] == 'l';
-	n = nopt == NULL ? (pull ? PULL_MAX : PUSH_BATCH) :
-	    xnumber("-n", nopt, 1, pull ? 65535 : 1024);
-	if (queue != NULL && (*queue == '\0' || strlen(queue) > 255))
+	pull = strcmp(o.way, "pull") == 0;
+	n = o.n == NULL ? (pull ? PULL_MAX : PUSH_BATCH) :
+	    xnumber("-n", o.n, 1, pull ? 65535 : 1024);
+	if (o.queue != NULL && (*o.queue == '\0' || strlen(o.queue) > 255))
 		errx(MQ_EX_USAGE, "-q: a queue name is 1 to 255 bytes");
-	if (mq_broker_init(&b, argc - optind, argv + optind, queue,
-	    pull ? 30 : 0, verbose, &stop) == -1)
+	if (mq_broker_init(&b, argc - optind, argv + optind, o.queue,
+	    pull ? 30 : 0, o.verbose, &stop) == -1)
 		mq_usage(USAGE);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	status = pull ? mq_pull(&b, dir, (unsigned)n, once) :
-	    mq_push(&b, dir, (unsigned)n, once);
+	status = pull ? mq_pull(&b, o.dir, (unsigned)n, o.once) :
+	    mq_push(&b, o.dir, (unsigned)n, o.once);
 	mq_broker_close(&b);
 	return status;
 }
