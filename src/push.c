@@ -464,7 +464,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_spool_xopen(&p.sp, dir, 0);
 	mq_conf_xread(&p.sp, &p.conf);
 	default_queue(&p);
-	p.m = xreallocarray(NULL, batch, sizeof(*p.m));
 	mq_claimer_init(&p.cl, 1);
 	p.cl.uncounted = 1;
 	p.cl.ttl_ms = p.conf.ttl_ms;
@@ -474,8 +473,11 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	p.pl.spares = 1;
 	mq_keys_init(&p.keys, &p.sp);
 	/* Connected before the first claim: no broker, nothing claimed. */
-	if (mq_broker_connect(b, once, 0) == -1)
+	if (mq_broker_connect(b, once, 0) == -1) {
+		mq_spool_close(&p.sp);
 		return *b->stop ? MQ_EX_OK : MQ_EX_SYS;
+	}
+	p.m = xreallocarray(NULL, batch, sizeof(*p.m));
 	if (mq_wait_open(&w, &p.sp) == -1)
 		err(MQ_EX_SYS, "%s/%s", p.sp.path, MQ_DIR_NEW);
 	while (!*b->stop) {

@@ -45,14 +45,18 @@ main(int argc, char *argv[])
 		}
 		amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[2]), 0, 1, 0,
 		    0, args);
-		return amqp_get_rpc_reply(c).reply_type ==
-		    AMQP_RESPONSE_NORMAL ? 0 : 2;
+		i = amqp_get_rpc_reply(c).reply_type == AMQP_RESPONSE_NORMAL;
+		amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+		amqp_destroy_connection(c);
+		return i ? 0 : 2;
 	}
 	r = amqp_basic_get(c, 1, amqp_cstring_bytes(argv[2]), 1);
 	if (r.reply_type != AMQP_RESPONSE_NORMAL)
 		return 2;
-	if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+	if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) {
+		amqp_destroy_connection(c);
 		return 1;
+	}
 	if (amqp_read_message(c, 1, &m, 0).reply_type != AMQP_RESPONSE_NORMAL)
 		return 2;
 	if (m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
