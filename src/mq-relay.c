@@ -125,6 +125,8 @@ main(int argc, char *argv[])
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* A socket that went away is an error of its call, not a death. */
+	signal(SIGPIPE, SIG_IGN);
 	status = pull ? mq_pull(&b, o.dir, (unsigned)n, o.once) :
 	    mq_push(&b, o.dir, (unsigned)n, o.once);
 	mq_broker_close(&b);

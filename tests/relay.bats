@@ -278,6 +278,38 @@ dead_port() {
 	has_count tls 3
 }
 
+@test "relay push: its connection closed by the broker mid-push: reconnects, carries on, nothing lost" {
+	seq 1 20000 | mq-send -l >/dev/null
+	mq-relay push -v -n 1 -q lost "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "confirmed 1" || { kill "$pid"; false; }
+	rabbit ctl "$RELAY_DIR1" -q close_all_connections "a test" >/dev/null
+	until_in "$BATS_TEST_TMPDIR/err" "connection lost" || { kill "$pid"; false; }
+	for _ in $(seq 300); do
+		[ "$(grep -c "connected to" "$BATS_TEST_TMPDIR/err")" -ge 2 ] &&
+		    [ "$(sed -n '/connection lost/,$p' "$BATS_TEST_TMPDIR/err" |
+		    grep -c 'confirmed 1,')" -ge 1 ] && break
+		sleep 0.1
+	done
+	stop_relay "$pid"
+	grep -v 'confirmed 1,' "$BATS_TEST_TMPDIR/err"
+	assert_equal "$st" 0
+	run grep -c "connected to 127.0.0.1:$RELAY_PORT1" "$BATS_TEST_TMPDIR/err"
+	assert_output 2
+	run sed -n '/connection lost/,$p' "$BATS_TEST_TMPDIR/err"
+	assert_output --partial "confirmed 1,"
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+	# Nothing lost: what is not here is in the queue (some maybe twice).
+	ready=$(stat_of ready)
+	for _ in $(seq 60); do
+		n=$(queue_count "$RELAY_DIR1" lost)
+		[ $((${n:-0} + ready)) -ge 20000 ] && break
+		sleep 0.5
+	done
+	[ $((${n:-0} + ready)) -ge 20000 ] || fail "lost: $ready here, ${n:-none} there"
+}
+
 @test "relay: usage errors exit 2 (a bad URI without its password, direction, -n)" {
 	run relay push -1 "amqp://guest:Hidd3nPw@127.0.0.1:notaport"
 	assert_failure 2
