@@ -266,6 +266,8 @@ confirms(struct push *p)
 
 	timeout = p->conf.lease_ms / 2 < CONFIRM_MAX_MS ?
 	    p->conf.lease_ms / 2 : CONFIRM_MAX_MS;
+	if (timeout < SLICE_MS)		/* a lease of a few ms */
+		timeout = SLICE_MS;
 	while (p->unsettled > 0 && b->conn != NULL) {
 		if (mq_now_ms() - last >= timeout) {
 			snprintf(buf, sizeof(buf), "no confirm in %llu ms",
