@@ -516,48 +516,23 @@ mq_broker_count(struct mq_broker *b, uint32_t *count)
 {
 	amqp_queue_declare_ok_t *ok;
 	amqp_rpc_reply_t r;
-	amqp_channel_t ch;
-	const char *why;
-	int code;
 
-	if (b->conn == NULL)
+	if (mq_broker_new_channel(b) == -1)
 		return -1;
-	if (b->next_ch == 0 || b->next_ch > CHANNEL_LAST) {
-		mq_broker_drop(b, "out of channel numbers");
-		return -1;
-	}
-	/* A channel of its own: b->ch (a consumer's, say) goes on. */
-	ch = b->next_ch++;
-	amqp_channel_open(b->conn, ch);
-	r = amqp_get_rpc_reply(b->conn);
-	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-		mq_broker_drop(b, mq_broker_error(r));
-		return -1;
-	}
-	ok = amqp_queue_declare(b->conn, ch, amqp_cstring_bytes(b->queue),
+	ok = amqp_queue_declare(b->conn, b->ch, amqp_cstring_bytes(b->queue),
 	    1, 0, 0, 0, amqp_empty_table);
 	r = amqp_get_rpc_reply(b->conn);
-	if (r.reply_type == AMQP_RESPONSE_NORMAL && ok != NULL) {
-		*count = ok->message_count;
-		r = amqp_channel_close(b->conn, ch, AMQP_REPLY_SUCCESS);
-		if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+	if (r.reply_type != AMQP_RESPONSE_NORMAL || ok == NULL) {
+		if (channel_code(r) != 0) {
+			warnx("%s: queue %s: %s", mq_broker_where(b),
+			    b->queue, mq_broker_error(r));
+			mq_broker_channel_closed(b);
+		} else
 			mq_broker_drop(b, mq_broker_error(r));
-			return -1;
-		}
-		return 0;
+		return -1;
 	}
-	if ((code = channel_code(r)) != 0) {
-		amqp_channel_close_ok_t cok;
-
-		warnx("%s: queue %s: %s", mq_broker_where(b), b->queue,
-		    mq_broker_error(r));
-		amqp_send_method(b->conn, ch, AMQP_CHANNEL_CLOSE_OK_METHOD,
-		    &cok);
-	} else {
-		why = mq_broker_error(r);
-		mq_broker_drop(b, why);
-	}
-	return -1;
+	*count = ok->message_count;
+	return 0;
 }
 
 void

@@ -76,9 +76,10 @@ const char *mq_broker_where(const struct mq_broker *);
  */
 const char *mq_broker_error(amqp_rpc_reply_t);
 /*
- * Passive declare on a channel of its own, closed after: the queue's
- * ready messages; b->ch is left as it is.  -1: the queue is missing
- * (said; the connection stays) or the connection was dropped (conn NULL).
+ * Passive declare on a fresh channel, which replaces b->ch (a consuming
+ * one is closed: its unacked deliveries go back to the queue): the
+ * queue's ready messages.  -1: the queue is missing (said; b->ch 0, the
+ * connection stays) or the connection was dropped (conn NULL).
  */
 int	 mq_broker_count(struct mq_broker *, uint32_t *);
 /* Resets the backoff: the connection did move messages. */
