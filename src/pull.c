@@ -1,0 +1,727 @@
+/*
+ * pull.c: mq-relay pull, broker -> local spool.  Consumes the queue with
+ * manual acks and a prefetch of MAX; each delivery is written into tmp/
+ * under its message-id as the mq ID (a fresh ID when it has none usable),
+ * the batch synced, then placed in new/ with what the x-mq-* headers say
+ * (priority, group, key, attempts, sent, ttl), the directories synced, and
+ * only then is the batch acked to the broker (one basic.ack, multiple).
+ *
+ * A redelivery whose ID is already in the spool is not added twice; a
+ * keyed message whose key is held is not added (mq-send -k).  Flow
+ * control: at most MAX messages wait in new/; while there is no room the
+ * socket is still serviced (heartbeats), and what arrives is kept in hand
+ * (at most the prefetch, MAX).  A local failure returns what was not
+ * placed to the broker (basic.nack, requeue) for another host to take.
+ */
+#include <sys/time.h>
+
+#include <err.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+#include "broker.h"
+
+#define SLICE_MS	250	/* every wait, for the signal flag */
+#define IDLE_MS		1000	/* -1: no delivery that long -> count */
+#define FAIL_PAUSE_MS	1000	/* after a local failure */
+#define GIVE_UP_MS	60000	/* -1: no connection that long -> exit 4 */
+
+/* The headers push sets (and any other publisher may). */
+#define H_PRIORITY	"x-mq-priority"
+#define H_GROUP		"x-mq-group"
+#define H_KEY		"x-mq-key"
+#define H_ATTEMPTS	"x-mq-attempts"
+#define H_SENT		"x-mq-sent"
+#define H_TTL		"x-mq-ttl"
+
+/* The largest sent time a name holds: 15 digits. */
+#define SENT_MAX	999999999999999ULL
+
+enum fate {
+	F_NONE,		/* not yet handled */
+	F_WRITTEN,	/* in tmp/, to be placed */
+	F_HERE,		/* already here: acked, not added */
+	F_PLACED,	/* in new/ */
+	F_FAILED	/* not placed: removed from tmp/, to be nacked */
+};
+
+struct held {
+	amqp_envelope_t	 env;
+	struct mq_name	 n;
+	char		 key[MQ_KEY_MAX + 1];
+	size_t		 keylen;	/* with a valid key only */
+	int		 keyed;
+	enum fate	 fate;
+};
+
+struct puller {
+	struct mq_broker *b;
+	struct mq_spool	 sp;
+	struct mq_conf	 conf;
+	struct mq_placer pl;
+	struct mq_keys	 keys;
+	unsigned	 max;
+	int		 once;
+	struct held	*hand;		/* deliveries received, not yet settled */
+	size_t		 nhand, cap;
+	int		 consuming;	/* qos and consume done on b->ch */
+	int		 connected_once;
+	uint64_t	 added;		/* in all */
+	char		 ids[MQ_BATCH_MAX][MQ_ID_LEN + 1];
+};
+
+static void
+sleep_ms(uint64_t ms)
+{
+	struct timespec ts;
+
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	(void)nanosleep(&ts, NULL);	/* EINTR: the signal flag is seen */
+}
+
+static int
+stopped(const struct puller *p)
+{
+	return p->b->stop != NULL && *p->b->stop;
+}
+
+/* Forgets every delivery in hand (its channel is gone: the broker has them). */
+static void
+forget_hand(struct puller *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nhand; i++)
+		amqp_destroy_envelope(&p->hand[i].env);
+	p->nhand = 0;
+}
+
+static void
+lost(struct puller *p, const char *why)
+{
+	forget_hand(p);
+	p->consuming = 0;
+	mq_broker_drop(p->b, why);
+}
+
+/* basic.qos and basic.consume on the broker's channel. */
+static int
+consume(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+	amqp_rpc_reply_t r;
+
+	if (amqp_basic_qos(b->conn, b->ch, 0, (uint16_t)p->max, 0) == NULL) {
+		r = amqp_get_rpc_reply(b->conn);
+		warnx("%s: basic.qos: %s", mq_broker_where(b),
+		    mq_broker_error(r));
+		lost(p, "basic.qos failed");
+		return -1;
+	}
+	if (amqp_basic_consume(b->conn, b->ch, amqp_cstring_bytes(b->queue),
+	    amqp_empty_bytes, 0, 0, 0, amqp_empty_table) == NULL) {
+		r = amqp_get_rpc_reply(b->conn);
+		warnx("%s: basic.consume: %s", mq_broker_where(b),
+		    mq_broker_error(r));
+		lost(p, "basic.consume failed");
+		return -1;
+	}
+	p->consuming = 1;
+	return 0;
+}
+
+/*
+ * Connected and consuming, or -1: the first connection with -1 failed on
+ * every node, or, with -1, no connection for GIVE_UP_MS, or stopped.
+ */
+static int
+connected(struct puller *p)
+{
+	while (p->b->conn == NULL || !p->consuming) {
+		if (stopped(p))
+			return -1;
+		if (p->b->conn == NULL && mq_broker_connect(p->b,
+		    p->once && !p->connected_once,
+		    p->once ? GIVE_UP_MS : 0) == -1)
+			return -1;
+		p->connected_once = 1;
+		if (consume(p) == 0)
+			return 0;
+	}
+	return 0;
+}
+
+/* A header's value as an integer, of any AMQP integer kind; -1: not one. */
+static int
+header_int(const amqp_field_value_t *v, int64_t *out)
+{
+	switch (v->kind) {
+	case AMQP_FIELD_KIND_I8:
+		*out = v->value.i8;
+		return 0;
+	case AMQP_FIELD_KIND_U8:
+		*out = v->value.u8;
+		return 0;
+	case AMQP_FIELD_KIND_I16:
+		*out = v->value.i16;
+		return 0;
+	case AMQP_FIELD_KIND_U16:
+		*out = v->value.u16;
+		return 0;
+	case AMQP_FIELD_KIND_I32:
+		*out = v->value.i32;
+		return 0;
+	case AMQP_FIELD_KIND_U32:
+		*out = v->value.u32;
+		return 0;
+	case AMQP_FIELD_KIND_I64:
+		*out = v->value.i64;
+		return 0;
+	case AMQP_FIELD_KIND_U64:
+		if (v->value.u64 > INT64_MAX)
+			return -1;
+		*out = (int64_t)v->value.u64;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int
+header_str(const amqp_field_value_t *v, amqp_bytes_t *out)
+{
+	if (v->kind != AMQP_FIELD_KIND_UTF8 && v->kind != AMQP_FIELD_KIND_BYTES)
+		return -1;
+	*out = v->value.bytes;
+	return 0;
+}
+
+static int
+named(const amqp_table_entry_t *e, const char *name)
+{
+	size_t len = strlen(name);
+
+	return e->key.len == len && memcmp(e->key.bytes, name, len) == 0;
+}
+
+static void
+bad_header(const struct held *h, const char *name)
+{
+	warnx("%s: %s: not usable, left out", h->n.id, name);
+}
+
+/*
+ * The name the delivery is added under: its ID (message-id or a new
+ * one) and what its headers say; a header out of range is left out, with
+ * a warning.
+ */
+static void
+name_of(struct held *h)
+{
+	amqp_basic_properties_t *pr = &h->env.message.properties;
+	amqp_table_entry_t *e;
+	amqp_bytes_t s;
+	int64_t v;
+	int i;
+
+	memset(&h->n, 0, sizeof(h->n));
+	h->keyed = 0;
+	h->keylen = 0;
+	if ((pr->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) &&
+	    pr->message_id.len == MQ_ID_LEN) {
+		memcpy(h->n.id, pr->message_id.bytes, MQ_ID_LEN);
+		h->n.id[MQ_ID_LEN] = '\0';
+	}
+	if (!mq_id_valid(h->n.id))
+		mq_id_new(h->n.id);
+	if (!(pr->_flags & AMQP_BASIC_HEADERS_FLAG))
+		return;
+	for (i = 0; i < pr->headers.num_entries; i++) {
+		e = &pr->headers.entries[i];
+		if (named(e, H_PRIORITY)) {
+			if (header_int(&e->value, &v) == -1 || v < 0 ||
+			    v > MQ_PRIORITY_MAX)
+				bad_header(h, H_PRIORITY);
+			else
+				h->n.prio = (unsigned)v;
+		} else if (named(e, H_ATTEMPTS)) {
+			if (header_int(&e->value, &v) == -1 || v < 0 ||
+			    v > MQ_ATTEMPTS_MAX)
+				bad_header(h, H_ATTEMPTS);
+			else
+				h->n.attempts = (unsigned)v;
+		} else if (named(e, H_SENT)) {
+			if (header_int(&e->value, &v) == -1 || v < 0 ||
+			    (uint64_t)v > SENT_MAX)
+				bad_header(h, H_SENT);
+			else
+				h->n.sent = (uint64_t)v;
+		} else if (named(e, H_TTL)) {
+			if (header_int(&e->value, &v) == -1 || v < 0 ||
+			    v > MQ_SECS_MAX * 1000)
+				bad_header(h, H_TTL);
+			else
+				h->n.ttl = (uint64_t)v;
+		} else if (named(e, H_GROUP)) {
+			if (header_str(&e->value, &s) == -1 ||
+			    s.len > MQ_GROUP_MAX ||
+			    memchr(s.bytes, '\0', s.len) != NULL) {
+				bad_header(h, H_GROUP);
+				continue;
+			}
+			memcpy(h->n.group, s.bytes, s.len);
+			h->n.group[s.len] = '\0';
+			if (!mq_group_valid(h->n.group)) {
+				h->n.group[0] = '\0';
+				bad_header(h, H_GROUP);
+			}
+		} else if (named(e, H_KEY)) {
+			if (header_str(&e->value, &s) == -1 ||
+			    s.len > MQ_KEY_MAX ||
+			    !mq_key_valid(s.bytes, s.len)) {
+				bad_header(h, H_KEY);
+				continue;
+			}
+			memcpy(h->key, s.bytes, s.len);
+			h->key[s.len] = '\0';
+			h->keylen = s.len;
+			h->keyed = 1;
+			mq_key_hash(h->key, h->keylen, h->n.keyhash);
+		}
+	}
+}
+
+/*
+ * Reads what the broker sent, for up to ms: a delivery is put in hand.
+ * Returns 1 (a delivery), 0 (none: a timeout, or another frame), -1 (the
+ * connection or channel was lost: dropped, the hand forgotten).
+ */
+static int
+receive(struct puller *p, uint64_t ms)
+{
+	struct mq_broker *b = p->b;
+	struct timeval tv;
+	amqp_rpc_reply_t r;
+	amqp_frame_t frame;
+	struct held *h;
+	int st;
+
+	if (p->nhand == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 64;
+		p->hand = xreallocarray(p->hand, p->cap, sizeof(*p->hand));
+	}
+	h = &p->hand[p->nhand];
+	memset(h, 0, sizeof(*h));
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (long)(ms % 1000) * 1000;
+	amqp_maybe_release_buffers(b->conn);
+	r = amqp_consume_message(b->conn, &h->env, &tv, 0);
+	if (r.reply_type == AMQP_RESPONSE_NORMAL) {
+		if (h->env.channel != b->ch) {
+			/* Of a channel closed before: the broker took it back. */
+			amqp_destroy_envelope(&h->env);
+			return 0;
+		}
+		h->fate = F_NONE;
+		p->nhand++;
+		return 1;
+	}
+	if (r.reply_type != AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+		lost(p, mq_broker_error(r));
+		return -1;
+	}
+	if (r.library_error == AMQP_STATUS_TIMEOUT)
+		return 0;
+	if (r.library_error != AMQP_STATUS_UNEXPECTED_STATE) {
+		lost(p, mq_broker_error(r));
+		return -1;
+	}
+	/* Not a delivery: a method frame waits (a close, a cancel, ...). */
+	tv.tv_sec = 0;
+	tv.tv_usec = 0;
+	if ((st = amqp_simple_wait_frame_noblock(b->conn, &frame, &tv)) ==
+	    AMQP_STATUS_TIMEOUT)
+		return 0;
+	if (st != AMQP_STATUS_OK) {
+		lost(p, amqp_error_string2(st));
+		return -1;
+	}
+	if (frame.frame_type != AMQP_FRAME_METHOD)
+		return 0;
+	switch (frame.payload.method.id) {
+	case AMQP_CHANNEL_CLOSE_METHOD:
+	case AMQP_CONNECTION_CLOSE_METHOD:
+		r.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+		r.reply = frame.payload.method;
+		lost(p, mq_broker_error(r));
+		return -1;
+	case AMQP_BASIC_CANCEL_METHOD:
+		lost(p, "consumer cancelled by the broker");
+		return -1;
+	default:
+		return 0;
+	}
+}
+
+/* The messages waiting in new/, up to max; -1 on error (named). */
+static int
+waiting(struct puller *p, uint64_t *n)
+{
+	if (mq_depth(&p->sp, p->max, p->conf.ttl_ms, mq_now_ms(), 0,
+	    n) == -1) {
+		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether an earlier delivery of this batch has the same ID. */
+static int
+twice(const struct puller *p, size_t i)
+{
+	size_t j;
+
+	for (j = 0; j < i; j++)
+		if (p->hand[j].fate == F_WRITTEN &&
+		    strcmp(p->hand[j].n.id, p->hand[i].n.id) == 0)
+			return 1;
+	return 0;
+}
+
+/* A redelivery already in the spool under its ID; -1 on error. */
+static int
+already(struct puller *p, struct held *h)
+{
+	struct mq_found f;
+
+	if (!h->env.redelivered)
+		return 0;
+	if (mq_find(&p->sp, h->n.id, mq_now_ms(), &f) == 0) {
+		mq_found_close(&f);
+		return 1;
+	}
+	return errno == ENOENT ? 0 : -1;
+}
+
+/* tmp/ID written and closed (its data synced with the batch). */
+static int
+write_tmp(struct puller *p, struct held *h)
+{
+	struct mq_tmpfile tf;
+	amqp_bytes_t *body = &h->env.message.body;
+
+	if (mq_tmp_create(&tf, &p->sp, h->n.id) == -1) {
+		if (errno != EEXIST)
+			return -1;
+		/* A fragment of a pull that died before placing it. */
+		mq_tmp_remove(&p->sp, h->n.id);
+		if (mq_tmp_create(&tf, &p->sp, h->n.id) == -1)
+			return -1;
+	}
+	if (mq_tmp_write(&tf, body->bytes, body->len) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_BATCH) == -1) {
+		mq_tmp_abort(&tf);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Places a keyed message under the lock of keys/, as mq-send -k does:
+ * held -> not added (1); free -> held by it and placed (0); -1 on error.
+ */
+static int
+place_keyed(struct puller *p, struct held *h, uint64_t now)
+{
+	char holder[MQ_ID_LEN + 1];
+	int r, saved;
+
+	if (mq_keys_open(&p->keys, 1) == -1 || mq_keys_lock(&p->keys) == -1)
+		return -1;
+	r = mq_key_look(&p->keys, h->key, h->keylen,
+	    p->conf.dedup_window_ms, holder);
+	if (r == MQ_KEY_HELD) {
+		mq_keys_unlock(&p->keys);
+		mq_tmp_remove(&p->sp, h->n.id);
+		if (p->b->verbose)
+			warnx("%s: held by key (%s)", h->n.id, holder);
+		return 1;
+	}
+	if (r != MQ_KEY_FREE) {
+		mq_keys_unlock(&p->keys);
+		if (r != -1)
+			errno = EINVAL;	/* a record not a key's, or a hash */
+		return -1;
+	}
+	if (mq_key_hold(&p->keys, h->key, h->keylen, h->n.id, 1) == -1) {
+		mq_keys_unlock(&p->keys);
+		return -1;
+	}
+	if ((h->n.group[0] != '\0' ? mq_group_tmp_place : mq_tmp_place)(
+	    &p->pl, &h->n, now) == -1) {
+		saved = errno;
+		mq_key_drop(&p->keys, h->n.keyhash, h->n.id);
+		mq_keys_unlock(&p->keys);
+		errno = saved;
+		return -1;
+	}
+	mq_keys_unlock(&p->keys);
+	return 0;
+}
+
+/*
+ * Settles the first n deliveries in hand with the broker: acks those
+ * handled (placed or already here: the leading run), nacks with requeue
+ * the rest.  -1: the connection was lost.
+ */
+static int
+settle(struct puller *p, size_t n)
+{
+	struct mq_broker *b = p->b;
+	size_t ok;
+
+	for (ok = 0; ok < n && p->hand[ok].fate != F_FAILED; ok++)
+		;
+	if (ok > 0 && amqp_basic_ack(b->conn, b->ch,
+	    p->hand[ok - 1].env.delivery_tag, 1) != AMQP_STATUS_OK) {
+		lost(p, "basic.ack failed");
+		return -1;
+	}
+	if (ok < n && amqp_basic_nack(b->conn, b->ch,
+	    p->hand[n - 1].env.delivery_tag, 1, 1) != AMQP_STATUS_OK) {
+		lost(p, "basic.nack failed");
+		return -1;
+	}
+	return 0;
+}
+
+/* Takes the first n deliveries out of the hand. */
+static void
+shift(struct puller *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		amqp_destroy_envelope(&p->hand[i].env);
+	memmove(p->hand, p->hand + n, (p->nhand - n) * sizeof(*p->hand));
+	p->nhand -= n;
+}
+
+/*
+ * Writes the first n deliveries in hand into the spool, then settles them
+ * with the broker.  Returns 0, or -1 after a local failure (named; what
+ * was not placed was nacked) or a lost connection.
+ */
+static int
+batch(struct puller *p, size_t n)
+{
+	struct held *h;
+	const char *what = MQ_DIR_TMP, *failed;
+	size_t i, nw = 0, here = 0, added = 0;
+	uint64_t now;
+	int r, saved = 0;
+
+	/* 1. Each written into tmp/, up to the first failure. */
+	for (i = 0; i < n; i++) {
+		h = &p->hand[i];
+		name_of(h);
+		if (twice(p, i)) {
+			h->fate = F_HERE;
+			continue;
+		}
+		if ((r = already(p, h)) == -1) {
+			saved = errno;
+			what = MQ_DIR_NEW;
+			break;
+		}
+		if (r == 1) {
+			h->fate = F_HERE;
+			continue;
+		}
+		if (write_tmp(p, h) == -1) {
+			saved = errno;
+			break;
+		}
+		h->fate = F_WRITTEN;
+		memcpy(p->ids[nw++], h->n.id, MQ_ID_LEN + 1);
+	}
+	for (; i < n; i++)
+		p->hand[i].fate = F_FAILED;
+	/* 2. Their data made durable. */
+	if (nw > 0 && mq_tmp_sync(&p->sp, p->ids, (int)nw, &failed) == -1) {
+		saved = errno;
+		what = MQ_DIR_TMP;
+		for (i = 0; i < n; i++)
+			if (p->hand[i].fate == F_WRITTEN)
+				p->hand[i].fate = F_FAILED;
+	}
+	/* 3. Placed, in order, up to the first failure. */
+	now = mq_now_ms();
+	for (i = 0; i < n && saved == 0; i++) {
+		h = &p->hand[i];
+		if (h->fate != F_WRITTEN)
+			continue;
+		if (h->keyed)
+			r = place_keyed(p, h, now);
+		else
+			r = (h->n.group[0] != '\0' ? mq_group_tmp_place :
+			    mq_tmp_place)(&p->pl, &h->n, now);
+		if (r == -1) {
+			saved = errno;
+			what = h->keyed ? MQ_DIR_KEYS : MQ_DIR_NEW;
+			break;
+		}
+		h->fate = r == 1 ? F_HERE : F_PLACED;
+	}
+	/* 4. new/'s directories synced; else nothing placed is acked. */
+	if (mq_placer_flush(&p->pl) == -1 && saved == 0) {
+		saved = errno;
+		what = MQ_DIR_NEW;
+		/*
+		 * What was renamed may not survive a crash: the broker keeps
+		 * it, and its redelivery is found here (not added twice).
+		 */
+		for (i = 0; i < n; i++)
+			if (p->hand[i].fate == F_PLACED)
+				p->hand[i].fate = F_FAILED;
+	}
+	for (i = 0; i < n; i++) {
+		h = &p->hand[i];
+		if (h->fate == F_WRITTEN) {
+			mq_tmp_remove(&p->sp, h->n.id);
+			h->fate = F_FAILED;
+		}
+		if (h->fate == F_PLACED)
+			added++;
+		else if (h->fate == F_HERE)
+			here++;
+	}
+	/* An ack after a failure covers only the leading run handled. */
+	for (i = 0; i < n && p->hand[i].fate != F_FAILED; i++)
+		;
+	for (; i < n; i++)
+		if (p->hand[i].fate == F_PLACED)
+			added--;
+	if (saved != 0)
+		warnx("%s/%s: %s", p->sp.path, what, strerror(saved));
+	r = settle(p, n);
+	if (r == 0) {
+		shift(p, n);
+		p->added += added;
+		if (added > 0)
+			mq_broker_moved(p->b);
+		if (p->b->verbose)
+			warnx("pulled %zu (added %zu, already here %zu)", n,
+			    added, here);
+	}
+	return saved != 0 || r == -1 ? -1 : 0;
+}
+
+/* -1: is the queue empty?  1 yes, 0 no (or lost: go on), -1 error. */
+static int
+drained(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+	amqp_channel_t ch = b->ch;
+	uint32_t count;
+
+	if (mq_broker_count(b, &count) == -1) {
+		if (b->conn == NULL)
+			lost(p, "queue.declare failed");
+		return 0;
+	}
+	if (b->conn == NULL || b->ch != ch) {
+		/* Its channel was replaced: consume again on the new one. */
+		forget_hand(p);
+		p->consuming = 0;
+	}
+	return count == 0;
+}
+
+int
+mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
+{
+	struct puller p;
+	uint64_t n, room, idle_since, limit;
+	int r, status = MQ_EX_OK, failed = 0;
+
+	memset(&p, 0, sizeof(p));
+	p.b = b;
+	p.max = max;
+	p.once = once;
+	mq_spool_xopen(&p.sp, dir, 1);
+	mq_conf_xread(&p.sp, &p.conf);
+	mq_placer_init(&p.pl, &p.sp, 1);
+	mq_keys_init(&p.keys, &p.sp);
+	idle_since = mq_now_ms();
+	for (;;) {
+		if (stopped(&p))
+			break;
+		if (connected(&p) == -1) {
+			if (!stopped(&p))
+				status = MQ_EX_SYS;
+			break;
+		}
+		if (waiting(&p, &n) == -1) {
+			failed = 1;
+			goto local;
+		}
+		room = n < max ? max - n : 0;
+		if (room == 0) {
+			/* Full: the socket is serviced, what comes is held. */
+			if (receive(&p, SLICE_MS) == 1)
+				idle_since = mq_now_ms();
+			continue;
+		}
+		limit = room < MQ_BATCH_MAX ? room : MQ_BATCH_MAX;
+		/* The first may be waited for; the rest as far as buffered. */
+		if (p.nhand == 0 && (r = receive(&p, SLICE_MS)) != 1) {
+			if (r == -1)
+				continue;
+			if (once && !stopped(&p) &&
+			    mq_now_ms() - idle_since >= IDLE_MS) {
+				if ((r = drained(&p)) == 1)
+					break;
+				idle_since = mq_now_ms();
+			}
+			continue;
+		}
+		while (p.nhand < limit && b->conn != NULL &&
+		    (amqp_data_in_buffer(b->conn) ||
+		    amqp_frames_enqueued(b->conn)) &&
+		    receive(&p, 0) != -1)
+			;
+		if (b->conn == NULL || p.nhand == 0)
+			continue;
+		idle_since = mq_now_ms();
+		failed = batch(&p, p.nhand < limit ? p.nhand : limit) == -1 &&
+		    b->conn != NULL;
+local:
+		if (!failed)
+			continue;
+		failed = 0;
+		if (once) {
+			status = MQ_EX_SYS;
+			break;
+		}
+		sleep_ms(FAIL_PAUSE_MS);
+	}
+	forget_hand(&p);
+	free(p.hand);
+	if (b->conn != NULL)
+		mq_broker_close(b);
+	mq_keys_close(&p.keys);
+	mq_placer_close(&p.pl);
+	mq_spool_close(&p.sp);
+	if (status == MQ_EX_OK && !stopped(&p) && p.added == 0)
+		status = MQ_EX_NONE;
+	return status;
+}
