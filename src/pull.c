@@ -236,9 +236,10 @@ name_of(struct held *h)
 	h->keyed = 0;
 	h->keylen = 0;
 	if ((pr->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) &&
-	    pr->message_id.len == MQ_ID_LEN) {
-		memcpy(h->n.id, pr->message_id.bytes, MQ_ID_LEN);
-		h->n.id[MQ_ID_LEN] = '\0';
+	    pr->message_id.len <= MQ_ID_LEN &&
+	    memchr(pr->message_id.bytes, '\0', pr->message_id.len) == NULL) {
+		memcpy(h->n.id, pr->message_id.bytes, pr->message_id.len);
+		h->n.id[pr->message_id.len] = '\0';
 	}
 	if (!mq_id_valid(h->n.id))
 		mq_id_new(h->n.id);

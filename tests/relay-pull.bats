@@ -1,0 +1,312 @@
+load helper
+
+# mq-relay pull: broker -> local spool.  One private RabbitMQ node for the
+# file (tests/rabbit), on loopback, its ports found free at run time; each
+# test has its own queue, named after its spool.  Messages are put on the
+# broker by tests/amqp-put (as another host's push would, or any other
+# publisher).
+
+setup_file() {
+	if ! pkg-config --exists librabbitmq 2>/dev/null; then
+		skip "librabbitmq is not installed: mq-relay is not built"
+	fi
+	[ -x "$BATS_TEST_DIRNAME/../bin/mq-relay" ] ||
+	    fail "bin/mq-relay is not built (make all)"
+	[ -x "$BATS_TEST_DIRNAME/amqp-put" ] ||
+	    fail "tests/amqp-put is not built (make tests/amqp-put)"
+	export NODE="$BATS_FILE_TMPDIR/node"
+	local port
+	port=$(sh "$BATS_TEST_DIRNAME/rabbit" ports 1) || fail "no free port"
+	sh "$BATS_TEST_DIRNAME/rabbit" start "$NODE" "pull$$" "$port" ||
+	    fail "the RabbitMQ node did not start"
+	export URI="amqp://guest:guest@127.0.0.1:$port"
+}
+
+teardown_file() {
+	[ -z "${NODE:-}" ] || sh "$BATS_TEST_DIRNAME/rabbit" stop "$NODE"
+}
+
+setup() {
+	export Q="pull$BATS_TEST_NUMBER"
+	export MQ_DIR="$BATS_TEST_TMPDIR/$Q"
+	PUT="$BATS_TEST_DIRNAME/amqp-put"
+}
+
+# put [amqp-put options]: one message (body on stdin) on this test's queue.
+put() {
+	timeout 30 "$PUT" -u "$URI" -q "$Q" "$@"
+}
+
+# The messages ready on the broker's queue.
+ready() {
+	timeout 30 "$PUT" -u "$URI" -q "$Q" -C
+}
+
+# pull [options]: mq-relay pull -1 of this test's spool, bounded.
+pull() {
+	timeout 60 mq-relay pull -1 "$@" "$URI"
+}
+
+# The bodies of the messages waiting, each into $1/ID.
+bodies() {
+	local r id
+	mkdir -p "$1"
+	while r=$(mq-recv); do
+		id=${r##*/}
+		cp "$r" "$1/${id%%,*}"
+		mq-ack "$r"
+	done
+}
+
+# The message files of the spool: new/, parked groups, cur/, dead/.
+files() {
+	find "$MQ_DIR/new" "$MQ_DIR/cur" "$MQ_DIR/dead" \
+	    $( [ -d "$MQ_DIR/groups" ] && echo "$MQ_DIR/groups") \
+	    -type f ! -name turn 2>/dev/null
+}
+
+# What is in tmp/ but the spool's own (dot files: spares, depth cache).
+tmp_debris() {
+	find "$MQ_DIR/tmp" -mindepth 1 -maxdepth 1 ! -name '.*' ! -name ',*'
+}
+
+ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
+
+@test "pull: N messages, each in the spool once, bodies intact (NUL bytes too), the queue empty; -1 exits 0, then 1" {
+	put -c 10 </dev/null
+	printf 'bin\0ary\0\377\n\0' >"$BATS_TEST_TMPDIR/binary"
+	put <"$BATS_TEST_TMPDIR/binary"
+	run pull
+	assert_success
+	bodies "$BATS_TEST_TMPDIR/got"
+	run ls "$BATS_TEST_TMPDIR/got"
+	assert_equal "${#lines[@]}" 11
+	# Each body once: 1..10 and the binary one, byte for byte.
+	run sh -c 'cd "$1" && for f in *; do [ "$(wc -c <"$f")" -lt 3 ] && cat "$f" && echo; done | sort -n' _ "$BATS_TEST_TMPDIR/got"
+	assert_output "$(seq 1 10)"
+	run sh -c 'for f in "$1"/*; do cmp -s "$f" "$2" && echo same; done' _ "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/binary"
+	assert_output same
+	run sh "$BATS_TEST_DIRNAME/rabbit" ctl "$NODE" -q list_queues name messages
+	assert_line --regexp "^$Q[[:space:]]+0\$"
+	run pull
+	assert_equal "$status" 1
+	assert_equal "$(files | wc -l)" 0
+}
+
+@test "pull: the ID is the message-id; none or an invalid one gets a fresh valid ID" {
+	local id=18ed4f0a1b2c3d4e.4242.0123456789ab
+	echo given | put -i "$id"
+	echo none | put
+	echo bad | put -i not-an-id
+	echo dots | put -i ../../etc/passwd
+	run pull
+	assert_success
+	run mq-show "$id"
+	assert_success
+	assert_output given
+	run mq-ls
+	assert_equal "${#lines[@]}" 4
+	local line n=0
+	for line in "${lines[@]}"; do
+		[[ ${line%%$'\t'*} =~ $ID_RE ]] || fail "not an ID: $line"
+		n=$((n + 1))
+	done
+	assert_equal "$n" 4
+	assert_equal "$(tmp_debris | wc -l)" 0
+}
+
+@test "pull: priority, attempts and ttl restored from the headers, of any integer kind" {
+	local a=18ed4f0a1b2c3d4e.1.00000000000a b=18ed4f0a1b2c3d4e.1.00000000000b
+	local c=18ed4f0a1b2c3d4e.1.00000000000c
+	echo a | put -i "$a" -p 7 -a 3 -t 3600000
+	echo b | put -i "$b" -p 2 -a 1 -K u8
+	local now
+	now=$(date +%s%3N)
+	echo c | put -i "$c" -p 12 -s "$now" -t 7200000 -K u64
+	run pull
+	assert_success
+	run mq-ls --json
+	assert_line --partial "\"id\":\"$a\",\"state\":\"ready\",\"attempts\":3,"
+	assert_line --regexp "\"id\":\"$a\".*\"priority\":7"
+	assert_line --regexp "\"id\":\"$b\",\"state\":\"ready\",\"attempts\":1,.*\"priority\":2"
+	# A priority out of range is left out (0), with a warning.
+	assert_line --regexp "\"id\":\"$c\",\"state\":\"ready\",\"attempts\":0,.*\"priority\":0"
+	# The ttl in the name: ID,ATTEMPTS,SENT,TTL.
+	run files
+	assert_line --regexp "/$a,3,[0-9]+,3600000,p7\$"
+	assert_line --regexp "/$c,0,$now,7200000\$"
+	assert_line --regexp "/$b,1,p2\$"
+}
+
+@test "pull: a warning names a header left out" {
+	echo c | put -p 12
+	run --separate-stderr pull
+	assert_success
+	assert_equal "$stderr" "mq-relay: $(mq-ls | cut -f1): x-mq-priority: not usable, left out"
+}
+
+@test "pull: the group restored, its order kept" {
+	local i
+	for i in 1 2 3 4; do
+		echo "$i" | put -g g1
+	done
+	echo other | put
+	run pull
+	assert_success
+	run mq-ls -s blocked
+	assert_equal "${#lines[@]}" 3
+	run drain
+	assert_output "$(printf '1\n\nother\n\n2\n\n3\n\n4\n')"
+}
+
+@test "pull: a key held in the spool is not added twice (mq-send -k), another ID or not" {
+	local a=18ed4f0a1b2c3d4e.1.0000000000a1 b=18ed4f0a1b2c3d4e.1.0000000000b2
+	echo first | put -i "$a" -k order-42
+	echo second | put -i "$b" -k order-42
+	echo other | put -k order-43
+	run --separate-stderr pull -v
+	assert_success
+	[[ $stderr == *"pulled 3 (added 2, already here 1)"* ]] || fail "stderr: $stderr"
+	run mq-ls
+	assert_equal "${#lines[@]}" 2
+	run mq-show "$a"
+	assert_output first
+	run mq-show "$b"
+	assert_failure 1
+	# The key is held as mq-send -k holds it: a send with it adds nothing.
+	run mq-send -k order-42 <<<"third"
+	assert_success
+	assert_output "$a"
+	assert_equal "$(tmp_debris | wc -l)" 0
+}
+
+@test "pull: a redelivery of a message already in the spool is not added twice" {
+	local id=18ed4f0a1b2c3d4e.1.0000000000cc
+	echo once | put -i "$id"
+	run pull
+	assert_success
+	# The same message again, taken by a consumer that drops the
+	# connection without acking: the broker redelivers it, flagged.
+	echo once | put -i "$id"
+	run timeout 30 "$PUT" -u "$URI" -q "$Q" -R
+	assert_success
+	assert_output "$id"
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 1 (added 0, already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: -n 5 keeps at most 5 waiting, the rest on the broker; a worker draining lets all 20 arrive" {
+	local i n max=0 st
+	put -c 20 </dev/null
+	mq-relay pull -n 5 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	# Until 5 are waiting (bounded), then a while longer: never more.
+	for ((i = 0; i < 100; i++)); do
+		n=$(find "$MQ_DIR/new" -type f 2>/dev/null | wc -l)
+		[ "$n" -le "$max" ] || max=$n
+		[ "$n" -lt 5 ] || break
+		sleep 0.1
+	done
+	for ((i = 0; i < 15; i++)); do
+		n=$(find "$MQ_DIR/new" -type f | wc -l)
+		[ "$n" -le "$max" ] || max=$n
+		sleep 0.1
+	done
+	assert_equal "$max" 5
+	# 5 here, 5 more held unacked at most: 10 at least still ready there.
+	n=$(ready)
+	[ "$n" -ge 10 ] || fail "only $n left on the broker"
+	# A slow worker: each message sampled before it is taken.
+	local got=0
+	for ((i = 0; i < 600 && got < 20; i++)); do
+		n=$(find "$MQ_DIR/new" -type f | wc -l)
+		[ "$n" -le "$max" ] || max=$n
+		if r=$(mq-recv); then
+			mq-ack "$r"
+			got=$((got + 1))
+		else
+			sleep 0.1
+		fi
+	done
+	kill -TERM "$pid"
+	st=0
+	timeout 20 tail --pid="$pid" -f /dev/null || kill -9 "$pid"
+	wait "$pid" || st=$?
+	assert_equal "$got" 20
+	assert_equal "$max" 5
+	assert_equal "$st" 0
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: creates a missing spool; QUEUE defaults to the spool's base name" {
+	export MQ_DIR="$BATS_TEST_TMPDIR/not/yet/$Q"
+	echo arrived | put
+	run pull
+	assert_success
+	run drain
+	assert_output "arrived"
+	# -d, and a relative path: the base name of its real path.
+	echo again | put
+	cd "$BATS_TEST_TMPDIR/not/yet/$Q"
+	run timeout 60 mq-relay pull -1 -d . "$URI"
+	assert_success
+	run drain
+	assert_output "again"
+}
+
+@test "pull: SIGTERM exits 0, nothing lost (spool + queue = all)" {
+	local i n st=0
+	put -c 300 </dev/null
+	mq-relay pull -n 1000 "$URI" >/dev/null 2>&1 &
+	local pid=$!
+	for ((i = 0; i < 200; i++)); do
+		n=$(find "$MQ_DIR/new" -type f 2>/dev/null | wc -l)
+		[ "$n" -eq 0 ] || break
+		sleep 0.05
+	done
+	kill -TERM "$pid"
+	timeout 20 tail --pid="$pid" -f /dev/null || kill -9 "$pid"
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	n=$(files | wc -l)
+	assert_equal "$((n + $(ready)))" 300
+	# Each once: the bodies here and what pull -1 fetches now.
+	run pull
+	bodies "$BATS_TEST_TMPDIR/got"
+	run sh -c 'for f in "$1"/*; do cat "$f"; echo; done | sort -n | uniq | wc -l' _ "$BATS_TEST_TMPDIR/got"
+	assert_output 300
+	assert_equal "$(ls "$BATS_TEST_TMPDIR/got" | wc -l)" 300
+}
+
+@test "pull: a write into tmp/ that fails: named, nothing in new/ or tmp/, the messages stay on the broker" {
+	put -c 3 </dev/null
+	run --separate-stderr faulty "write:errno=ENOSPC:at=$MQ_DIR/tmp/" \
+	    mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"$MQ_DIR/tmp: No space left on device"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 0
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 3
+	run pull
+	assert_success
+	assert_equal "$(files | wc -l)" 3
+}
+
+@test "pull: a rename into new/ that fails mid-batch: what was placed is acked, the rest returned, none twice" {
+	put -c 3 </dev/null
+	run --separate-stderr faulty "renameat:errno=EIO:nth=2:at=$MQ_DIR/tmp/1" \
+	    mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"Input/output error"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 2
+	run pull
+	assert_success
+	bodies "$BATS_TEST_TMPDIR/got"
+	run sh -c 'for f in "$1"/*; do cat "$f"; echo; done | sort -n' _ "$BATS_TEST_TMPDIR/got"
+	assert_output "$(seq 1 3)"
+}
