@@ -132,14 +132,18 @@ tests/key-test: tests/key-test.c src/libmq.a
 	    tests/key-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
-# tests/relay.bats reads messages back from the broker with this, built
-# (like mq-relay) only when librabbitmq is found.
+# The relay tests talk to the broker with these (tests/relay.bats reads
+# messages back with amqp-get, tests/relay-pull.bats puts them with
+# amqp-put), built, like mq-relay, only when librabbitmq is found.
 tests/amqp-get: tests/amqp-get.c
 	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ tests/amqp-get.c \
 	    `pkg-config --libs librabbitmq`
-amqp-get:
+tests/amqp-put: tests/amqp-put.c
+	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ tests/amqp-put.c \
+	    `pkg-config --libs librabbitmq`
+amqp-tools:
 	@if pkg-config --exists librabbitmq 2>/dev/null; then \
-	    $(MAKE) tests/amqp-get; fi
+	    $(MAKE) tests/amqp-get tests/amqp-put; fi
 
 # The LD_PRELOAD shim with which tests/faults.bats makes calls fail; not
 # sanitized: the tests tell ASan to accept it (see tests/fault.c).
@@ -147,7 +151,7 @@ tests/fault.so: tests/fault.c
 	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ tests/fault.c -ldl
 
 check: deps
-	$(MAKE) all tests/name-test tests/key-test tests/fault.so amqp-get
+	$(MAKE) all tests/name-test tests/key-test tests/fault.so amqp-tools
 	sh tests/run
 
 # The core tests again with every program under valgrind memcheck.
@@ -224,8 +228,8 @@ uninstall:
 
 clean:
 	rm -f src/*.o src/libmq.a $(BIN) bin/mq-relay tests/amqp-get \
-	    tests/name-test tests/key-test $(BENCHBIN) \
+	    tests/amqp-put tests/name-test tests/key-test $(BENCHBIN) \
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 
-.PHONY: all relay amqp-get build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean
+.PHONY: all relay amqp-tools build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean
