@@ -121,17 +121,13 @@ consume(struct puller *p)
 
 	if (amqp_basic_qos(b->conn, b->ch, 0, (uint16_t)p->max, 0) == NULL) {
 		r = amqp_get_rpc_reply(b->conn);
-		warnx("%s: basic.qos: %s", mq_broker_where(b),
-		    mq_broker_error(r));
-		lost(p, "basic.qos failed");
+		lost(p, mq_broker_error(r));
 		return -1;
 	}
 	if (amqp_basic_consume(b->conn, b->ch, amqp_cstring_bytes(b->queue),
 	    amqp_empty_bytes, 0, 0, 0, amqp_empty_table) == NULL) {
 		r = amqp_get_rpc_reply(b->conn);
-		warnx("%s: basic.consume: %s", mq_broker_where(b),
-		    mq_broker_error(r));
-		lost(p, "basic.consume failed");
+		lost(p, mq_broker_error(r));
 		return -1;
 	}
 	p->consuming = 1;
@@ -145,16 +141,22 @@ consume(struct puller *p)
 static int
 connected(struct puller *p)
 {
-	while (p->b->conn == NULL || !p->consuming) {
+	struct mq_broker *b = p->b;
+
+	while (b->conn == NULL || b->ch == 0 || !p->consuming) {
 		if (stopped(p))
 			return -1;
-		if (p->b->conn == NULL && mq_broker_connect(p->b,
-		    p->once && !p->connected_once,
-		    p->once ? GIVE_UP_MS : 0) == -1)
-			return -1;
-		p->connected_once = 1;
-		if (consume(p) == 0)
-			return 0;
+		forget_hand(p);
+		p->consuming = 0;
+		if (b->conn == NULL) {
+			if (mq_broker_connect(b, p->once && !p->connected_once,
+			    p->once ? GIVE_UP_MS : 0) == -1)
+				return -1;
+			p->connected_once = 1;
+		} else if (b->ch == 0 && mq_broker_new_channel(b) == -1)
+			continue;
+		if (consume(p) == -1)
+			sleep_ms(SLICE_MS);	/* no busy loop of reconnections */
 	}
 	return 0;
 }
@@ -359,6 +361,15 @@ receive(struct puller *p, uint64_t ms)
 		return 0;
 	switch (frame.payload.method.id) {
 	case AMQP_CHANNEL_CLOSE_METHOD:
+		/* Its unacked deliveries go back: a new channel, consume. */
+		r.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+		r.reply = frame.payload.method;
+		warnx("%s: channel closed: %s", mq_broker_where(b),
+		    mq_broker_error(r));
+		forget_hand(p);
+		p->consuming = 0;
+		mq_broker_channel_closed(b);
+		return -1;
 	case AMQP_CONNECTION_CLOSE_METHOD:
 		r.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
 		r.reply = frame.payload.method;
@@ -626,25 +637,39 @@ batch(struct puller *p, size_t n)
 	return saved != 0 || r == -1 ? -1 : 0;
 }
 
-/* -1: is the queue empty?  1 yes, 0 no (or lost: go on), -1 error. */
+/*
+ * -1: is the queue empty?  A passive declare on a fresh channel (the
+ * consuming one is closed: consumed again after).  1 yes, 0 no (or
+ * lost: go on).
+ */
 static int
 drained(struct puller *p)
 {
-	struct mq_broker *b = p->b;
-	amqp_channel_t ch = b->ch;
 	uint32_t count;
+	int r;
 
-	if (mq_broker_count(b, &count) == -1) {
-		if (b->conn == NULL)
-			lost(p, "queue.declare failed");
-		return 0;
-	}
-	if (b->conn == NULL || b->ch != ch) {
-		/* Its channel was replaced: consume again on the new one. */
-		forget_hand(p);
-		p->consuming = 0;
-	}
-	return count == 0;
+	r = mq_broker_count(p->b, &count);
+	forget_hand(p);
+	p->consuming = 0;
+	return r == 0 && count == 0;
+}
+
+/* QUEUE by default: the base name of the spool's real path. */
+static void
+default_queue(struct puller *p)
+{
+	const char *q;
+
+	if (p->b->queue != NULL)
+		return;
+	if (mq_spool_real(&p->sp) == -1)
+		err(MQ_EX_SYS, "%s", p->sp.path);
+	q = strrchr(p->sp.real, '/');
+	q = q != NULL && q[1] != '\0' ? q + 1 : p->sp.real;
+	if (strlen(q) > 255)
+		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
+		    "use -q", q);
+	p->b->queue = q;
 }
 
 int
@@ -660,6 +685,7 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	p.once = once;
 	mq_spool_xopen(&p.sp, dir, 1);
 	mq_conf_xread(&p.sp, &p.conf);
+	default_queue(&p);
 	mq_placer_init(&p.pl, &p.sp, 1);
 	mq_keys_init(&p.keys, &p.sp);
 	idle_since = mq_now_ms();
