@@ -361,6 +361,14 @@ receive(struct puller *p, uint64_t ms)
 		return 0;
 	switch (frame.payload.method.id) {
 	case AMQP_CHANNEL_CLOSE_METHOD:
+		if (frame.channel != b->ch) {
+			/* One closed before (the count's): said closed. */
+			amqp_channel_close_ok_t ok;
+
+			amqp_send_method(b->conn, frame.channel,
+			    AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+			return 0;
+		}
 		/* Its unacked deliveries go back: a new channel, consume. */
 		r.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
 		r.reply = frame.payload.method;

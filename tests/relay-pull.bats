@@ -310,3 +310,21 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 	run sh -c 'for f in "$1"/*; do cat "$f"; echo; done | sort -n' _ "$BATS_TEST_TMPDIR/got"
 	assert_output "$(seq 1 3)"
 }
+
+@test "pull: SIGTERM in the middle of a batch: the batch is finished and acked, then exit 0" {
+	command -v gdb >/dev/null || fail "gdb is not installed"
+	put -c 5 </dev/null
+	# Stopped in the batch's sync, SIGTERM delivered, then let go; the
+	# program itself, not a valgrind wrapper.
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    -ex 'break mq_tmp_sync' -ex "run pull -n 1000 $URI" \
+	    -ex delete -ex 'signal SIGTERM' --args "$(bin_of mq-relay)" </dev/null
+	assert_output --partial "Breakpoint 1,"
+	assert_output --partial "exited normally"
+	local n
+	n=$(files | wc -l)
+	[ "$n" -ge 1 ] || fail "the batch in hand was not finished"
+	assert_equal "$((n + $(ready)))" 5
+	assert_equal "$(tmp_debris | wc -l)" 0
+}
