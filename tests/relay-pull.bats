@@ -328,3 +328,33 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 	assert_equal "$((n + $(ready)))" 5
 	assert_equal "$(tmp_debris | wc -l)" 0
 }
+
+# wait_files N: until the spool holds N messages (at most 30 s).
+wait_files() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[ "$(files | wc -l)" -lt "$1" ] || return 0
+		sleep 0.1
+	done
+	fail "$(files | wc -l) messages in the spool, not $1"
+}
+
+@test "pull: a connection closed by the broker: named, reconnected, it carries on" {
+	local st=0
+	put -c 3 </dev/null
+	mq-relay pull "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	wait_files 3
+	timeout 60 sh "$BATS_TEST_DIRNAME/rabbit" ctl "$NODE" -q \
+	    close_all_connections "test"
+	put -c 4 </dev/null
+	wait_files 7
+	kill -TERM "$pid"
+	timeout 20 tail --pid="$pid" -f /dev/null || kill -9 "$pid"
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_output --partial "connection lost"
+	assert_equal "$(files | wc -l)" 7
+	assert_equal "$(ready)" 0
+}
