@@ -122,7 +122,7 @@ main(int argc, char *argv[])
 	amqp_envelope_t env;
 	amqp_channel_t ch;
 	struct timeval tv = { 20, 0 };
-	char *uri = strdup("amqp://localhost"), *body = NULL, num[32];
+	char uri[1024] = "amqp://localhost", *body = NULL, num[32];
 	const char *queue = "q", *id = NULL, *prio = NULL, *group = NULL,
 	    *key = NULL, *attempts = NULL, *sent = NULL, *ttl = NULL,
 	    *kind = NULL;
@@ -144,7 +144,11 @@ main(int argc, char *argv[])
 		case 'R': take = 1; break;
 		case 's': sent = optarg; break;
 		case 't': ttl = optarg; break;
-		case 'u': uri = strdup(optarg); break;
+		case 'u':
+			if (strlen(optarg) >= sizeof(uri))
+				errx(2, "-u: too long");
+			strcpy(uri, optarg);
+			break;
 		default: return 2;
 		}
 	amqp_default_connection_info(&ci);
@@ -176,6 +180,7 @@ main(int argc, char *argv[])
 		check(amqp_consume_message(conn, &env, &tv, 0), "consume");
 		printf("%.*s\n", (int)env.message.properties.message_id.len,
 		    (char *)env.message.properties.message_id.bytes);
+		amqp_destroy_envelope(&env);
 		/* No ack, no close: the broker takes it back. */
 		return 0;
 	}
@@ -231,6 +236,5 @@ main(int argc, char *argv[])
 	amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
 	amqp_destroy_connection(conn);
 	free(body);
-	free(uri);
 	return 0;
 }
