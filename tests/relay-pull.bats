@@ -1,35 +1,26 @@
 load helper
+load relay
 
 # mq-relay pull: broker -> local spool.  One private RabbitMQ node for the
-# file (tests/rabbit), on loopback, its ports found free at run time; each
-# test has its own queue, named after its spool.  Messages are put on the
-# broker by tests/amqp-put (as another host's push would, or any other
-# publisher).
+# file (tests/relay.bash); each test has its own queue, named after its
+# spool.  Messages are put on the broker by tests/amqp-put (as another
+# host's push would, or any other publisher).
 
 setup_file() {
-	if ! pkg-config --exists librabbitmq 2>/dev/null; then
-		skip "librabbitmq is not installed: mq-relay is not built"
-	fi
-	[ -x "$BATS_TEST_DIRNAME/../bin/mq-relay" ] ||
-	    fail "bin/mq-relay is not built (make all)"
+	relay_node
 	[ -x "$BATS_TEST_DIRNAME/amqp-put" ] ||
-	    fail "tests/amqp-put is not built (make tests/amqp-put)"
-	export NODE="$BATS_FILE_TMPDIR/node"
-	local port
-	port=$(sh "$BATS_TEST_DIRNAME/rabbit" ports 1) || fail "no free port"
-	sh "$BATS_TEST_DIRNAME/rabbit" start "$NODE" "pull$$" "$port" ||
-	    fail "the RabbitMQ node did not start"
-	export URI="amqp://guest:guest@127.0.0.1:$port"
+	    { echo "tests/amqp-put is not built (make amqp-put)" >&2; return 1; }
 }
 
 teardown_file() {
-	[ -z "${NODE:-}" ] || sh "$BATS_TEST_DIRNAME/rabbit" stop "$NODE"
+	relay_teardown
 }
 
 setup() {
 	export Q="pull$BATS_TEST_NUMBER"
 	export MQ_DIR="$BATS_TEST_TMPDIR/$Q"
 	PUT="$BATS_TEST_DIRNAME/amqp-put"
+	URI=$RELAY_URI
 }
 
 # put [amqp-put options]: one message (body on stdin) on this test's queue.
@@ -86,8 +77,8 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 	assert_output "$(seq 1 10)"
 	run sh -c 'for f in "$1"/*; do cmp -s "$f" "$2" && echo same; done' _ "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/binary"
 	assert_output same
-	run sh "$BATS_TEST_DIRNAME/rabbit" ctl "$NODE" -q list_queues name messages
-	assert_line --regexp "^$Q[[:space:]]+0\$"
+	# Ready and unacked: nothing.
+	assert_equal "$(queue_count "$RELAY_DIR1" "$Q")" 0
 	run pull
 	assert_equal "$status" 1
 	assert_equal "$(files | wc -l)" 0
@@ -345,8 +336,7 @@ wait_files() {
 	mq-relay pull "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
 	local pid=$!
 	wait_files 3
-	timeout 60 sh "$BATS_TEST_DIRNAME/rabbit" ctl "$NODE" -q \
-	    close_all_connections "test"
+	rabbit ctl "$RELAY_DIR1" -q close_all_connections "test"
 	put -c 4 </dev/null
 	wait_files 7
 	kill -TERM "$pid"
