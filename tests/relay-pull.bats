@@ -348,3 +348,17 @@ wait_files() {
 	assert_equal "$(files | wc -l)" 7
 	assert_equal "$(ready)" 0
 }
+
+@test "pull: a fragment in tmp/ under the ID (a pull that died before placing it) is replaced" {
+	local id=18ed4f0a1b2c3d4e.1.0000000000dd
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	printf 'half a bo' >"$MQ_DIR/tmp/$id"
+	echo "the whole body" | put -i "$id"
+	run pull
+	assert_success
+	run mq-show "$id"
+	assert_output "the whole body"
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(tmp_debris | wc -l)" 0
+}
