@@ -41,6 +41,10 @@ MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 # mq-relay (RabbitMQ) is built only when pkg-config finds librabbitmq
 # (rabbitmq-c); its objects are in no other program and not in libmq.a.
 RELAYOBJ = src/mq-relay.o src/broker.o src/push.o src/pull.o
+# mq-relay's page, units and completion install with the program, which is
+# built only where librabbitmq is found.
+MAN1RELAY = share/man/man1/mq-relay.1
+UNITSRELAY = mq-relay-push@.service mq-relay-pull@.service
 MAN5 = share/man/man5/mq-spool.5
 MAN7 = share/man/man7/mq.7
 
@@ -167,7 +171,7 @@ torture: all
 	sh tests/torture $(TORTURE_SECS)
 
 lint:
-	mandoc -Tlint -Wwarning $(MAN1) $(MAN5) $(MAN7)
+	mandoc -Tlint -Wwarning $(MAN1) $(MAN1RELAY) $(MAN5) $(MAN7)
 
 demo:
 	@sh share/deps.sh build
@@ -204,7 +208,6 @@ install: all
 	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHCOMPDIR) \
 	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSTEMDDIR)
 	cp -f $(BIN) $(DESTDIR)$(BINDIR)
-	if [ -f bin/mq-relay ]; then cp -f bin/mq-relay $(DESTDIR)$(BINDIR); fi
 	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANDIR)/man7
@@ -214,14 +217,22 @@ install: all
 	cp -f share/completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
 	for u in $(UNITS); do sed 's,@BINDIR@,$(BINDIR),g' share/systemd/$$u \
 	    >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; done
+	if [ -x bin/mq-relay ]; then \
+	    cp -f bin/mq-relay $(DESTDIR)$(BINDIR) && \
+	    cp -f $(MAN1RELAY) $(DESTDIR)$(MANDIR)/man1 && \
+	    cp -f share/completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/mq-relay && \
+	    for u in $(UNITSRELAY); do sed 's,@BINDIR@,$(BINDIR),g' \
+	        share/systemd/$$u >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; \
+	    done; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/mq-relay
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p \
 	    $(DESTDIR)$(MANDIR)/man1/$$p.1 $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	rm -f $(DESTDIR)$(MANDIR)/man5/mq-spool.5 $(DESTDIR)$(MANDIR)/man7/mq.7
 	rm -f $(DESTDIR)$(ZSHCOMPDIR)/_mq
-	for u in $(UNITS); do rm -f $(DESTDIR)$(SYSTEMDDIR)/$$u; done
+	for u in $(UNITS) $(UNITSRELAY); do rm -f $(DESTDIR)$(SYSTEMDDIR)/$$u; done
+	rm -f $(DESTDIR)$(BINDIR)/mq-relay $(DESTDIR)$(MANDIR)/man1/mq-relay.1 \
+	    $(DESTDIR)$(BASHCOMPDIR)/mq-relay
 	for e in $(EXAMPLES); do rm -f $(DESTDIR)$(DOCDIR)/examples/$${e##*/}; \
 	    done
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
