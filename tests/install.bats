@@ -27,6 +27,15 @@ installed_tree() { # root
 		    thumbnail-worker.conf xargs-pool.sh; do
 			echo "./usr/local/share/doc/mq/examples/$e"
 		done
+		# mq-relay, built only where librabbitmq is found, with its page,
+		# completion and units.
+		if [ -x "$top/bin/mq-relay" ]; then
+			echo ./usr/local/bin/mq-relay
+			echo ./usr/local/share/man/man1/mq-relay.1
+			echo ./usr/local/share/bash-completion/completions/mq-relay
+			echo ./usr/local/lib/systemd/system/mq-relay-push@.service
+			echo ./usr/local/lib/systemd/system/mq-relay-pull@.service
+		fi
 	)
 	assert_equal "$(installed_tree "$dest")" "$(sort <<<"$expected")"
 	for p in mq-ack mq-conf mq-dlq mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
@@ -64,9 +73,66 @@ installed_tree() { # root
 	for u in mq-sweep@.service mq-sweep@.timer mq-worker@.service; do
 		cp "$prefix/lib/systemd/system/$u" "$BATS_TEST_TMPDIR/units/${u/@/@var-spool-thumbs}"
 	done
+	# mq-relay's units, as make install writes them, naming a program that
+	# exists (verify checks it): the one built, or a stand-in.
+	relaybin=$BATS_TEST_TMPDIR/relaybin
+	mkdir "$relaybin"
+	if [ -x "$prefix/bin/mq-relay" ]; then
+		cp "$prefix/bin/mq-relay" "$relaybin/"
+	else
+		printf '#!/bin/sh\nexit 0\n' >"$relaybin/mq-relay"
+		chmod +x "$relaybin/mq-relay"
+	fi
+	for u in mq-relay-push@.service mq-relay-pull@.service; do
+		sed "s,@BINDIR@,$relaybin,g" "$top/share/systemd/$u" \
+		    >"$BATS_TEST_TMPDIR/units/${u/@/@var-spool-jobs}"
+	done
 	run --separate-stderr systemd-analyze verify --man=no "$BATS_TEST_TMPDIR"/units/*
 	assert_success
 	[ -z "$stderr" ]
 	# The instance is the spool's path, escaped as systemd does.
 	assert_equal "$(systemd-escape --path /var/spool/thumbs)" var-spool-thumbs
+}
+
+@test "systemd units: mq-relay's, one per direction, as documented" {
+	for d in push pull; do
+		u=$top/share/systemd/mq-relay-$d@.service
+		grep -qx "ExecStart=@BINDIR@/mq-relay $d -d %f \\\$MQ_RELAY_OPTS" "$u"
+		# The URIs, passwords and all, come from a file only root reads.
+		grep -qx 'EnvironmentFile=-/etc/mq/relay-%i.env' "$u"
+		grep -qx 'Restart=always' "$u"
+		grep -qx 'RestartSec=5s' "$u"
+		grep -qx 'KillMode=mixed' "$u"
+		grep -qx 'KillSignal=SIGTERM' "$u"
+		grep -qx 'NoNewPrivileges=yes' "$u"
+		grep -qx 'Documentation=man:mq-relay(1)' "$u"
+		grep -qx 'RequiresMountsFor=%f' "$u"
+	done
+}
+
+@test "make install: mq-relay's page, completion and units come with the program, and only with it" {
+	# A copy of the checkout (objects and programs kept up to date), in
+	# which a stand-in for mq-relay is put when none is built.
+	copy=$BATS_TEST_TMPDIR/copy
+	mkdir "$copy"
+	(cd "$top" && tar -cf - --exclude=.git .) | (cd "$copy" && tar -xpf -)
+	relay_files="bin/mq-relay share/man/man1/mq-relay.1 share/bash-completion/completions/mq-relay
+	    lib/systemd/system/mq-relay-push@.service lib/systemd/system/mq-relay-pull@.service"
+	if [ ! -x "$copy/bin/mq-relay" ]; then
+		make -s -C "$copy" install DESTDIR="$BATS_TEST_TMPDIR/without" >/dev/null
+		for f in $relay_files; do
+			assert_file_not_exist "$BATS_TEST_TMPDIR/without/usr/local/$f"
+		done
+		printf '#!/bin/sh\nexit 0\n' >"$copy/bin/mq-relay"
+		chmod +x "$copy/bin/mq-relay"
+	fi
+	dest=$BATS_TEST_TMPDIR/with
+	make -s -C "$copy" install DESTDIR="$dest" >/dev/null
+	for f in $relay_files; do
+		assert_file_exist "$dest/usr/local/$f"
+	done
+	grep -qx 'ExecStart=/usr/local/bin/mq-relay push -d %f $MQ_RELAY_OPTS' \
+	    "$dest/usr/local/lib/systemd/system/mq-relay-push@.service"
+	make -s -C "$copy" uninstall DESTDIR="$dest" >/dev/null
+	assert_equal "$(installed_tree "$dest")" ""
 }
