@@ -6,15 +6,32 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-r
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {
-	"$1" --help | sed -n '/^usage:/,/^[^ u]/p' | grep -E '^(usage:| )' |
-	    grep -oE -- '(^|[[ |])(--[a-z-]+|-[a-zA-Z0-9]+)' | sed 's/^[[ |]//' |
+	"$1" --help | sed -n '/^usage:/,/^[^ u]/p' | grep -E '^(usage:| )' | split_options
+}
+
+# The options in the lines of a usage or synopsis on stdin, one a line.
+split_options() {
+	grep -oE -- '(^|[[ |,])(--[a-z-]+|-[a-zA-Z0-9]+)' | sed 's/^[[ |,]//' |
 	    while read -r o; do
 		case $o in
-		--*) echo "$o" ;;
-		-??*) o=${o#-}; while [ -n "$o" ]; do echo "-${o%"${o#?}"}"; o=${o#?}; done ;;
-		*) echo "$o" ;;
+		--*) printf '%s\n' "$o" ;;
+		-??*) o=${o#-}; while [ -n "$o" ]; do printf '%s\n' "-${o%"${o#?}"}"; o=${o#?}; done ;;
+		*) printf '%s\n' "$o" ;; # not echo, which takes -n and -e for its own
 		esac
 	done | grep -vx -- '--' | sort -u
+}
+
+# mq-relay is built only where librabbitmq is found: its options as its
+# man page names them (the synopsis and the options' tags), and as its
+# --help names them when it is built.
+relay_page="$BATS_TEST_DIRNAME/../share/man/man1/mq-relay.1"
+relay_options() {
+	{
+		mandoc -Tascii "$relay_page" | sed 's/.\x08//g' |
+		    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p; /^OPTIONS/,/^ENVIRONMENT/{/^     -/p;}' |
+		    sed 's/^ *mq-relay//' | split_options
+		if command -v mq-relay >/dev/null; then options_of mq-relay; fi
+	} | sort -u
 }
 
 # Runs the bash completion for the words given; prints COMPREPLY.
@@ -127,11 +144,59 @@ no"
 @test "completion (zsh): parses, covers every tool and every option" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	zsh -n "$comp_zsh"
-	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools"
+	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools mq-relay"
 	for t in $tools; do
 		for o in $(options_of "$t"); do
 			grep -qE -- "['{,)*]${o}[[(]" "$comp_zsh" || grep -qE -- "['{]${o}[,}]" "$comp_zsh" ||
 			    { echo "$t: $o is not in _mq"; false; }
 		done
+	done
+}
+
+@test "completion (bash): every option of mq-relay, as its page and --help name them" {
+	want=$(relay_options)
+	# Its page names at least these.
+	for o in -1 -v -d -n -q -h --help -V --version; do
+		grep -qx -- "$o" <<<"$want" || fail "mq-relay(1) does not name $o: $want"
+	done
+	have=$(bash -c 'source "$1"; _mq_options mq-relay' _ "$comp_bash" | tr ' ' '\n' | sort -u)
+	assert_equal "$(comm -23 <(echo "$want") <(echo "$have"))" ""
+	grep -q 'complete -F _mq .*mq-relay' <(sed -n '/^complete /,$p' "$comp_bash" | tr -d '\\\n')
+}
+
+@test "completion (bash): mq-relay's directions, then its options, spools after -d" {
+	run complete_bash mq-relay ""
+	assert_output "push
+pull"
+	run complete_bash mq-relay pu
+	assert_output "push
+pull"
+	run complete_bash mq-relay --v
+	assert_output "--version"
+	mkdir -p "$BATS_TEST_TMPDIR/spools/alpha"
+	cd "$BATS_TEST_TMPDIR/spools"
+	run complete_bash mq-relay push -d al
+	assert_output "alpha"
+	run complete_bash mq-relay pull -v -d alpha -
+	for o in -1 -v -d -n -q; do
+		grep -qx -- "$o" <<<"$output" || fail "$o not offered: $output"
+	done
+	refute_line push
+	# No value is offered for -n, -q or a URI.
+	run complete_bash mq-relay push -n ""
+	assert_output ""
+	run complete_bash mq-relay pull -q ""
+	assert_output ""
+	run complete_bash mq-relay push -1 ""
+	assert_output ""
+}
+
+@test "completion (zsh): mq-relay's directions and every option of its page" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	grep -qF -- "'1:direction:((push\:\"local spool to the broker\" pull\:\"broker to the local spool\"))'" "$comp_zsh"
+	grep -qF -- "'-d[spool]:spool:_directories'" <(sed -n '/^mq-relay)/,/^	;;/p' "$comp_zsh")
+	for o in $(relay_options); do
+		sed -n '/^mq-relay)/,/^	;;/p' "$comp_zsh" | grep -qE -- "['{,)*]${o}[[(]|['{,]${o}[,}]" ||
+		    { echo "mq-relay: $o is not in _mq"; false; }
 	done
 }

@@ -1,7 +1,7 @@
 # bash completion for the mq tools: options, spool directories after -d,
 # files for mq-send, a command after mq-recv's --, subcommands and dead
 # letter IDs for mq-dlq, the IDs of the spool (mq-ls) for mq-show and
-# mq-rm.  Installed once per tool name, so that
+# mq-rm, the direction (push, pull) for mq-relay.  Installed once per tool name, so that
 # bash-completion loads it for whichever is completed first.
 
 # The options each tool takes, as in its --help.
@@ -17,6 +17,7 @@ _mq_options() {
 	mq-show) echo "-r -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
+	mq-relay) echo "-1 -v -d -n -q -h --help -V --version" ;;
 	esac
 }
 
@@ -83,9 +84,23 @@ _mq() {
 		# mq-send's priorities, 0 (the default) to 9.
 		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
 		return ;;
-	-n | -m | -w | -D | -g | -k | -r | -e | -x | -P | --timeout | --backoff | --backoff-max | --ttl)
+	-n | -m | -w | -D | -g | -k | -r | -e | -x | -P | -q | --timeout | --backoff | --backoff-max | --ttl)
 		return ;;
 	esac
+	# mq-relay: the direction first, then its options; the URIs are not
+	# completed.
+	if [ "$cmd" = mq-relay ]; then
+		if [ "$COMP_CWORD" -eq 1 ]; then
+			if [[ $cur == -* ]]; then
+				mapfile -t COMPREPLY < <(compgen -W "-h --help -V --version" -- "$cur")
+			else
+				mapfile -t COMPREPLY < <(compgen -W "push pull" -- "$cur")
+			fi
+		elif [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "$(_mq_options "$cmd")" -- "$cur")
+		fi
+		return
+	fi
 	if [ "$cmd" = mq-dlq ]; then
 		case $sub in
 		"")
@@ -120,4 +135,4 @@ _mq() {
 }
 
 complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
-    mq-show mq-rm
+    mq-show mq-rm mq-relay
