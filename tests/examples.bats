@@ -442,3 +442,37 @@ queued_once() {
 	assert_equal "$(mq-ls -s dead | wc -l)" 0
 	assert_equal "$(mq-ls -s ready | wc -l)" 2
 }
+
+@test "README: Several hosts uses mq-relay's options, units and environment file as they are" {
+	text=$(sed -n '/^## Several hosts/,/^## Layout/p' "$top/README.md")
+	[ -n "$text" ]
+	# Every mq-relay command takes only options that mq-relay(1) names.
+	synopsis=$(mandoc -Tascii "$top/share/man/man1/mq-relay.1" | sed 's/.\x08//g' |
+	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p')
+	n=0
+	while read -r o; do
+		grep -qE -- "\\[$o[] ]|\\[-[0-9a-z]*${o#-}[0-9a-z]*\\]" <<<"$synopsis" ||
+		    fail "README uses mq-relay $o, which mq-relay(1) does not name"
+		n=$((n + 1))
+	done < <(grep -oE 'mq-relay (push|pull)( -[a-z0-9]+( [^ #-][^ ]*)?)*' <<<"$text" |
+	    grep -oE ' -[a-z0-9]+' | tr -d ' ')
+	[ "$n" -ge 3 ]
+	# The units it enables exist, and read the environment file it writes.
+	for u in mq-relay-push@ mq-relay-pull@ mq-worker@; do
+		grep -q "systemctl enable --now $u\\\$i" <<<"$text" || fail "README does not enable $u"
+		assert_file_exist "$units/$u.service"
+	done
+	for u in mq-relay-push@ mq-relay-pull@; do
+		grep -qx 'EnvironmentFile=-/etc/mq/relay-%i.env' "$units/$u.service"
+	done
+	# Its lines that write the file, run under a private /etc: mode 600,
+	# and the URIs quoted as systemd reads them.
+	export MQ_RELAY_URI='amqp://u:p@h1 amqp://u:p@h2'
+	i=var-spool-jobs
+	etc=$BATS_TEST_TMPDIR/etc
+	while IFS= read -r line; do
+		eval "${line//\/etc\//$etc/}"
+	done < <(grep -E '^(mkdir -p /etc/mq|printf .MQ_RELAY_URI)' <<<"$text")
+	assert_equal "$(stat -c %a "$etc/mq/relay-$i.env")" 600
+	assert_equal "$(cat "$etc/mq/relay-$i.env")" 'MQ_RELAY_URI="amqp://u:p@h1 amqp://u:p@h2"'
+}
