@@ -451,7 +451,7 @@ queued_once() {
 	    sed -n '/^SYNOPSIS/,/^DESCRIPTION/p')
 	n=0
 	while read -r o; do
-		grep -qE -- "\\[$o[] ]|\\[-[0-9a-z]*${o#-}[0-9a-z]*\\]" <<<"$synopsis" ||
+		grep -qE -- "\\[${o}[] ]|\\[-[0-9a-z]*${o#-}[0-9a-z]*\\]" <<<"$synopsis" ||
 		    fail "README uses mq-relay $o, which mq-relay(1) does not name"
 		n=$((n + 1))
 	done < <(grep -oE 'mq-relay (push|pull)( -[a-z0-9]+( [^ #-][^ ]*)?)*' <<<"$text" |
