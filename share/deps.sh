@@ -16,10 +16,14 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # man-db (pages as man shows them), sqlite3 (the outbox-relay example's
 # test), prometheus (for promtool, which checks mq-stat --prometheus;
 # its server is not run) and time (GNU time: a program's peak memory, as
-# mq-show's streaming is checked).
+# mq-show's streaming is checked), and for mq-relay's tests: librabbitmq-dev
+# (rabbitmq-c: without it mq-relay is not built), rabbitmq-server (the tests
+# start private nodes on loopback, tests/rabbit; the system's own service is
+# not used) and openssl (a throw-away CA and certificate for the TLS test).
 test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
-    e2fsprogs mount man-db sqlite3 prometheus time"
+    e2fsprogs mount man-db sqlite3 prometheus time librabbitmq-dev
+    rabbitmq-server openssl"
 bench="$test python3-dirq"
 need=$test
 purpose="test"

@@ -1,0 +1,142 @@
+# Loaded by the mq-relay test files after helper.bash: private RabbitMQ
+# nodes on loopback (tests/rabbit), started once per file in setup_file
+# and stopped, whatever happened, in teardown_file.
+#
+#   setup_file()    { relay_node; }        # one node:  $RELAY_DIR1 $RELAY_PORT1
+#   setup_file()    { relay_cluster; }     # three:     $RELAY_DIR1..3 $RELAY_PORT1..3
+#   teardown_file() { relay_teardown; }
+#
+# $RELAY_URI is the AMQP URI of node 1 (amqp://guest:guest@127.0.0.1:PORT),
+# $RELAY_URIS those of every node started, in order.  RELAY_TLS=CERTDIR
+# before relay_node: the node also listens with TLS on $RELAY_PORT1 + 1.
+# Without rabbitmq-server the file's tests fail (it is a test package of
+# share/deps.sh), they are not skipped.
+
+RABBIT="$BATS_TEST_DIRNAME/rabbit"
+
+# rabbit ARGS: tests/rabbit, bounded (start waits at most 90 s itself).
+rabbit() {
+	timeout -k 5 150 sh "$RABBIT" "$@"
+}
+
+# The nodes this file started, one DIR a line, for relay_teardown.
+relay_nodes_file() {
+	echo "$BATS_FILE_TMPDIR/rabbit-nodes"
+}
+
+relay_need() {
+	[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] ||
+	    { echo "rabbitmq-server is not installed (sh share/deps.sh)" >&2; return 1; }
+	[ -x "$BATS_TEST_DIRNAME/../bin/mq-relay" ] ||
+	    { echo "bin/mq-relay is not built (librabbitmq-dev missing? sh share/deps.sh)" >&2; return 1; }
+}
+
+# relay_node: starts one node (name rl1) for the file.
+relay_node() {
+	relay_need || return 1
+	local port d="$BATS_FILE_TMPDIR/node1"
+	port=$(rabbit ports 1) || return 1
+	echo "$d" >>"$(relay_nodes_file)"
+	RABBIT_TLS=${RELAY_TLS:-} rabbit start "$d" rl1 "$port" || return 1
+	export RELAY_DIR1=$d RELAY_PORT1=$port
+	export RELAY_URI="amqp://guest:guest@127.0.0.1:$port"
+	export RELAY_URIS=$RELAY_URI
+}
+
+# relay_cluster: starts three nodes (rc1..rc3) as one cluster, all three
+# at once, then waits until node 1 sees the three running.
+relay_cluster() {
+	relay_need || return 1
+	local -a ports pids
+	local i j d peers st=0
+	read -r -a ports <<<"$(rabbit ports 3 | tr '\n' ' ')"
+	[ ${#ports[@]} -eq 3 ] || return 1
+	for i in 1 2 3; do
+		echo "$BATS_FILE_TMPDIR/node$i" >>"$(relay_nodes_file)"
+	done
+	for i in 1 2 3; do
+		d="$BATS_FILE_TMPDIR/node$i"
+		peers=
+		for j in 1 2 3; do
+			[ "$j" -eq "$i" ] || peers="$peers $BATS_FILE_TMPDIR/node$j"
+		done
+		# shellcheck disable=SC2086 # one DIR a word
+		rabbit start "$d" "rc$i" "${ports[i - 1]}" $peers &
+		pids+=($!)
+	done
+	for i in 0 1 2; do
+		wait "${pids[i]}" || st=1
+	done
+	[ $st -eq 0 ] || return 1
+	RELAY_URIS=
+	for i in 1 2 3; do
+		export "RELAY_DIR$i=$BATS_FILE_TMPDIR/node$i" "RELAY_PORT$i=${ports[i - 1]}"
+		RELAY_URIS="$RELAY_URIS${RELAY_URIS:+ }amqp://guest:guest@127.0.0.1:${ports[i - 1]}"
+	done
+	export RELAY_URIS RELAY_URI="amqp://guest:guest@127.0.0.1:${ports[0]}"
+	relay_running 3 "$RELAY_DIR1" 120 || {
+		echo "the cluster did not form: $(rabbit ctl "$RELAY_DIR1" -q cluster_status 2>&1)" >&2
+		return 1
+	}
+}
+
+# relay_running N DIR SECS: within SECS, DIR's node sees N running nodes
+# in its cluster.
+relay_running() {
+	local n=$1 d=$2 secs=$3 end r
+	end=$((SECONDS + secs))
+	while [ $SECONDS -lt $end ]; do
+		r=$(rabbit ctl "$d" -q cluster_status --formatter json 2>/dev/null |
+		    sed -n 's/.*"running_nodes":\[\([^]]*\)\].*/\1/p' | tr ',' '\n' | grep -c . || true)
+		[ "${r:-0}" -eq "$n" ] && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# relay_teardown: stops every node the file started (all at once), even
+# after a failed test or a failed setup_file.
+relay_teardown() {
+	local f d
+	local -a pids=()
+	f=$(relay_nodes_file)
+	[ -f "$f" ] || return 0
+	while read -r d; do
+		rabbit stop "$d" >/dev/null 2>&1 &
+		pids+=($!)
+	done <"$f"
+	for d in "${pids[@]}"; do
+		wait "$d" || true
+	done
+	rm -f "$f"
+}
+
+# relay_certs DIR: a self-signed CA (DIR/cacert.pem, DIR/ca.pem: the same)
+# and a server certificate for localhost (SAN DNS:localhost,
+# IP:127.0.0.1) signed by it: DIR/cert.pem, DIR/key.pem.
+relay_certs() {
+	local d=$1
+	mkdir -p "$d"
+	(
+		set -e
+		cd "$d"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mq test CA" \
+		    -keyout cakey.pem -out cacert.pem -addext basicConstraints=critical,CA:TRUE \
+		    -addext keyUsage=critical,keyCertSign,cRLSign
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+		    -keyout key.pem -out req.pem
+		printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		    "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth" >ext.cnf
+		openssl x509 -req -in req.pem -CA cacert.pem -CAkey cakey.pem \
+		    -CAcreateserial -days 2 -extfile ext.cnf -out cert.pem
+		cp cacert.pem ca.pem
+		chmod 644 key.pem
+	) >/dev/null 2>&1
+}
+
+# queue_count DIR QUEUE: the messages of QUEUE (ready and unacked) as
+# node DIR sees them; nothing when there is no such queue.
+queue_count() {
+	rabbit ctl "$1" -q list_queues --no-table-headers name messages 2>/dev/null |
+	    awk -v q="$2" '$1 == q { print $2 }'
+}
