@@ -134,9 +134,60 @@ relay_certs() {
 	) >/dev/null 2>&1
 }
 
-# queue_count DIR QUEUE: the messages of QUEUE (ready and unacked) as
-# node DIR sees them; nothing when there is no such queue.
+# queue_count DIR QUEUE: the ready messages of QUEUE as node DIR sees
+# them (the count a passive declare gives: exact, where list_queues's
+# figures lag by the statistics interval); nothing when there is no such
+# queue.  QUEUE: letters, digits, dot, dash and underscore.
 queue_count() {
-	rabbit ctl "$1" -q list_queues --no-table-headers name messages 2>/dev/null |
-	    awk -v q="$2" '$1 == q { print $2 }'
+	rabbit ctl "$1" -q eval "case rabbit_amqqueue:lookup(rabbit_misc:r(<<\"/\">>, queue, <<\"$2\">>)) of
+	    {ok, Q} -> {ok, N, _} = rabbit_amqqueue:stat(Q), N; _ -> none end." 2>/dev/null | grep -x '[0-9]*'
+}
+
+# relay_until SECS CMD...: runs CMD every 0.05 s until it succeeds; fails
+# after SECS.
+relay_until() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+
+# messages DIR: how many messages spool DIR holds, waiting or claimed.
+messages() {
+	find "$1/new" "$1/cur" -type f 2>/dev/null | wc -l | tr -d ' '
+}
+
+# relay_send N DIR: N messages (bodies body-1 .. body-N) into spool DIR
+# with mq-send; appends "ID BODY" lines to $BATS_TEST_TMPDIR/sent.
+relay_send() {
+	local ids="$BATS_TEST_TMPDIR/sent.ids"
+	seq -f 'body-%.0f' 1 "$1" | mq-send -l -d "$2" >"$ids" || return 1
+	[ "$(wc -l <"$ids")" -eq "$1" ] || return 1
+	paste -d ' ' "$ids" <(seq -f 'body-%.0f' 1 "$1") >>"$BATS_TEST_TMPDIR/sent"
+}
+
+# contents DIR: "ID BODY" of every message of spool DIR (waiting or
+# claimed), sorted; a message twice is there twice.
+contents() {
+	find "$1/new" "$1/cur" -type f -print0 2>/dev/null |
+	    xargs -0 -r awk 'FNR == 1 { n = split(FILENAME, p, "/"); sub(/,.*/, "", p[n]); print p[n], $0 }' |
+	    LC_ALL=C sort
+}
+
+# relay_compare DIR WHAT: compares spool DIR with what relay_send sent:
+# sets lost (IDs sent and not in DIR), dups (copies beyond the first),
+# wrong (messages not sent, or with another body), and prints them
+# (tap comment, on fd 3) under the title WHAT.
+relay_compare() {
+	local t="$BATS_TEST_TMPDIR"
+	contents "$1" >"$t/got"
+	LC_ALL=C sort -u "$t/sent" >"$t/sent.sorted"
+	cut -d ' ' -f 1 "$t/sent.sorted" >"$t/sent.id"
+	cut -d ' ' -f 1 "$t/got" | LC_ALL=C sort -u >"$t/got.id"
+	lost=$(LC_ALL=C comm -23 "$t/sent.id" "$t/got.id" | wc -l | tr -d ' ')
+	dups=$(($(wc -l <"$t/got") - $(wc -l <"$t/got.id")))
+	wrong=$(LC_ALL=C sort -u "$t/got" | LC_ALL=C comm -13 "$t/sent.sorted" - | wc -l | tr -d ' ')
+	echo "# $2: messages $(wc -l <"$t/sent.id" | tr -d ' '), lost $lost, duplicates $dups, wrong $wrong" >&3
 }
