@@ -70,7 +70,7 @@ restart_node() {
 	done
 	d="RELAY_DIR$1" p="RELAY_PORT$1"
 	# shellcheck disable=SC2086 # one DIR a word
-	rabbit start "${!d}" "rc$1" "${!p}" $peers
+	rabbit start "${!d}" "$(cat "${!d}/nodename")" "${!p}" $peers
 	relay_running 3 "${!d}" 120
 }
 

@@ -31,19 +31,20 @@ relay_need() {
 	    { echo "bin/mq-relay is not built (librabbitmq-dev missing? sh share/deps.sh)" >&2; return 1; }
 }
 
-# relay_node: starts one node (name rl1) for the file.
+# relay_node: starts one node (named rl1_PID: a name of its own on the
+# machine, for pgrep) for the file.
 relay_node() {
 	relay_need || return 1
 	local port d="$BATS_FILE_TMPDIR/node1"
 	port=$(rabbit ports 1) || return 1
 	echo "$d" >>"$(relay_nodes_file)"
-	RABBIT_TLS=${RELAY_TLS:-} rabbit start "$d" rl1 "$port" || return 1
+	RABBIT_TLS=${RELAY_TLS:-} rabbit start "$d" "rl1_$$" "$port" || return 1
 	export RELAY_DIR1=$d RELAY_PORT1=$port
 	export RELAY_URI="amqp://guest:guest@127.0.0.1:$port"
 	export RELAY_URIS=$RELAY_URI
 }
 
-# relay_cluster: starts three nodes (rc1..rc3) as one cluster, all three
+# relay_cluster: starts three nodes (rc1_PID..rc3_PID) as one cluster, all three
 # at once, then waits until node 1 sees the three running.
 relay_cluster() {
 	relay_need || return 1
@@ -61,7 +62,7 @@ relay_cluster() {
 			[ "$j" -eq "$i" ] || peers="$peers $BATS_FILE_TMPDIR/node$j"
 		done
 		# shellcheck disable=SC2086 # one DIR a word
-		rabbit start "$d" "rc$i" "${ports[i - 1]}" $peers &
+		rabbit start "$d" "rc${i}_$$" "${ports[i - 1]}" $peers &
 		pids+=($!)
 	done
 	for i in 0 1 2; do
