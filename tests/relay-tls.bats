@@ -55,6 +55,20 @@ setup() {
 	assert_equal "$(queue_count "$RELAY_DIR1" "$Q")" 5
 }
 
+@test "tests/rabbit start: a node that cannot start (its port taken) fails, prints its own log, leaves nothing running" {
+	local d="$BATS_TEST_TMPDIR/other"
+	run -1 --separate-stderr rabbit start "$d" "rx_$$" "$RELAY_PORT1"
+	[[ $stderr == *"did not start; its logs:"* ]] || fail "$stderr"
+	[[ $stderr == *"$d/"*".log"* ]] || fail "$stderr"
+	assert_equal "$output" ""
+	run -1 rabbit pid "$d"
+	run -1 running "rx_$$@localhost"
+	epmd=$(sed -n 's/^EPMD_PORT=//p' "$d/shared")
+	assert_equal "$(ss -Hltn "sport = :$epmd")" ""
+	# The node that holds the port runs on.
+	run -0 rabbit pid "$RELAY_DIR1"
+}
+
 # running NAME@HOST: a process runs as node NAME (RabbitMQ reads the name
 # from its environment: it is in no command line).
 running() {
