@@ -64,7 +64,7 @@ setup() {
 	run -1 rabbit pid "$d"
 	run -1 running "rx_$$@localhost"
 	epmd=$(sed -n 's/^EPMD_PORT=//p' "$d/shared")
-	assert_equal "$(ss -Hltn "sport = :$epmd")" ""
+	assert_equal "$(listening "$epmd")" ""
 	# The node that holds the port runs on.
 	run -0 rabbit pid "$RELAY_DIR1"
 }
@@ -81,10 +81,10 @@ running() {
 	epmd=$(sed -n 's/.*ERL_EPMD_PORT=\([0-9]*\).*/\1/p' "$RELAY_DIR1/env")
 	run -0 rabbit pid "$RELAY_DIR1"
 	running "$name"
-	ss -Hltn "sport = :$epmd" | grep -q .
+	assert_equal "$(listening "$epmd")" "$epmd"
 	run -0 rabbit stop "$RELAY_DIR1"
 	run -1 rabbit pid "$RELAY_DIR1"
 	run -1 pgrep -f -- "-home $RELAY_DIR1( |$)"
 	run -1 running "$name"
-	assert_equal "$(ss -Hltn "sport = :$epmd or sport = :$RELAY_PORT1 or sport = :$((RELAY_PORT1 + 1))")" ""
+	assert_equal "$(listening "$epmd" "$RELAY_PORT1" $((RELAY_PORT1 + 1)))" ""
 }

@@ -144,6 +144,19 @@ queue_count() {
 	    {ok, Q} -> {ok, N, _} = rabbit_amqqueue:stat(Q), N; _ -> none end." 2>/dev/null | grep -x '[0-9]*'
 }
 
+# listening PORT...: those of the TCP ports that something listens on
+# (from /proc/net/tcp and tcp6), one a line.
+listening() {
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v want=" $* " '
+	    function hex(s,  i, n) {
+		n = 0
+		for (i = 1; i <= length(s); i++)
+			n = n * 16 + index("0123456789ABCDEF", toupper(substr(s, i, 1))) - 1
+		return n
+	    }
+	    $4 == "0A" { n = split($2, a, ":"); p = hex(a[n]); if (index(want, " " p " ")) print p }' | sort -un
+}
+
 # relay_until SECS CMD...: runs CMD every 0.05 s until it succeeds; fails
 # after SECS.
 relay_until() {
