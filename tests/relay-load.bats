@@ -86,8 +86,8 @@ more_than() {
 	# Small batches: the kill comes after some confirms, before the last.
 	relay_bg push "$A" -n 5
 	relay_until 120 fewer_than "$A" 5000
-	kill -9 $relays
-	wait $relays || true
+	kill -9 "${relays# }"
+	wait "${relays# }" || true
 	relays=
 	left=$(messages "$A")
 	echo "# killed with $left of 5000 not yet confirmed" >&3
@@ -104,8 +104,8 @@ more_than() {
 	run -0 push -1
 	relay_bg pull "$B" -n 65535
 	relay_until 120 more_than "$B" 0
-	kill -9 $relays
-	wait $relays || true
+	kill -9 "${relays# }"
+	wait "${relays# }" || true
 	relays=
 	got=$(messages "$B")
 	echo "# killed with $got of 5000 written" >&3
@@ -155,7 +155,7 @@ more_than() {
 }
 
 @test "mq-relay: a message pushed then pulled keeps its attempts (0 stays 0; released once by a worker, 1)" {
-	MQ_DIR=$A
+	export MQ_DIR=$A
 	id0=$(echo zero | mq-send)
 	id1=$(echo one | mq-send)
 	r=$(mq-recv)
