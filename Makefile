@@ -181,13 +181,20 @@ demo:
 deps:
 	@sh share/deps.sh test
 
-BENCHBIN = bench/floor bench/spawn bench/true-c
+BENCHBIN = bench/floor bench/spawn bench/true-c bench/amqp-confirm
 bench/floor: bench/floor.c
 	$(CC) -O2 -o $@ bench/floor.c
 bench/spawn: bench/spawn.c
 	$(CC) -O2 -o $@ bench/spawn.c
 bench/true-c: bench/true-c.c
 	$(CC) -O2 -o $@ bench/true-c.c
+# The baseline of the relay rows, only where rabbitmq-c is (else the rows
+# are skipped with a note).
+bench/amqp-confirm: bench/amqp-confirm.c
+	if pkg-config --exists librabbitmq; then \
+	    $(CC) -std=c17 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra \
+	    -o $@ bench/amqp-confirm.c `pkg-config --cflags --libs librabbitmq`; \
+	else echo "make: librabbitmq not found: $@ not built"; fi
 
 bench: all $(BENCHBIN)
 	@sh share/deps.sh bench
