@@ -6,10 +6,11 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio ls show), BENCH_GROUP_N (messages parked
+# expired maxdepth overshoot group prio ls show relay), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
-# limit).
+# limit), BENCH_RELAY_N (messages per relay run, 10000), BENCH_RELAY_SIZE
+# (their size in bytes, 100).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,8 +28,27 @@ PY=/usr/bin/python3
 [ -x "$PY" ] && "$PY" -c 'import dirq' 2>/dev/null || PY=
 mkdir -p "$here/tmp"
 FSLIST=${BENCH_FS:-"/dev/shm $here/tmp"}
+RELAY_N=${BENCH_RELAY_N:-10000}
+RELAY_SIZE=${BENCH_RELAY_SIZE:-100}
 results=$(mktemp)
-trap 'rm -f "$results"' EXIT
+notes=$(mktemp)
+# The RabbitMQ node of the relay rows (its directory), stopped on the way
+# out whatever happens.
+node=
+relay_stop() {
+	if [ -n "$node" ]; then
+		sh "$top/tests/rabbit" stop "$node/n" >/dev/null 2>&1 || true
+		rm -rf "$node"
+		node=
+	fi
+}
+cleanup() {
+	relay_stop
+	rm -f "$results" "$notes"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 now() { date +%s%N; }
 # median of the numbers on standard input
@@ -47,6 +67,8 @@ row() {
 # median of the run-by-run ratios of two files of one number per run
 ratios() { paste "$1" "$2" | awk '{ printf "%.4f\n", $1 / $2 }' | median; }
 say() { printf '%s\n' "$*" >&2; }
+# note: a line said now and printed again under the table.
+note() { say "$*"; printf '%s\n' "$*" >>"$notes"; }
 
 fsname() { case $1 in /dev/shm*) echo tmpfs ;; *) echo disk ;; esac; }
 
@@ -567,7 +589,143 @@ bench_show() { # fs: mq-show of a 1 GiB message against cat of its file
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show"}
+# mq-relay against what it is built on (rabbitmq-c's own confirmed
+# publishing, bench/amqp-confirm) and against mq-send, on one RabbitMQ node
+# (tests/rabbit) started once for every file system, after every other
+# row, and stopped at the end (relay_stop; cleanup if the bench fails).
+# RELAY_URI stays empty when the rows are skipped (one note says why).
+RELAY_URI=
+relay_start() {
+	if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then
+		note "relay: skipped: rabbitmq-server not installed"
+		return 0
+	fi
+	if [ ! -x "$top/bin/mq-relay" ]; then
+		note "relay: skipped: mq-relay not built"
+		return 0
+	fi
+	if [ ! -x "$here/amqp-confirm" ]; then
+		note "relay: skipped: bench/amqp-confirm not built (librabbitmq not found)"
+		return 0
+	fi
+	if [ ! -f "$top/tests/rabbit" ]; then
+		note "relay: skipped: tests/rabbit is missing"
+		return 0
+	fi
+	node=$(mktemp -d)
+	port=$(sh "$top/tests/rabbit" ports 1)
+	say "relay: starting a RabbitMQ node on 127.0.0.1:$port"
+	if ! sh "$top/tests/rabbit" start "$node/n" rb1 "$port" >"$node/start.log" 2>&1; then
+		note "relay: skipped: the RabbitMQ node did not start: $(tail -n 1 "$node/start.log")"
+		return 0
+	fi
+	RELAY_URI=amqp://guest:guest@127.0.0.1:$port
+}
+
+# pulled N: reads mq-relay pull -v's lines and prints the time (ns) at which
+# the messages added reach N, their batch acked (what is left is -1's check
+# that the queue is empty, after a second without a delivery), or at the end
+# of its input if they never do.  The other lines go to standard error.
+pulled() {
+	# A shell loop, not awk: awk may read a pipe ahead in blocks.
+	_a=0 _t=
+	while IFS= read -r _l; do
+		case $_l in
+		*" pulled "*"(added "*)
+			_k=${_l#*(added }
+			_a=$((_a + ${_k%%,*}))
+			[ -n "$_t" ] || [ "$_a" -lt "$1" ] || _t=$(now)
+			;;
+		*" connected to "*) ;;
+		*) printf '%s\n' "$_l" >&2 ;;
+		esac
+	done
+	echo "${_t:-$(now)}"
+}
+
+# gone QUEUE: deletes it and prints how many messages it held.
+gone() {
+	sh "$top/tests/rabbit" ctl "$node/n" delete_queue "$1" |
+	    sed -n 's/.* with \([0-9][0-9]*\) ready.*/\1/p'
+}
+
+# relay_run W R: run R, both pairs back to back on the node; 1 on a failure.
+relay_run() {
+	_qa=bench-$name-$2-relay _qb=bench-$name-$2-client
+	rm -rf "$1/out" "$1/in" "$1/send"
+	MQ_DIR="$1/out" mq-send -l <"$1/lines" >/dev/null || return 1
+	# Which of a pair goes first alternates from run to run.
+	_order="relay client"
+	[ $(($2 % 2)) -eq 1 ] || _order="client relay"
+	for _x in $_order; do
+		sync
+		_s=$(now)
+		if [ "$_x" = relay ]; then
+			MQ_RELAY_URI=$RELAY_URI mq-relay push -1 -n 100 \
+			    -d "$1/out" -q "$_qa" || return 1
+		else
+			amqp-confirm -n "$RELAY_N" -s "$RELAY_SIZE" -b 100 \
+			    -q "$_qb" "$RELAY_URI" >/dev/null || return 1
+		fi
+		_e=$(now)
+		rate "$RELAY_N" "$_s" "$_e" >>"$1/push.$_x"
+	done
+	# The pull takes the client's queue; mq-send the same lines.
+	for _x in $_order; do
+		sync
+		_s=$(now)
+		if [ "$_x" = relay ]; then
+			{
+				MQ_RELAY_URI=$RELAY_URI mq-relay pull -1 -v -n 1000 \
+				    -d "$1/in" -q "$_qb" 2>&1 >/dev/null
+				echo $? >"$1/rc"
+			} | pulled "$RELAY_N" >"$1/end"
+			[ "$(cat "$1/rc")" -eq 0 ] || return 1
+			_e=$(cat "$1/end")
+		else
+			MQ_DIR="$1/send" mq-send -l <"$1/lines" >/dev/null || return 1
+			_e=$(now)
+		fi
+		rate "$RELAY_N" "$_s" "$_e" >>"$1/pull.$_x"
+	done
+	_left=$(find "$1/out/new" "$1/out/cur" -type f 2>/dev/null | wc -l)
+	_in=$(find "$1/in/new" -type f | wc -l)
+	_held=$(gone "$_qa")
+	_rest=$(gone "$_qb")
+	[ "$_left" -eq 0 ] || note "relay: $name, run $2: $_left left in the spool after mq-relay push -1"
+	[ "$_held" = "$RELAY_N" ] || note "relay: $name, run $2: the queue held ${_held:-?} of $RELAY_N after mq-relay push"
+	[ "$_in" -eq "$RELAY_N" ] || note "relay: $name, run $2: mq-relay pull added $_in of $RELAY_N"
+	[ "$_rest" = 0 ] || note "relay: $name, run $2: ${_rest:-?} left on the queue after mq-relay pull -1"
+	rm -rf "$1/out" "$1/in" "$1/send"
+}
+
+bench_relay() { # fs
+	[ -n "$RELAY_URI" ] || return 0
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	awk -v n="$RELAY_N" -v s="$RELAY_SIZE" 'BEGIN {
+		l = sprintf("%" s "s", ""); gsub(/ /, "x", l)
+		for (i = 1; i <= n; i++) print l }' >"$w/lines"
+	for r in $(seq 1 "$R"); do
+		say "$name: relay, run $r of $R"
+		if ! relay_run "$w" "$r"; then
+			note "relay: $name, run $r failed (above): no relay rows for $name"
+			rm -rf "$w"
+			return 0
+		fi
+	done
+	RATIO=$(ratios "$w/push.relay" "$w/push.client")
+	row "$name" "relay push, batches of 100 (mq-relay push -n 100)" \
+	    "$(median <"$w/push.relay")" msg/s \
+	    "rabbitmq-c confirmed publish, batches of 100" \
+	    "$(median <"$w/push.client")" ">= 0.8"
+	RATIO=$(ratios "$w/pull.relay" "$w/pull.send")
+	row "$name" "relay pull (mq-relay pull -n 1000)" \
+	    "$(median <"$w/pull.relay")" msg/s "mq-send -l durable" \
+	    "$(median <"$w/pull.send")" ">= 0.5"
+	rm -rf "$w"
+}
+
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show relay"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -585,6 +743,14 @@ want group && bench_group "$first"
 want prio && bench_prio "$first"
 want ls && bench_ls "$first"
 want show && bench_show "$first"
+# Last, so that no other row shares the machine with the node.
+if want relay; then
+	relay_start
+	for fs in $FSLIST; do
+		bench_relay "$fs"
+	done
+	relay_stop
+fi
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
@@ -604,3 +770,7 @@ BEGIN { printf "%-6s %-58s %9s %-6s %-62s %9s %7s %-7s %s\n", "fs", "workload", 
 {
 	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, check($8 + 0, $7, $3, $6)
 }' "$results"
+if [ -s "$notes" ]; then
+	printf '\n'
+	cat "$notes"
+fi
