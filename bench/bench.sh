@@ -29,6 +29,10 @@ PY=/usr/bin/python3
 mkdir -p "$here/tmp"
 FSLIST=${BENCH_FS:-"/dev/shm $here/tmp"}
 RELAY_N=${BENCH_RELAY_N:-10000}
+case $RELAY_N in
+'' | *[!0-9]* | 0) echo "bench.sh: BENCH_RELAY_N: 1 to 65534" >&2; exit 2 ;;
+esac
+[ "$RELAY_N" -lt 65535 ] || { echo "bench.sh: BENCH_RELAY_N: 1 to 65534 (mq-relay pull -n)" >&2; exit 2; }
 RELAY_SIZE=${BENCH_RELAY_SIZE:-100}
 results=$(mktemp)
 notes=$(mktemp)
@@ -661,23 +665,26 @@ relay_run() {
 		sync
 		_s=$(now)
 		if [ "$_x" = relay ]; then
-			MQ_RELAY_URI=$RELAY_URI mq-relay push -1 -n 100 \
-			    -d "$1/out" -q "$_qa" || return 1
+			MQ_RELAY_URI=$RELAY_URI timeout 600 mq-relay push -1 \
+			    -n 100 -d "$1/out" -q "$_qa" || return 1
 		else
-			amqp-confirm -n "$RELAY_N" -s "$RELAY_SIZE" -b 100 \
-			    -q "$_qb" "$RELAY_URI" >/dev/null || return 1
+			timeout 600 amqp-confirm -n "$RELAY_N" -s "$RELAY_SIZE" \
+			    -b 100 -q "$_qb" "$RELAY_URI" >/dev/null || return 1
 		fi
 		_e=$(now)
 		rate "$RELAY_N" "$_s" "$_e" >>"$1/push.$_x"
 	done
-	# The pull takes the client's queue; mq-send the same lines.
+	# The pull takes the client's queue; mq-send the same lines.  Its -n
+	# is more than the messages of the run: nothing consumes the spool,
+	# and its flow control stops at -n waiting (where -1 does not end
+	# it either).
 	for _x in $_order; do
 		sync
 		_s=$(now)
 		if [ "$_x" = relay ]; then
 			{
-				MQ_RELAY_URI=$RELAY_URI mq-relay pull -1 -v -n 1000 \
-				    -d "$1/in" -q "$_qb" 2>&1 >/dev/null
+				MQ_RELAY_URI=$RELAY_URI timeout 600 mq-relay pull -1 \
+				    -v -n $((RELAY_N + 1)) -d "$1/in" -q "$_qb" 2>&1 >/dev/null
 				echo $? >"$1/rc"
 			} | pulled "$RELAY_N" >"$1/end"
 			[ "$(cat "$1/rc")" -eq 0 ] || return 1
@@ -719,7 +726,7 @@ bench_relay() { # fs
 	    "rabbitmq-c confirmed publish, batches of 100" \
 	    "$(median <"$w/push.client")" ">= 0.8"
 	RATIO=$(ratios "$w/pull.relay" "$w/pull.send")
-	row "$name" "relay pull (mq-relay pull -n 1000)" \
+	row "$name" "relay pull (mq-relay pull -n $((RELAY_N + 1)))" \
 	    "$(median <"$w/pull.relay")" msg/s "mq-send -l durable" \
 	    "$(median <"$w/pull.send")" ">= 0.5"
 	rm -rf "$w"
