@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages that mq needs for a purpose.  As root it runs
 # apt-get; otherwise it prints the exact command to run and exits 1.
-# Usage: sh share/deps.sh [--check] [build | test | bench]
+# Usage: sh share/deps.sh [--check] [build | relay | test | bench]
 #   build: what make needs (make demo asks for no more)
+#   relay: build, and rabbitmq-c, without which mq-relay is not built
 #   test:  build, and what make check needs (the default)
 #   bench: test, and what make bench compares with
 #   --check: only say what is missing.
@@ -24,18 +25,20 @@ test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
     e2fsprogs mount man-db sqlite3 prometheus time librabbitmq-dev
     rabbitmq-server openssl"
+relay="$build librabbitmq-dev"
 bench="$test python3-dirq"
 need=$test
-purpose="test"
+purpose="test" to="test mq"
 check=
 for a in "$@"; do
 	case $a in
 	--check) check=1 ;;
-	build) need=$build purpose="build" ;;
-	test) need=$test purpose="test" ;;
-	bench) need=$bench purpose="bench" ;;
+	build) need=$build purpose="build" to="build mq" ;;
+	relay) need=$relay purpose="relay" to="build mq-relay" ;;
+	test) need=$test purpose="test" to="test mq" ;;
+	bench) need=$bench purpose="bench" to="bench mq" ;;
 	*)
-		echo "usage: sh share/deps.sh [--check] [build | test | bench]" >&2
+		echo "usage: sh share/deps.sh [--check] [build | relay | test | bench]" >&2
 		exit 2
 		;;
 	esac
@@ -53,12 +56,12 @@ done
 
 cmd="apt-get update && apt-get install -y --no-install-recommends$missing"
 if [ -n "$check" ]; then
-	echo "missing Debian packages to $purpose mq:$missing" >&2
+	echo "missing Debian packages to $to:$missing" >&2
 	echo "Run as root:  sh share/deps.sh $purpose   (or: $cmd)" >&2
 	exit 1
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "mq needs these Debian packages to $purpose:$missing" >&2
+	echo "these Debian packages are needed to $to:$missing" >&2
 	echo "Run as root:" >&2
 	echo "  $cmd" >&2
 	exit 1
