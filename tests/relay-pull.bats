@@ -63,6 +63,12 @@ tmp_debris() {
 
 ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 
+
+# The time part of the fixed IDs below: now, as an ID's (ns, 16 hex
+# digits), so that a message's time to live, which counts from its ID's
+# time when no x-mq-sent says otherwise, has not run out.
+NOW_HEX=$(printf '%016x' "$(date +%s%N)")
+
 @test "pull: N messages, each in the spool once, bodies intact (NUL bytes too), the queue empty; -1 exits 0, then 1" {
 	put -c 10 </dev/null
 	printf 'bin\0ary\0\377\n\0' >"$BATS_TEST_TMPDIR/binary"
@@ -85,7 +91,7 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 }
 
 @test "pull: the ID is the message-id; none or an invalid one gets a fresh valid ID" {
-	local id=18ed4f0a1b2c3d4e.4242.0123456789ab
+	local id=$NOW_HEX.4242.0123456789ab
 	echo given | put -i "$id"
 	echo none | put
 	echo bad | put -i not-an-id
@@ -107,8 +113,8 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 }
 
 @test "pull: priority, attempts and ttl restored from the headers, of any integer kind" {
-	local a=18ed4f0a1b2c3d4e.1.00000000000a b=18ed4f0a1b2c3d4e.1.00000000000b
-	local c=18ed4f0a1b2c3d4e.1.00000000000c
+	local a=$NOW_HEX.1.00000000000a b=$NOW_HEX.1.00000000000b
+	local c=$NOW_HEX.1.00000000000c
 	echo a | put -i "$a" -p 7 -a 3 -t 3600000
 	echo b | put -i "$b" -p 2 -a 1 -K u8
 	local now
@@ -151,7 +157,7 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 }
 
 @test "pull: a key held in the spool is not added twice (mq-send -k), another ID or not" {
-	local a=18ed4f0a1b2c3d4e.1.0000000000a1 b=18ed4f0a1b2c3d4e.1.0000000000b2
+	local a=$NOW_HEX.1.0000000000a1 b=$NOW_HEX.1.0000000000b2
 	echo first | put -i "$a" -k order-42
 	echo second | put -i "$b" -k order-42
 	echo other | put -k order-43
@@ -172,7 +178,7 @@ ID_RE='^[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}$'
 }
 
 @test "pull: a redelivery of a message already in the spool is not added twice" {
-	local id=18ed4f0a1b2c3d4e.1.0000000000cc
+	local id=$NOW_HEX.1.0000000000cc
 	echo once | put -i "$id"
 	run pull
 	assert_success
@@ -350,7 +356,7 @@ wait_files() {
 }
 
 @test "pull: a fragment in tmp/ under the ID (a pull that died before placing it) is replaced" {
-	local id=18ed4f0a1b2c3d4e.1.0000000000dd
+	local id=$NOW_HEX.1.0000000000dd
 	run pull	# the spool made, nothing to pull
 	assert_equal "$status" 1
 	printf 'half a bo' >"$MQ_DIR/tmp/$id"
