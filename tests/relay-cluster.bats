@@ -38,7 +38,7 @@ relay_bg() {
 	local dir=$1 spool=$2
 	shift 2
 	# shellcheck disable=SC2086 # one URI a word
-	mq-relay "$dir" -v -d "$spool" -q "$Q" "$@" $RELAY_URIS 2>"$BATS_TEST_TMPDIR/$dir.err" &
+	mq-relay "$dir" -v -d "$spool" -q "$Q" "$@" $RELAY_URIS 2>"$BATS_TEST_TMPDIR/$dir.err" 3>&- &
 	relay=$!
 	relays="${relays:-} $relay"
 }
@@ -113,11 +113,10 @@ all_pulled() {
 	[ "$(contents "$B" | cut -d ' ' -f 1 | sort -u | wc -l)" -ge "$1" ]
 }
 
-# stop_relay: SIGTERM, and the relay exits 0.
+# stop_relay: SIGTERM, and the relay exits 0 (within 30 s).
 stop_relay() {
 	local st=0
-	kill -TERM "$relay"
-	wait "$relay" || st=$?
+	stop_bounded "$relay" 30
 	relays=
 	assert_equal "$st" 0
 }
@@ -134,11 +133,17 @@ stop_relay() {
 	# Small batches: the kill comes after some confirms, before the last.
 	relay_bg push "$A" -n 10
 	relay_until 120 fewer_than "$A" "$N"
+	# The relay held still (kill -STOP) with a batch in flight, its node
+	# killed, the relay let go on.
+	freeze_claiming "$relay" "$A" 60
 	node=$(connected_node push) || fail "the relay said no connection: $(cat "$BATS_TEST_TMPDIR/push.err")"
 	at=$(said push)
 	kill_node "$node"
+	kill -CONT "$relay"
 	left=$(messages "$A")
+	echo "# node $node killed with $claimed messages claimed" >&3
 	[ "$left" -gt 0 ] || fail "the push had ended before the kill"
+	[ "$claimed" -gt 0 ] || fail "nothing in flight at the kill"
 	reconnect=$(next_move push "$at")
 	relay_until 180 fewer_than "$A" 1 || fail "$(messages "$A") messages still in A: $(tail -n 5 "$BATS_TEST_TMPDIR/push.err")"
 	stop_relay
@@ -147,7 +152,7 @@ stop_relay() {
 	run -0 timeout 300 mq-relay pull -1 -n 65535 -d "$B" -q "$Q" \
 	    "amqp://guest:guest@127.0.0.1:$(v=RELAY_PORT$((node % 3 + 1)); echo "${!v}")"
 	relay_compare "$B" "cluster push, node $node killed"
-	echo "push: messages $((N + 1)), kills 1 (node $node, $left not yet confirmed), lost $lost, duplicates $dups, seconds from the kill to the next confirmed message $reconnect" |
+	echo "push: messages $((N + 1)), kills 1 (node $node, $left not yet confirmed, $claimed in flight), lost $lost, duplicates $dups, seconds from the kill to the next confirmed message $reconnect" |
 	    tee -a "$figures" | sed 's/^/# /' >&3
 	assert_equal "$lost" 0
 	assert_equal "$wrong" 0

@@ -41,7 +41,7 @@ pull() {
 # The relay in the background, its PID (the relay's own: it is what the
 # test kills) added to $relays; teardown kills what is left.
 relay_bg() {
-	mq-relay "$1" -d "$2" -q "$Q" "${@:3}" "$RELAY_URI" 2>>"$BATS_TEST_TMPDIR/$1.err" &
+	mq-relay "$1" -d "$2" -q "$Q" "${@:3}" "$RELAY_URI" 2>>"$BATS_TEST_TMPDIR/$1.err" 3>&- &
 	relays="${relays:-} $!"
 }
 
@@ -86,12 +86,15 @@ more_than() {
 	# Small batches: the kill comes after some confirms, before the last.
 	relay_bg push "$A" -n 5
 	relay_until 120 fewer_than "$A" 5000
+	# Killed with a batch in flight (claimed, not yet confirmed).
+	freeze_claiming "${relays# }" "$A" 60
 	kill -9 "${relays# }"
 	wait "${relays# }" || true
 	relays=
 	left=$(messages "$A")
-	echo "# killed with $left of 5000 not yet confirmed" >&3
+	echo "# killed with $left of 5000 not yet confirmed, $claimed of them claimed" >&3
 	[ "$left" -gt 0 ] || fail "the push had ended before the kill"
+	[ "$claimed" -gt 0 ] || fail "nothing in flight at the kill"
 	push_rest
 	run -0 pull -1 -n 65535
 	relay_compare "$B" "push killed once"
@@ -140,13 +143,9 @@ more_than() {
 	echo "# end to end: messages 1000, processed $(wc -l <"$done" | tr -d ' ') times, $(wc -l <"$BATS_TEST_TMPDIR/processed" | tr -d ' ') of them" >&3
 	run diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/processed"
 	assert_success
-	# SIGTERM: both finish what they hold and exit 0.
+	# SIGTERM: both finish what they hold and exit 0 (within 30 s each).
 	for p in $relays; do
-		kill -TERM "$p"
-	done
-	for p in $relays; do
-		st=0
-		wait "$p" || st=$?
+		stop_bounded "$p" 30
 		assert_equal "$st" 0
 	done
 	relays=

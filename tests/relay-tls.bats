@@ -36,23 +36,42 @@ setup() {
 	assert_equal "$wrong" 0
 }
 
-@test "mq-relay over amqps:// without the CA: -1 exits 4 naming localhost:PORT, claims nothing, moves nothing" {
+@test "mq-relay over amqps:// given another CA: -1 exits 4 naming localhost:PORT, claims nothing, moves nothing" {
 	relay_send 5 "$A"
 	before=$(find "$A/new" -type f | sort)
+	# A CA of the test's own that did not sign the server's certificate.
+	export MQ_RELAY_CACERT="$BATS_FILE_TMPDIR/certs/otherca.pem"
 	run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
-	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1))"* ]] || fail "$stderr"
+	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): SSL peer cert verification failed"* ]] || fail "$stderr"
 	[[ $stderr != *guest@* && $stderr != *:guest* ]] || fail "a password: $stderr"
 	assert_equal "$output" ""
 	# Nothing claimed: the same files, attempts unchanged, cur/ empty.
 	assert_equal "$(find "$A/new" -type f | sort)" "$before"
 	assert_equal "$(find "$A/cur" -type f | wc -l | tr -d ' ')" 0
 	run -4 --separate-stderr timeout 60 mq-relay pull -1 -d "$B" -q "$Q" "$TLS"
-	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1))"* ]] || fail "$stderr"
+	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): SSL peer cert verification failed"* ]] || fail "$stderr"
 	assert_equal "$(messages "$B")" 0
+	# Without MQ_RELAY_CACERT (the system's CAs): refused too.
+	unset MQ_RELAY_CACERT
+	run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
+	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): "* ]] || fail "$stderr"
+	assert_equal "$(find "$A/new" -type f | sort)" "$before"
 	# The plain port of the same node works: the failure was the
 	# certificate's.
 	run -0 timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$RELAY_URI"
 	assert_equal "$(queue_count "$RELAY_DIR1" "$Q")" 5
+}
+
+@test "mq-relay over amqps:// to an address the certificate does not name: -1 exits 4, the hostname does not match" {
+	relay_send 5 "$A"
+	before=$(find "$A/new" -type f | sort)
+	# The right CA, but the certificate names localhost, not 127.0.0.1.
+	MQ_RELAY_CACERT=$CA run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" \
+	    "amqps://guest:guest@127.0.0.1:$((RELAY_PORT1 + 1))"
+	[[ $stderr == *"127.0.0.1:$((RELAY_PORT1 + 1)): SSL hostname verification failed"* ]] || fail "$stderr"
+	assert_equal "$output" ""
+	assert_equal "$(find "$A/new" -type f | sort)" "$before"
+	assert_equal "$(find "$A/cur" -type f | wc -l | tr -d ' ')" 0
 }
 
 @test "tests/rabbit start: a node that cannot start (its port taken) fails, prints its own log, leaves nothing running" {

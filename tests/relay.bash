@@ -36,22 +36,30 @@ relay_need() {
 relay_node() {
 	relay_need || return 1
 	local port d="$BATS_FILE_TMPDIR/node1"
-	port=$(rabbit ports 1) || return 1
+	local -a ports
+	# Its AMQP (and TLS) port, distribution port and epmd port, distinct:
+	# found by one run.
+	read -r -a ports <<<"$(rabbit ports 1 2 | tr '\n' ' ')"
+	[ ${#ports[@]} -eq 3 ] || return 1
+	port=${ports[0]}
 	echo "$d" >>"$(relay_nodes_file)"
-	RABBIT_TLS=${RELAY_TLS:-} rabbit start "$d" "rl1_$$" "$port" || return 1
+	RABBIT_TLS=${RELAY_TLS:-} RABBIT_DIST_PORT=${ports[1]} RABBIT_EPMD_PORT=${ports[2]} \
+	    rabbit start "$d" "rl1_$$" "$port" || return 1
 	export RELAY_DIR1=$d RELAY_PORT1=$port
 	export RELAY_URI="amqp://guest:guest@127.0.0.1:$port"
 	export RELAY_URIS=$RELAY_URI
 }
 
 # relay_cluster: starts three nodes (rc1_PID..rc3_PID) as one cluster, all three
-# at once, then waits until node 1 sees the three running.
+# at once, then waits until node 1 sees the three running.  Every port
+# (three AMQP, three distribution, the epmd's) is chosen first, by one
+# run, so no two nodes starting at once take the same.
 relay_cluster() {
 	relay_need || return 1
 	local -a ports pids
 	local i j d peers st=0
-	read -r -a ports <<<"$(rabbit ports 3 | tr '\n' ' ')"
-	[ ${#ports[@]} -eq 3 ] || return 1
+	read -r -a ports <<<"$(rabbit ports 3 4 | tr '\n' ' ')"
+	[ ${#ports[@]} -eq 7 ] || return 1
 	for i in 1 2 3; do
 		echo "$BATS_FILE_TMPDIR/node$i" >>"$(relay_nodes_file)"
 	done
@@ -62,7 +70,8 @@ relay_cluster() {
 			[ "$j" -eq "$i" ] || peers="$peers $BATS_FILE_TMPDIR/node$j"
 		done
 		# shellcheck disable=SC2086 # one DIR a word
-		rabbit start "$d" "rc${i}_$$" "${ports[i - 1]}" $peers &
+		RABBIT_DIST_PORT=${ports[i + 2]} RABBIT_EPMD_PORT=${ports[6]} \
+		    rabbit start "$d" "rc${i}_$$" "${ports[i - 1]}" $peers &
 		pids+=($!)
 	done
 	for i in 0 1 2; do
@@ -113,8 +122,10 @@ relay_teardown() {
 }
 
 # relay_certs DIR: a self-signed CA (DIR/cacert.pem, DIR/ca.pem: the same)
-# and a server certificate for localhost (SAN DNS:localhost,
-# IP:127.0.0.1) signed by it: DIR/cert.pem, DIR/key.pem.
+# and a server certificate for localhost (SAN DNS:localhost only: a
+# client that connects to 127.0.0.1 must find the name wrong) signed by
+# it: DIR/cert.pem, DIR/key.pem.  DIR/otherca.pem: another CA, which
+# signed nothing (a client given it must refuse the server).
 relay_certs() {
 	local d=$1
 	mkdir -p "$d"
@@ -124,9 +135,12 @@ relay_certs() {
 		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mq test CA" \
 		    -keyout cakey.pem -out cacert.pem -addext basicConstraints=critical,CA:TRUE \
 		    -addext keyUsage=critical,keyCertSign,cRLSign
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mq other CA" \
+		    -keyout otherkey.pem -out otherca.pem -addext basicConstraints=critical,CA:TRUE \
+		    -addext keyUsage=critical,keyCertSign,cRLSign
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
 		    -keyout key.pem -out req.pem
-		printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+		printf '%s\n' "subjectAltName=DNS:localhost" \
 		    "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth" >ext.cnf
 		openssl x509 -req -in req.pem -CA cacert.pem -CAkey cakey.pem \
 		    -CAcreateserial -days 2 -extfile ext.cnf -out cert.pem
@@ -155,6 +169,44 @@ listening() {
 		return n
 	    }
 	    $4 == "0A" { n = split($2, a, ":"); p = hex(a[n]); if (index(want, " " p " ")) print p }' | sort -un
+}
+
+# stop_bounded PID [SECS]: SIGTERM to PID (a background child of the
+# test), then at most SECS (default 30) for it to exit; its exit status
+# in $st.  One that did not exit in time is killed (kill -9, then a wait
+# that cannot hang) and the test fails.
+stop_bounded() {
+	local pid=$1 secs=${2:-30}
+	st=0
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! timeout "$secs" tail --pid="$pid" -f /dev/null; then
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		st=137
+		echo "PID $pid still ran $secs s after SIGTERM: killed" >&2
+		return 1
+	fi
+	wait "$pid" || st=$?
+}
+
+# freeze_claiming PID DIR SECS: within SECS, stops PID (kill -STOP) at a
+# moment when spool DIR holds claimed messages (cur/), their number in
+# $claimed: a kill then comes with messages in flight, not between two
+# batches.  The caller kills PID, or goes on with kill -CONT.
+freeze_claiming() {
+	local pid=$1 d=$2 end=$((SECONDS + $3))
+	claimed=0
+	while [ $SECONDS -lt $end ]; do
+		if [ -n "$(find "$d/cur" -type f -print -quit 2>/dev/null)" ]; then
+			kill -STOP "$pid" || return 1
+			claimed=$(find "$d/cur" -type f | wc -l | tr -d ' ')
+			[ "$claimed" -gt 0 ] && return 0
+			kill -CONT "$pid"
+		fi
+		sleep 0.02
+	done
+	echo "spool $d: nothing claimed within $3 s" >&2
+	return 1
 }
 
 # relay_until SECS CMD...: runs CMD every 0.05 s until it succeeds; fails
