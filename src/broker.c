@@ -33,44 +33,31 @@
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	10000
 #define SLICE_MS	250	/* every wait checks *stop this often */
+#define RPC_SECS	5	/* for every RPC (and the login): a broker that
+				   stops answering is a lost connection */
 #define CHANNEL_LAST	2047	/* RabbitMQ's default channel_max */
 #define DEFAULT_CACERT	"/etc/ssl/certs/ca-certificates.crt"
 
+#define URI_FORM	"amqp[s]://[user[:password]@]host[:port][/vhost]"
+
 /*
- * The URI as it may be shown: its password left out (scheme://user@rest),
- * or "URI n" when it is not even scheme://...
+ * Overwrites with 'x' what of s (an argv string) may hold a password:
+ * after "scheme://", everything up to the last '@'; without an '@',
+ * everything after the first ':' (a password typed without its host).
  */
-static void
-shown(char *buf, size_t size, const char *s, int i)
-{
-	const char *auth, *at, *colon;
-
-	if ((auth = strstr(s, "://")) == NULL) {
-		snprintf(buf, size, "URI %d", i + 1);
-		return;
-	}
-	auth += 3;
-	if ((at = strrchr(auth, '@')) == NULL) {
-		snprintf(buf, size, "%s", s);
-		return;
-	}
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	snprintf(buf, size, "%.*s%s", (int)((colon != NULL ? colon : at) - s),
-	    s, at);
-}
-
-/* Overwrites the password of s (an argv string) with 'x', in place. */
 static void
 scrub(char *s)
 {
-	char *auth, *at, *p;
+	char *p, *at;
 
-	if ((auth = strstr(s, "://")) == NULL ||
-	    (at = strrchr(auth + 3, '@')) == NULL)
-		return;
-	if ((p = memchr(auth + 3, ':', (size_t)(at - auth - 3))) == NULL)
-		return;
-	for (p++; p < at; p++)
+	p = (p = strstr(s, "://")) != NULL ? p + 3 : s;
+	if ((at = strrchr(p, '@')) == NULL) {
+		if ((p = strchr(p, ':')) == NULL)
+			return;
+		at = p + strlen(p);
+		p++;
+	}
+	for (; p < at; p++)
 		*p = 'x';
 }
 
@@ -78,9 +65,10 @@ static int
 add(struct mq_broker *b, char *s, int i, int inargv)
 {
 	struct mq_node *nd;
-	char show[512];
 
 	if (b->n == MQ_BROKER_URIS_MAX) {
+		if (inargv)
+			scrub(s);
 		warnx("too many URIs (at most %d)", MQ_BROKER_URIS_MAX);
 		return -1;
 	}
@@ -89,10 +77,12 @@ add(struct mq_broker *b, char *s, int i, int inargv)
 	amqp_default_connection_info(&nd->info);
 	if (amqp_parse_url(nd->uri, &nd->info) != AMQP_STATUS_OK ||
 	    nd->info.host[0] == '\0') {
-		shown(show, sizeof(show), s, i);
+		/* Never echoed: where its password ends is not known. */
 		if (inargv)
 			scrub(s);
-		warnx("%s: invalid AMQP URI", show);
+		free(nd->uri);
+		nd->uri = NULL;
+		warnx("URI %d: not an AMQP URI (" URI_FORM ")", i + 1);
 		return -1;
 	}
 	if (inargv)
@@ -164,8 +154,8 @@ mq_broker_error(amqp_rpc_reply_t r)
 	case AMQP_RESPONSE_NONE:
 		return "no reply";
 	case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-		if (r.library_error == AMQP_STATUS_CONNECTION_CLOSED)
-			return "connection closed (a login refused?)";
+		if (r.library_error == AMQP_STATUS_TIMEOUT)
+			return "no answer within 5 s";
 		return amqp_error_string2(r.library_error);
 	case AMQP_RESPONSE_SERVER_EXCEPTION:
 		switch (r.reply.id) {
@@ -216,8 +206,11 @@ static int
 open_channel(struct mq_broker *b, const char **why)
 {
 	amqp_rpc_reply_t r;
+	int last = amqp_get_channel_max(b->conn);
 
-	if (b->next_ch == 0 || b->next_ch > CHANNEL_LAST) {
+	if (last <= 0 || last > CHANNEL_LAST)
+		last = CHANNEL_LAST;
+	if (b->next_ch == 0 || b->next_ch > last) {
 		*why = "out of channel numbers";
 		return -1;
 	}
@@ -345,12 +338,18 @@ connect_node(struct mq_broker *b, int i, const char **why)
 	struct amqp_connection_info *in = &b->node[i].info;
 	amqp_socket_t *s;
 	amqp_rpc_reply_t r;
-	struct timeval tv = { CONNECT_SECS, 0 };
+	struct timeval tv = { CONNECT_SECS, 0 }, rpc = { RPC_SECS, 0 };
 	int st, fd, one = 1;
 
 	if ((b->conn = amqp_new_connection()) == NULL) {
 		*why = "out of memory";
 		return -1;
+	}
+	/* No call waits for the broker for ever: a timeout drops it. */
+	if (amqp_set_handshake_timeout(b->conn, &tv) != AMQP_STATUS_OK ||
+	    amqp_set_rpc_timeout(b->conn, &rpc) != AMQP_STATUS_OK) {
+		*why = "cannot set the time limits";
+		goto fail;
 	}
 	b->next_ch = 1;
 	b->ch = 0;
@@ -372,7 +371,11 @@ connect_node(struct mq_broker *b, int i, const char **why)
 	r = amqp_login(b->conn, in->vhost, 0, FRAME_MAX, b->heartbeat,
 	    AMQP_SASL_METHOD_PLAIN, in->user, in->password);
 	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-		*why = mq_broker_error(r);
+		/* A broker that closes the socket at login refused it. */
+		*why = r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+		    r.library_error == AMQP_STATUS_CONNECTION_CLOSED ?
+		    "connection closed at login (login refused?)" :
+		    mq_broker_error(r);
 		goto fail;
 	}
 	if (open_channel(b, why) == -1 || declare(b, why) == -1)
@@ -418,12 +421,18 @@ mq_broker_connect(struct mq_broker *b, int once, uint64_t give_up_ms)
 					    b->node[i].where, b->queue);
 				return 0;
 			}
+			/*
+			 * -1: every failure; else those of the first round
+			 * of an outage (then silence until connected), -v:
+			 * every round's.
+			 */
 			if (once)
 				warnx("%s: %s", b->node[i].where, why);
-			else if (b->verbose)
+			else if (b->verbose || !b->outage)
 				warnx("%s: %s; trying the next node",
 				    b->node[i].where, why);
 		}
+		b->outage = 1;
 		if (once)
 			return -1;
 		if (give_up_ms != 0 && mq_now_ms() - start >= give_up_ms)
@@ -484,8 +493,11 @@ mq_broker_drop(struct mq_broker *b, const char *why)
 	if (why != NULL && (b->verbose || !b->outage))
 		warnx("%s: connection lost: %s; trying the next node",
 		    mq_broker_where(b), why);
-	if (why != NULL)
+	/* The next connection tries the other nodes first. */
+	if (why != NULL) {
 		b->outage = 1;
+		b->cur = (b->cur + 1) % b->n;
+	}
 	amqp_destroy_connection(b->conn);
 	b->conn = NULL;
 	b->ch = 0;
@@ -497,10 +509,11 @@ mq_broker_close(struct mq_broker *b)
 {
 	int i;
 
+	/* Each RPC bounded (RPC_SECS): a broker gone silent ends it. */
 	if (b->conn != NULL) {
-		if (b->ch != 0)
-			amqp_channel_close(b->conn, b->ch, AMQP_REPLY_SUCCESS);
-		amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
+		if (b->ch == 0 || amqp_channel_close(b->conn, b->ch,
+		    AMQP_REPLY_SUCCESS).reply_type == AMQP_RESPONSE_NORMAL)
+			amqp_connection_close(b->conn, AMQP_REPLY_SUCCESS);
 		amqp_destroy_connection(b->conn);
 		b->conn = NULL;
 		b->ch = 0;

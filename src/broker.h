@@ -4,8 +4,10 @@
  * links rabbitmq-c.
  *
  * Several URIs are nodes of one cluster: a connection is made to one,
- * tried in turn from the last that worked, with backoff and jitter
- * between rounds.  No function here prints or returns a password: a node
+ * tried in turn from the last that worked (after a lost connection, from
+ * the next one), with backoff and jitter between rounds.  Every call that
+ * waits for the broker is bounded (5 s): one that stops answering is a
+ * lost connection.  No function here prints or returns a password: a node
  * is named by its "host:port" (mq_broker_where).
  */
 #ifndef MQ_BROKER_H
@@ -47,7 +49,7 @@ struct mq_broker {
  * Takes the URIs (argv, else $MQ_RELAY_URI split on spaces, else the
  * default), each parsed into a private copy; the passwords of the argv
  * strings are then overwritten in place.  -1: a bad URI, named on stderr
- * without its password (usage error).
+ * by its position only, never echoed (usage error).
  */
 int	 mq_broker_init(struct mq_broker *, int, char **, const char *queue,
 	    int heartbeat, int verbose, volatile sig_atomic_t *stop);
@@ -56,7 +58,8 @@ int	 mq_broker_init(struct mq_broker *, int, char **, const char *queue,
  * (passive declare; a missing one is declared durable, quorum).  once:
  * one round of every node, each failure named on stderr, -1 if none
  * answered; else rounds with backoff until one answers, giving up (-1)
- * after give_up_ms without a connection (0: never) or when *stop is set.
+ * after give_up_ms without a connection (0: never) or when *stop is set,
+ * the failures of an outage's first round named (-v: of every round).
  */
 int	 mq_broker_connect(struct mq_broker *, int once, uint64_t give_up_ms);
 /* Closes the channel and opens the next one on the same connection. */
@@ -66,7 +69,11 @@ int	 mq_broker_new_channel(struct mq_broker *);
  * channel, which a missing queue replaces: 0, or -1 (connection dropped).
  */
 int	 mq_broker_declare(struct mq_broker *);
-/* Drops the connection (after an error: no polite close when dead). */
+/*
+ * Drops the connection (after an error: no polite close when dead); with
+ * a reason (said once per outage), the next connect starts at the next
+ * node.
+ */
 void	 mq_broker_drop(struct mq_broker *, const char *why);
 void	 mq_broker_close(struct mq_broker *);
 const char *mq_broker_where(const struct mq_broker *);
