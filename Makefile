@@ -57,6 +57,17 @@ relay: src/libmq.a
 	    "mq-relay not built (sh share/deps.sh relay)"; fi
 
 $(RELAYOBJ): src/mq.h src/compat.h src/broker.h
+# Compiled with rabbitmq-c's own flags (its include directory).
+RELAY_CFLAGS = `pkg-config --cflags librabbitmq`
+RELAY_CC = $(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) $(RELAY_CFLAGS)
+src/mq-relay.o: src/mq-relay.c
+	$(RELAY_CC) -c -o $@ src/mq-relay.c
+src/broker.o: src/broker.c
+	$(RELAY_CC) -c -o $@ src/broker.c
+src/push.o: src/push.c
+	$(RELAY_CC) -c -o $@ src/push.c
+src/pull.o: src/pull.c
+	$(RELAY_CC) -c -o $@ src/pull.c
 bin/mq-relay: $(RELAYOBJ) src/libmq.a
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) src/libmq.a \
@@ -140,10 +151,10 @@ tests/key-test: tests/key-test.c src/libmq.a
 # messages back with amqp-get, tests/relay-pull.bats puts them with
 # amqp-put), built, like mq-relay, only when librabbitmq is found.
 tests/amqp-get: tests/amqp-get.c
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ tests/amqp-get.c \
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) -o $@ tests/amqp-get.c \
 	    `pkg-config --libs librabbitmq`
 tests/amqp-put: tests/amqp-put.c
-	$(CC) $(CFLAGS) $(SAN_FLAGS) -o $@ tests/amqp-put.c \
+	$(CC) $(CFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) -o $@ tests/amqp-put.c \
 	    `pkg-config --libs librabbitmq`
 amqp-tools:
 	@if pkg-config --exists librabbitmq 2>/dev/null; then \

@@ -5,8 +5,11 @@
  * queue is empty; 2: an error.
  * amqp-get PORT QUEUE classic|reject: declares QUEUE a durable classic
  * queue instead; reject: one that nacks every publish (x-max-length 0,
- * x-overflow reject-publish).  For tests/relay.bats.
+ * x-overflow reject-publish).  For tests/relay.bats.  Every call to the
+ * broker gives up after 10 s (exit 2).
  */
+#include <sys/time.h>
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +28,13 @@ main(int argc, char *argv[])
 	amqp_field_value_t *v;
 	amqp_table_entry_t e[2];
 	amqp_table_t args = { 0, e };
+	struct timeval tv = { 10, 0 };
 	int i;
 
-	if (argc < 3 || argc > 4 || amqp_socket_open(s, "127.0.0.1", atoi(argv[1])) != 0 ||
+	/* No call waits for ever on a broker that stopped answering. */
+	if (argc < 3 || argc > 4 || amqp_set_rpc_timeout(c, &tv) != 0 ||
+	    amqp_set_handshake_timeout(c, &tv) != 0 ||
+	    amqp_socket_open_noblock(s, "127.0.0.1", atoi(argv[1]), &tv) != 0 ||
 	    amqp_login(c, "/", 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, "guest",
 	    "guest").reply_type != AMQP_RESPONSE_NORMAL ||
 	    amqp_channel_open(c, 1) == NULL)
