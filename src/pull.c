@@ -6,12 +6,19 @@
  * (priority, group, key, attempts, sent, ttl), the directories synced, and
  * only then is the batch acked to the broker (one basic.ack, multiple).
  *
- * A redelivery whose ID is already in the spool is not added twice; a
- * keyed message whose key is held is not added (mq-send -k).  Flow
- * control: at most MAX messages wait in new/; while there is no room the
- * socket is still serviced (heartbeats), and what arrives is kept in hand
- * (at most the prefetch, MAX).  A local failure returns what was not
- * placed to the broker (basic.nack, requeue) for another host to take.
+ * A delivery whose ID is already in the spool (waiting, parked or in
+ * flight: one walk of the spool per batch, dead/ left out) is not added
+ * twice, redelivered or not: a push that died between the broker's
+ * confirm and its local ack publishes the message again, unflagged.  A
+ * keyed message whose key is held is not added (mq-send -k).  A batch is
+ * what comes while deliveries keep coming (GATHER_MS of silence ends it),
+ * up to the room and MQ_BATCH_MAX, so that one sync and one walk cover
+ * many.  Flow control: at most MAX messages wait in new/; while there is
+ * no room the socket is still serviced (heartbeats), and what arrives is
+ * kept in hand (at most the prefetch, MAX); with -1 a full spool ends the
+ * run, what is in hand returned to the broker.  A local failure returns
+ * what was not placed to the broker (basic.nack, requeue) for another
+ * host to take.
  */
 #include <sys/time.h>
 
@@ -32,6 +39,11 @@
 #define IDLE_MS		1000	/* -1: no delivery that long -> count */
 #define FAIL_PAUSE_MS	1000	/* after a local failure */
 #define GIVE_UP_MS	60000	/* -1: no connection that long -> exit 4 */
+#define GATHER_MS	5	/* a batch ends after this long without one */
+
+/* The states a delivery's ID is looked for in (not dead/: it can be huge). */
+#define HERE_STATES	(1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY | \
+	1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED | 1u << MQ_LOOK_INFLIGHT)
 
 /* The headers push sets (and any other publisher may). */
 #define H_PRIORITY	"x-mq-priority"
@@ -61,6 +73,13 @@ struct held {
 	enum fate	 fate;
 };
 
+/* A batch's ID, sorted, for the walk that looks for them in the spool. */
+struct ref {
+	const char	*id;
+	size_t		 i;		/* its first delivery in the batch */
+	int		 hit;		/* met in the spool */
+};
+
 struct puller {
 	struct mq_broker *b;
 	struct mq_spool	 sp;
@@ -75,6 +94,9 @@ struct puller {
 	int		 connected_once;
 	uint64_t	 added;		/* in all */
 	char		 ids[MQ_BATCH_MAX][MQ_ID_LEN + 1];
+	struct ref	 refs[MQ_BATCH_MAX];
+	size_t		 nrefs, nhits;
+	int		 walk_error;	/* a directory the walk could not read */
 };
 
 static void
@@ -403,32 +425,96 @@ waiting(struct puller *p, uint64_t *n)
 	return 0;
 }
 
-/* Whether an earlier delivery of this batch has the same ID. */
 static int
-twice(const struct puller *p, size_t i)
+ref_order(const void *a, const void *b)
 {
-	size_t j;
+	const struct ref *x = a, *y = b;
+	int c;
 
-	for (j = 0; j < i; j++)
-		if (p->hand[j].fate == F_WRITTEN &&
-		    strcmp(p->hand[j].n.id, p->hand[i].n.id) == 0)
-			return 1;
-	return 0;
+	if ((c = strcmp(x->id, y->id)) != 0)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* A redelivery already in the spool under its ID; -1 on error. */
 static int
-already(struct puller *p, struct held *h)
+ref_find(const void *key, const void *r)
 {
-	struct mq_found f;
+	return strcmp(key, ((const struct ref *)r)->id);
+}
 
-	if (!h->env.redelivered)
+/* mq_look's: a message of the spool whose ID is one of the batch's. */
+static int
+met(void *arg, const struct mq_look *m)
+{
+	struct puller *p = arg;
+	struct ref *r;
+
+	r = bsearch(m->n.id, p->refs, p->nrefs, sizeof(*r), ref_find);
+	if (r == NULL || r->hit)
 		return 0;
-	if (mq_find(&p->sp, h->n.id, mq_now_ms(), &f) == 0) {
-		mq_found_close(&f);
-		return 1;
+	r->hit = 1;
+	return ++p->nhits == p->nrefs;	/* all met: the walk stops */
+}
+
+static void
+unreadable(void *arg, const char *where, int e)
+{
+	struct puller *p = arg;
+
+	(void)where;
+	if (p->walk_error == 0)
+		p->walk_error = e;
+}
+
+/*
+ * Marks "already here" the first n deliveries in hand (named) whose ID
+ * an earlier one of the batch has, or that the spool holds, waiting,
+ * parked or in flight: one walk of the spool for the whole batch, ended
+ * when every ID is met.  -1 on error (a directory that could not be
+ * read: errno).
+ */
+static int
+look_here(struct puller *p, size_t n)
+{
+	struct mq_looker lk;
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		p->refs[i].id = p->hand[i].n.id;
+		p->refs[i].i = i;
+		p->refs[i].hit = 0;
 	}
-	return errno == ENOENT ? 0 : -1;
+	qsort(p->refs, n, sizeof(p->refs[0]), ref_order);
+	/* The same ID twice in the batch: the first in arrival order goes. */
+	for (i = k = 0; i < n; i++) {
+		if (k > 0 && strcmp(p->refs[k - 1].id, p->refs[i].id) == 0) {
+			p->hand[p->refs[i].i].fate = F_HERE;
+			continue;
+		}
+		p->refs[k++] = p->refs[i];
+	}
+	p->nrefs = k;
+	p->nhits = 0;
+	p->walk_error = 0;
+	if (k == 0)
+		return 0;
+	memset(&lk, 0, sizeof(lk));
+	lk.states = HERE_STATES;
+	lk.now = mq_now_ms();
+	lk.ttl_ms = 0;	/* past the spool's ttl is still waiting here */
+	lk.fn = met;
+	lk.fail = unreadable;
+	lk.arg = p;
+	if (mq_look(&p->sp, &lk) == -1)
+		return -1;
+	if (p->walk_error != 0 && p->nhits < p->nrefs) {
+		errno = p->walk_error;
+		return -1;
+	}
+	for (i = 0; i < k; i++)
+		if (p->refs[i].hit)
+			p->hand[p->refs[i].i].fate = F_HERE;
+	return 0;
 }
 
 /* tmp/ID written and closed (its data synced with the batch). */
@@ -549,23 +635,23 @@ batch(struct puller *p, size_t n)
 	uint64_t now;
 	int r, saved = 0;
 
-	/* 1. Each written into tmp/, up to the first failure. */
+	/* 1. Named; those already here (one walk) left out. */
 	for (i = 0; i < n; i++) {
+		name_of(&p->hand[i]);
+		p->hand[i].fate = F_NONE;
+	}
+	i = 0;
+	if (look_here(p, n) == -1) {
+		saved = errno;
+		what = MQ_DIR_NEW;	/* or cur/, groups/: not read */
+		for (; i < n; i++)	/* nothing written: all nacked */
+			p->hand[i].fate = F_FAILED;
+	}
+	/* 2. The others written into tmp/, up to the first failure. */
+	for (; i < n; i++) {
 		h = &p->hand[i];
-		name_of(h);
-		if (twice(p, i)) {
-			h->fate = F_HERE;
+		if (h->fate == F_HERE)
 			continue;
-		}
-		if ((r = already(p, h)) == -1) {
-			saved = errno;
-			what = MQ_DIR_NEW;
-			break;
-		}
-		if (r == 1) {
-			h->fate = F_HERE;
-			continue;
-		}
 		if (write_tmp(p, h) == -1) {
 			saved = errno;
 			break;
@@ -575,7 +661,7 @@ batch(struct puller *p, size_t n)
 	}
 	for (; i < n; i++)
 		p->hand[i].fate = F_FAILED;
-	/* 2. Their data made durable. */
+	/* 3. Their data made durable. */
 	if (nw > 0 && mq_tmp_sync(&p->sp, p->ids, (int)nw, &failed) == -1) {
 		saved = errno;
 		what = MQ_DIR_TMP;
@@ -583,7 +669,7 @@ batch(struct puller *p, size_t n)
 			if (p->hand[i].fate == F_WRITTEN)
 				p->hand[i].fate = F_FAILED;
 	}
-	/* 3. Placed, in order, up to the first failure. */
+	/* 4. Placed, in order, up to the first failure. */
 	now = mq_now_ms();
 	for (i = 0; i < n && saved == 0; i++) {
 		h = &p->hand[i];
@@ -601,7 +687,7 @@ batch(struct puller *p, size_t n)
 		}
 		h->fate = r == 1 ? F_HERE : F_PLACED;
 	}
-	/* 4. new/'s directories synced; else nothing placed is acked. */
+	/* 5. new/'s directories synced; else nothing placed is acked. */
 	if (mq_placer_flush(&p->pl) == -1 && saved == 0) {
 		saved = errno;
 		what = MQ_DIR_NEW;
@@ -643,6 +729,26 @@ batch(struct puller *p, size_t n)
 			    added, here);
 	}
 	return saved != 0 || r == -1 ? -1 : 0;
+}
+
+/*
+ * -1 and a full spool: what is in hand, unwritten, returned to the broker
+ * (a nack with requeue; closing the channel returns it too, and the rest
+ * of the prefetch).
+ */
+static void
+give_back(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+
+	if (p->nhand > 0 && b->conn != NULL && b->ch != 0 &&
+	    amqp_basic_nack(b->conn, b->ch,
+	    p->hand[p->nhand - 1].env.delivery_tag, 1, 1) != AMQP_STATUS_OK)
+		lost(p, "basic.nack failed");
+	if (p->b->verbose)
+		warnx("the spool is full (%u waiting): %zu returned", p->max,
+		    p->nhand);
+	forget_hand(p);
 }
 
 /*
@@ -710,6 +816,11 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 			goto local;
 		}
 		room = n < max ? max - n : 0;
+		if (room == 0 && once) {
+			/* -1: full ends the run; what is in hand goes back. */
+			give_back(&p);
+			break;
+		}
 		if (room == 0) {
 			/* Full: the socket is serviced, what comes is held. */
 			if (receive(&p, SLICE_MS) == 1)
@@ -729,10 +840,9 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 			}
 			continue;
 		}
-		while (p.nhand < limit && b->conn != NULL &&
-		    (amqp_data_in_buffer(b->conn) ||
-		    amqp_frames_enqueued(b->conn)) &&
-		    receive(&p, 0) != -1)
+		/* Then what keeps coming, until GATHER_MS without one. */
+		while (p.nhand < limit && b->conn != NULL && !stopped(&p) &&
+		    receive(&p, GATHER_MS) == 1)
 			;
 		if (b->conn == NULL || p.nhand == 0)
 			continue;

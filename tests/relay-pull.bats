@@ -195,6 +195,49 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	assert_equal "$(ready)" 0
 }
 
+@test "pull: the same message-id published again, not flagged redelivered, is added once: waiting, and in flight" {
+	local id=$NOW_HEX.1.0000000000dd r
+	# Twice in one batch: one added.
+	echo one | put -i "$id"
+	echo one | put -i "$id"
+	run --separate-stderr pull -v
+	assert_success
+	[[ $stderr == *"already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	# Again (a push that died between the confirm and its local ack
+	# publishes it anew), while the first waits in new/.
+	echo one | put -i "$id"
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 1 (added 0, already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	# And again while the first is in flight (claimed by a worker).
+	r=$(mq-recv)
+	[[ $r == */cur/* ]] || fail "receipt: $r"
+	echo one | put -i "$id"
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 1 (added 0, already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	run mq-recv
+	assert_failure
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: -1 -n 5 with 12 on the broker: exits 0 when the spool is full, 5 in the spool, 7 on the broker" {
+	put -c 12 </dev/null
+	run --separate-stderr pull -n 5
+	assert_success
+	assert_equal "$(find "$MQ_DIR/new" -type f | wc -l)" 5
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 7
+	# Full from the start: nothing added, exit 1, the 7 left there.
+	run --separate-stderr pull -n 5
+	assert_equal "$status" 1
+	assert_equal "$(find "$MQ_DIR/new" -type f | wc -l)" 5
+	assert_equal "$(ready)" 7
+}
+
 @test "pull: -n 5 keeps at most 5 waiting, the rest on the broker; a worker draining lets all 20 arrive" {
 	local i n max=0 st
 	put -c 20 </dev/null
