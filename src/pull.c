@@ -471,7 +471,9 @@ unreadable(void *arg, const char *where, int e)
  * an earlier one of the batch has, or that the spool holds, waiting,
  * parked or in flight: one walk of the spool for the whole batch, ended
  * when every ID is met.  -1 on error (a directory that could not be
- * read: errno).
+ * read: errno).  One walk, not mq_find's two: a copy that moves back
+ * behind it (released cur/ -> new/, promoted from its group) while it is
+ * under way can be missed, and the delivery then added beside it.
  */
 static int
 look_here(struct puller *p, size_t n)
