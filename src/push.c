@@ -6,6 +6,13 @@
  * fields as x-mq-* headers; waits for the publisher confirms; then acks
  * locally what was confirmed and releases the rest (nacked, returned as
  * unroutable, or unsettled when the channel or connection went).
+ *
+ * Two batches at most are outstanding on the channel: batch k+1 is
+ * claimed and published before the confirms of batch k are awaited, so
+ * the local work of one overlaps the broker's of the other.  Nothing is
+ * acked locally before its confirm; on any failure everything
+ * outstanding is settled (what is unsettled when the channel goes has
+ * failed) before a new channel.
  */
 #include <sys/stat.h>
 
@@ -32,9 +39,20 @@ enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE };
 struct msg {
 	char	 receipt[MQ_RECEIPT_MAX];
 	char	 id[MQ_ID_LEN + 1];
+	char	 bname[MQ_BUCKET_MAX];	/* cur/S of its lease */
+	const char *name;	/* its name in cur/S, inside receipt */
+	struct mq_name n;	/* as its receipt was opened */
 	uint64_t tag;		/* its delivery tag on the channel */
 	int	 state;
 	int	 returned;	/* basic.return: no queue took it */
+};
+
+/* A batch claimed: published, its confirms awaited, then settled. */
+struct batch {
+	struct msg *m;
+	unsigned n;
+	unsigned unsettled;
+	uint64_t last;		/* its last publish (ms): the confirm timeout's start */
 };
 
 struct push {
@@ -45,9 +63,10 @@ struct push {
 	struct mq_receipt rc;
 	struct mq_placer pl;
 	struct mq_keys	 keys;
-	struct msg	*m;
-	unsigned	 n, batch;
-	unsigned	 unsettled;
+	struct batch	 q[2];	/* outstanding, oldest first: q[0], q[1] */
+	unsigned	 nq;	/* how many */
+	struct batch	*cur;	/* the one being claimed into */
+	unsigned	 batch;
 	uint64_t	 next_tag;
 	char		*body;
 	size_t		 cap;
@@ -72,7 +91,7 @@ static int
 collect(void *arg, const char *receipt, const char *id)
 {
 	struct push *p = arg;
-	struct msg *m = &p->m[p->n];
+	struct msg *m = &p->cur->m[p->cur->n];
 
 	if (strlcpy(m->receipt, receipt, sizeof(m->receipt)) >=
 	    sizeof(m->receipt)) {
@@ -82,20 +101,37 @@ collect(void *arg, const char *receipt, const char *id)
 	strlcpy(m->id, id, sizeof(m->id));
 	m->state = UNSENT;
 	m->returned = 0;
-	p->n++;
+	m->bname[0] = '\0';
+	p->cur->n++;
 	return 0;
 }
 
-/* Opens m's receipt in p->rc: 0, or -1 (said; the lease is gone). */
+/*
+ * Opens m's receipt in p->rc: 0, or -1 (said; the lease is gone).  The
+ * first open checks the lease and remembers what it parsed; again
+ * (settling it), the bucket kept open is enough when it is m's: the
+ * ack's unlink or the release's rename tells a lease lost (ENOENT), and
+ * a bucket is never removed while m, leased, is in it.
+ */
 static int
 open_receipt(struct push *p, struct msg *m)
 {
 	const char *why;
 	int st;
 
-	if ((st = mq_receipt_open(&p->sp, m->receipt, &p->rc, &why)) ==
-	    MQ_EX_OK)
+	if (m->bname[0] != '\0' && p->rc.bucket != -1 &&
+	    strcmp(p->rc.bname, m->bname) == 0) {
+		p->rc.name = m->name;
+		p->rc.n = m->n;
 		return 0;
+	}
+	if ((st = mq_receipt_open(&p->sp, m->receipt, &p->rc, &why)) ==
+	    MQ_EX_OK) {
+		strlcpy(m->bname, p->rc.bname, sizeof(m->bname));
+		m->name = p->rc.name;
+		m->n = p->rc.n;
+		return 0;
+	}
 	if (st == MQ_EX_SYS) {
 		warn("%s", mq_receipt_shown(&p->sp, m->receipt));
 		p->status = MQ_EX_SYS;
@@ -104,12 +140,16 @@ open_receipt(struct push *p, struct msg *m)
 	return -1;
 }
 
-/* The claimed message's body into p->body; its length, or -1. */
+/*
+ * The claimed message's body into p->body; its length, or -1.  A leased
+ * message's file does not change: one read of its size is all of it
+ * (the loop is for a short read).
+ */
 static ssize_t
 read_body(struct push *p)
 {
 	struct stat st;
-	size_t len = 0;
+	size_t len = 0, want;
 	ssize_t r;
 	int fd;
 
@@ -117,20 +157,21 @@ read_body(struct push *p)
 		return -1;
 	if (fstat(fd, &st) == -1)
 		goto fail;
+	want = (size_t)st.st_size;
 	for (;;) {
-		if (len == p->cap || (size_t)st.st_size + 1 > p->cap) {
-			p->cap = p->cap * 2 > (size_t)st.st_size + 1 ?
-			    p->cap * 2 : (size_t)st.st_size + 1;
+		if (len == p->cap || want + 1 > p->cap) {
+			p->cap = p->cap * 2 > want + 1 ? p->cap * 2 : want + 1;
 			p->body = xreallocarray(p->body, p->cap, 1);
 		}
-		if ((r = read(fd, p->body + len, p->cap - len)) == -1) {
+		if ((r = pread(fd, p->body + len, p->cap - len, (off_t)len)) ==
+		    -1) {
 			if (errno == EINTR)
 				continue;
 			goto fail;
 		}
-		if (r == 0)
-			break;
 		len += (size_t)r;
+		if (r == 0 || len == want)
+			break;
 	}
 	close(fd);
 	return (ssize_t)len;
@@ -160,9 +201,10 @@ header_str(amqp_table_entry_t *e, const char *key, const char *v)
 	e->value.value.bytes = amqp_cstring_bytes(v);
 }
 
-/* Publishes m (its receipt open in p->rc): 0, or -1 with the socket. */
+/* Publishes m of bt (its receipt open in p->rc): 0, or -1 with the socket. */
 static int
-publish(struct push *p, struct msg *m, const void *body, size_t len)
+publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
+    size_t len)
 {
 	const struct mq_name *nm = &p->rc.n;
 	amqp_basic_properties_t props;
@@ -170,17 +212,19 @@ publish(struct push *p, struct msg *m, const void *body, size_t len)
 	char key[MQ_KEY_MAX + 1];
 	uint64_t sent = nm->sent != 0 ? nm->sent : mq_id_ms(nm->id);
 	amqp_bytes_t b;
-	int k = 0, got, r;
+	int k = 0, r;
 
 	if (nm->prio > 0)
 		header_int(&h[k++], "x-mq-priority", nm->prio, 0);
 	if (nm->group[0] != '\0')
 		header_str(&h[k++], "x-mq-group", nm->group);
-	if ((got = mq_key_get(&p->keys, nm, key)) == 1)
-		header_str(&h[k++], "x-mq-key", key);
-	else if (nm->keyhash[0] != '\0')
-		warnx("%s: its key cannot be read: sent without it",
-		    mq_receipt_shown(&p->sp, m->receipt));
+	if (nm->keyhash[0] != '\0') {
+		if (mq_key_get(&p->keys, nm, key) == 1)
+			header_str(&h[k++], "x-mq-key", key);
+		else
+			warnx("%s: its key cannot be read: sent without it",
+			    mq_receipt_shown(&p->sp, m->receipt));
+	}
 	header_int(&h[k++], "x-mq-attempts", nm->attempts, 0);
 	header_int(&h[k++], "x-mq-sent", (int64_t)sent, 1);
 	if (nm->ttl != 0)
@@ -204,24 +248,34 @@ publish(struct push *p, struct msg *m, const void *body, size_t len)
 	}
 	m->tag = p->next_tag++;
 	m->state = UNSETTLED;
-	p->unsettled++;
+	bt->unsettled++;
 	return 0;
 }
 
-/* Settles the unsettled up to tag (multiple) or at tag: ok or not. */
+/*
+ * Settles the unsettled of every outstanding batch up to tag (multiple)
+ * or at tag: ok or not.  Tags grow with the batches: the older first.
+ */
 static void
 settle(struct push *p, uint64_t tag, int multiple, int ok)
 {
-	unsigned i;
+	unsigned i, j;
 
-	for (i = 0; i < p->n; i++) {
-		struct msg *m = &p->m[i];
+	for (j = 0; j < p->nq; j++) {
+		struct batch *bt = &p->q[j];
 
-		if (m->state != UNSETTLED || m->tag > tag ||
-		    (!multiple && m->tag != tag))
-			continue;
-		m->state = ok && !m->returned ? CONFIRMED : FAILED;
-		p->unsettled--;
+		for (i = 0; i < bt->n && bt->unsettled > 0; i++) {
+			struct msg *m = &bt->m[i];
+
+			if (m->state != UNSETTLED)
+				continue;
+			if (m->tag > tag)
+				return;
+			if (!multiple && m->tag != tag)
+				continue;
+			m->state = ok && !m->returned ? CONFIRMED : FAILED;
+			bt->unsettled--;
+		}
 	}
 }
 
@@ -231,7 +285,7 @@ returned(struct push *p)
 {
 	amqp_message_t msg;
 	amqp_rpc_reply_t r;
-	unsigned i;
+	unsigned i, j;
 
 	r = amqp_read_message(p->b->conn, p->b->ch, &msg, 0);
 	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
@@ -239,46 +293,64 @@ returned(struct push *p)
 		return -1;
 	}
 	if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-		for (i = 0; i < p->n; i++)
-			if (strlen(p->m[i].id) == msg.properties.message_id.len &&
-			    memcmp(p->m[i].id, msg.properties.message_id.bytes,
-			    msg.properties.message_id.len) == 0)
-				p->m[i].returned = 1;
+		for (j = 0; j < p->nq; j++)
+			for (i = 0; i < p->q[j].n; i++) {
+				struct msg *m = &p->q[j].m[i];
+
+				if (m->state == UNSETTLED &&
+				    strlen(m->id) ==
+				    msg.properties.message_id.len &&
+				    memcmp(m->id, msg.properties.message_id.bytes,
+				    msg.properties.message_id.len) == 0)
+					m->returned = 1;
+			}
 	amqp_destroy_message(&msg);
 	return 0;
 }
 
 /*
- * Reads the broker's frames until every publish is settled, or the
- * channel or connection is gone, or the confirm timeout is past.
- * Returns 1 when something failed on the broker's side (a new channel
- * before the next batch), else 0.
+ * Reads the broker's frames until the publishes of the first upto
+ * outstanding batches are settled, or the channel or connection is gone,
+ * or a batch's confirm timeout (from its last publish) is past; what is
+ * unsettled when the channel goes has failed.  Returns 1 when something
+ * failed on the broker's side, else 0.
  */
 static int
-confirms(struct push *p)
+confirms(struct push *p, unsigned upto)
 {
 	struct mq_broker *b = p->b;
-	uint64_t last = mq_now_ms(), timeout;
+	uint64_t timeout;
 	amqp_frame_t f;
 	const char *why;
 	char buf[64];
+	unsigned j;
 	int r, failed = 0;
 
 	timeout = p->conf.lease_ms / 2 < CONFIRM_MAX_MS ?
 	    p->conf.lease_ms / 2 : CONFIRM_MAX_MS;
 	if (timeout < SLICE_MS)		/* a lease of a few ms */
 		timeout = SLICE_MS;
-	while (p->unsettled > 0 && b->conn != NULL) {
-		if (mq_now_ms() - last >= timeout) {
+	for (;;) {
+		for (j = 0; j < upto && p->q[j].unsettled == 0; j++)
+			;
+		if (j == upto)
+			break;
+		if (b->conn == NULL || b->ch == 0) {
+			failed = 1;
+			break;
+		}
+		if (mq_now_ms() - p->q[j].last >= timeout) {
 			snprintf(buf, sizeof(buf), "no confirm in %llu ms",
 			    (unsigned long long)timeout);
 			mq_broker_drop(b, buf);
+			failed = 1;
 			break;
 		}
 		if ((r = mq_broker_frame(b, &f, SLICE_MS, &why)) == 0)
 			continue;
 		if (r == -1) {
 			mq_broker_drop(b, why);
+			failed = 1;
 			break;
 		}
 		if (f.frame_type != AMQP_FRAME_METHOD || f.channel != b->ch)
@@ -315,23 +387,24 @@ confirms(struct push *p)
 		}
 	}
 out:
-	settle(p, UINT64_MAX, 1, 0);
+	/* The channel gone, nothing unsettled on it will be confirmed. */
+	if (b->conn == NULL || b->ch == 0)
+		settle(p, UINT64_MAX, 1, 0);
 	if (b->conn != NULL)
 		amqp_maybe_release_buffers(b->conn);
 	return failed;
 }
 
-/* Publishes the batch claimed, waits for its confirms, settles locally. */
+/* Reads and publishes the batch just claimed (p->cur). */
 static void
-push_batch(struct push *p)
+publish_batch(struct push *p, struct batch *bt)
 {
-	unsigned i, confirmed = 0, released = 0;
+	unsigned i;
 	ssize_t len;
-	int failed = 0, st;
 
-	p->unsettled = 0;
-	for (i = 0; i < p->n; i++) {
-		struct msg *m = &p->m[i];
+	bt->unsettled = 0;
+	for (i = 0; i < bt->n; i++) {
+		struct msg *m = &bt->m[i];
 
 		if (p->b->conn == NULL || p->b->ch == 0) {
 			m->state = FAILED;
@@ -346,14 +419,30 @@ push_batch(struct push *p)
 			m->state = FAILED;
 			continue;
 		}
-		if (publish(p, m, p->body, (size_t)len) == -1)
+		if (publish(p, bt, m, p->body, (size_t)len) == -1)
 			m->state = FAILED;
 	}
-	if (p->unsettled > 0)
-		failed = confirms(p);
-	for (i = 0; i < p->n; i++) {
-		struct msg *m = &p->m[i];
+	bt->last = mq_now_ms();
+}
 
+/*
+ * Settles the oldest outstanding batch locally (its confirms all in):
+ * acks the confirmed, releases the rest.  Returns 1 when some failed.
+ */
+static int
+finish_batch(struct push *p)
+{
+	struct batch *bt = &p->q[0], spare;
+	unsigned i, confirmed = 0, released = 0;
+	int failed = 0, st;
+
+	for (i = 0; i < bt->n; i++) {
+		struct msg *m = &bt->m[i];
+
+		if (m->state == UNSETTLED) {	/* never: settled before */
+			m->state = FAILED;
+			bt->unsettled--;
+		}
 		if (m->state == GONE || open_receipt(p, m) == -1) {
 			if (m->state == CONFIRMED)
 				confirmed++;
@@ -387,18 +476,44 @@ push_batch(struct push *p)
 		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
 		p->status = MQ_EX_SYS;
 	}
-	mq_receipt_close(&p->rc);
 	if (p->b->verbose)
-		warnx("pushed %u (confirmed %u, released %u)", p->n,
+		warnx("pushed %u (confirmed %u, released %u)", bt->n,
 		    confirmed, released);
 	p->pushed += confirmed;
 	if (confirmed > 0)
 		mq_broker_moved(p->b);
-	p->n = 0;
 	if (confirmed > 0)
 		p->failing = 0;
 	else if (failed && p->failing == 0)
 		p->failing = mq_now_ms();
+	/* The newer is now the older; the batch's array is for the next. */
+	spare = p->q[0];
+	spare.n = 0;
+	spare.unsettled = 0;
+	p->q[0] = p->q[1];
+	p->q[1] = spare;
+	p->nq--;
+	if (p->nq == 0)
+		mq_receipt_close(&p->rc);
+	return failed;
+}
+
+/*
+ * Waits for the oldest batch (every one when all), settles it locally;
+ * on a failure, every batch outstanding, then a new channel.
+ */
+static void
+settle_batches(struct push *p, int all)
+{
+	int failed;
+
+	failed = confirms(p, all ? p->nq : 1);
+	if (failed && p->nq > 1)
+		(void)confirms(p, p->nq);
+	failed |= finish_batch(p);
+	if (failed || all)
+		while (p->nq > 0)
+			failed |= finish_batch(p);
 	if (!failed)
 		return;
 	/*
@@ -458,7 +573,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	struct push p;
 	struct mq_waiter w;
 	uint64_t wake;
-	int got;
+	int got, live;
 
 	memset(&p, 0, sizeof(p));
 	p.b = b;
@@ -479,10 +594,17 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 		mq_spool_close(&p.sp);
 		return *b->stop ? MQ_EX_OK : MQ_EX_SYS;
 	}
-	p.m = xreallocarray(NULL, batch, sizeof(*p.m));
+	p.q[0].m = xreallocarray(NULL, batch, sizeof(*p.q[0].m));
+	p.q[1].m = xreallocarray(NULL, batch, sizeof(*p.q[1].m));
 	if (mq_wait_open(&w, &p.sp) == -1)
 		err(MQ_EX_SYS, "%s/%s", p.sp.path, MQ_DIR_NEW);
 	while (!*b->stop) {
+		live = b->conn != NULL && b->ch != 0 && b->confirming;
+		if (p.nq > 0 && !live) {
+			/* The channel went with batches out: settled first. */
+			settle_batches(&p, 1);
+			continue;
+		}
 		if (b->conn == NULL && mq_broker_connect(b, 0,
 		    once ? GIVE_UP_MS : 0) == -1) {
 			if (!*b->stop) {
@@ -501,15 +623,28 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 		}
 		p.cl.ttl_ms = p.conf.ttl_ms;
 		wake = UINT64_MAX;
+		p.cur = &p.q[p.nq];
+		p.cur->n = 0;
 		got = p.conf.paused ? 0 : mq_claim(&p.sp, &p.cl, (int)batch,
 		    p.conf.lease_ms, UINT_MAX, collect, &p, &wake);
 		if (got == -1) {
 			warn("%s", p.sp.path);
 			p.status = MQ_EX_SYS;
 		}
-		if (p.n > 0)
-			push_batch(&p);
+		if (p.cur->n > 0) {
+			publish_batch(&p, p.cur);
+			p.nq++;
+		}
 		if (got == -1 || p.status == MQ_EX_SYS)
+			break;
+		/* Two out: the older awaited; one, and nothing more: it. */
+		if (p.nq == 2)
+			settle_batches(&p, 0);
+		else if (p.nq == 1 && got == 0) {
+			settle_batches(&p, 1);
+			got = 1;	/* a claim again before -1 ends */
+		}
+		if (p.status == MQ_EX_SYS)
 			break;
 		if (once && p.failing != 0 &&
 		    mq_now_ms() - p.failing >= GIVE_UP_MS) {
@@ -524,11 +659,16 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 			break;
 		idle(&p, &w, wake);
 	}
+	/* Stopping or failing: everything outstanding is settled first. */
+	if (p.nq > 0)
+		settle_batches(&p, 1);
+	mq_receipt_close(&p.rc);
 	mq_wait_close(&w);
 	mq_keys_close(&p.keys);
 	mq_placer_close(&p.pl);
 	mq_claimer_close(&p.cl);
-	free(p.m);
+	free(p.q[0].m);
+	free(p.q[1].m);
 	free(p.body);
 	mq_spool_close(&p.sp);
 	if (p.status != MQ_EX_OK)
