@@ -5,8 +5,9 @@
  * queue is empty; 2: an error.
  * amqp-get PORT QUEUE classic|reject: declares QUEUE a durable classic
  * queue instead; reject: one that nacks every publish (x-max-length 0,
- * x-overflow reject-publish).  For tests/relay.bats.  Every call to the
- * broker gives up after 10 s (exit 2).
+ * x-overflow reject-publish); rejectN: one that nacks a publish while it
+ * holds N messages (x-max-length N).  For tests/relay.bats.  Every call
+ * to the broker gives up after 10 s (exit 2).
  */
 #include <sys/time.h>
 
@@ -40,10 +41,10 @@ main(int argc, char *argv[])
 	    amqp_channel_open(c, 1) == NULL)
 		return 2;
 	if (argc == 4) {
-		if (strcmp(argv[3], "reject") == 0) {
+		if (strncmp(argv[3], "reject", 6) == 0) {
 			e[0].key = amqp_cstring_bytes("x-max-length");
 			e[0].value.kind = AMQP_FIELD_KIND_I32;
-			e[0].value.value.i32 = 0;
+			e[0].value.value.i32 = atoi(argv[3] + 6);
 			e[1].key = amqp_cstring_bytes("x-overflow");
 			e[1].value.kind = AMQP_FIELD_KIND_UTF8;
 			e[1].value.value.bytes =

@@ -181,6 +181,41 @@ dead_port() {
 	assert_equal "$(stat_of dead)" 0
 }
 
+@test "relay push -n 2: two batches out, nacks among them: every message on the broker or back in the spool, none acked unconfirmed" {
+	# A queue that holds 5 and nacks the publishes past them, drained
+	# slowly: of 12 messages pushed in batches of 2, with a batch always
+	# published before the older one's confirms are in, many are nacked
+	# and released, and pushed again once there is room.
+	run "$AMQP_GET" "$RELAY_PORT1" cap5 reject5
+	assert_success
+	for i in $(seq 12); do echo "m$i" | mq-send; done >"$BATS_TEST_TMPDIR/ids"
+	mq-relay push -v -n 2 -q cap5 "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	until_in "$BATS_TEST_TMPDIR/err" "released [1-9]" || { kill "$pid"; false; }
+	: >"$BATS_TEST_TMPDIR/got"
+	for _ in $(seq 200); do
+		[ "$(wc -l <"$BATS_TEST_TMPDIR/got")" -lt 12 ] || break
+		timeout 10 "$AMQP_GET" "$RELAY_PORT1" cap5 |
+		    sed -n 's/^message-id=//p' >>"$BATS_TEST_TMPDIR/got" || true
+		sleep 0.3
+	done
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	# What the queue still holds, then what the spool still holds.
+	for _ in $(seq 12); do
+		out=$(timeout 10 "$AMQP_GET" "$RELAY_PORT1" cap5) || break
+		printf '%s\n' "$out" | sed -n 's/^message-id=//p' \
+		    >>"$BATS_TEST_TMPDIR/got"
+	done
+	mq-ls | cut -f1 >"$BATS_TEST_TMPDIR/left"
+	# Each message once, on the broker or in the spool: none lost, none
+	# acked locally without its confirm, none on the broker twice.
+	run sort "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/left"
+	assert_output "$(sort "$BATS_TEST_TMPDIR/ids")"
+	assert_equal "$(stat_of dead)" 0
+	assert_equal "$(stat_of in_flight)" 0
+}
+
 @test "relay push: an unroutable message (queue deleted behind its back) is released, then pushed" {
 	make_spool
 	relay_bg push -v -q gone "$RELAY_URI"
