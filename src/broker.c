@@ -574,6 +574,19 @@ mq_broker_confirms(struct mq_broker *b)
 	return 0;
 }
 
+/*
+ * A batch of publishes in full segments: held back (on) while it is
+ * written, let go (off) after its last.
+ */
+void
+mq_broker_hold(struct mq_broker *b, int on)
+{
+	int fd;
+
+	if (b->conn != NULL && (fd = amqp_get_sockfd(b->conn)) != -1)
+		(void)mq_tcp_hold(fd, on);
+}
+
 int
 mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
     const char **why)

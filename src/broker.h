@@ -93,6 +93,8 @@ int	 mq_broker_count(struct mq_broker *, uint32_t *);
 void	 mq_broker_moved(struct mq_broker *);
 /* confirm.select on the open channel, once per channel: 0, or -1. */
 int	 mq_broker_confirms(struct mq_broker *);
+/* Holds back the socket's partial segments (1) or lets them go (0). */
+void	 mq_broker_hold(struct mq_broker *, int);
 /*
  * Waits up to ms for the next frame on the connection: 1 and the frame,
  * 0 on a timeout, -1 when the connection failed (why set: words).

@@ -52,6 +52,28 @@ int	mq_rename_noreplace(int, const char *, int, const char *);
 int	mq_pipe_cloexec(int [2]);
 
 /*
+ * Holds back a TCP socket's partial segments (on) until let go (off), so
+ * that a batch of small writes leaves in full segments; where the system
+ * has no such option, nothing.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+static inline int
+mq_tcp_hold(int fd, int on)
+{
+#if defined(TCP_CORK)
+	return setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
+#elif defined(TCP_NOPUSH)
+	return setsockopt(fd, IPPROTO_TCP, TCP_NOPUSH, &on, sizeof(on));
+#else
+	(void)fd;
+	(void)on;
+	return 0;
+#endif
+}
+
+/*
  * A job started by a worker dies with it on Linux, so that a killed worker
  * leaves no job running on a message whose lease will run out; elsewhere
  * such a job runs to its end (at-least-once covers it).

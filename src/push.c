@@ -14,8 +14,6 @@
  * outstanding is settled (what is unsettled when the channel goes has
  * failed) before a new channel.
  */
-#include <sys/stat.h>
-
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +31,7 @@
 #define CLAIM_MS	1000	/* idle, a claim at least this often */
 #define CONFIRM_MAX_MS	30000	/* the confirm timeout: min(lease/2, this) */
 #define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
+#define BODY_MIN	65536	/* the body buffer, at least */
 
 enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE };
 
@@ -109,9 +108,8 @@ collect(void *arg, const char *receipt, const char *id)
 /*
  * Opens m's receipt in p->rc: 0, or -1 (said; the lease is gone).  The
  * first open checks the lease and remembers what it parsed; again
- * (settling it), the bucket kept open is enough when it is m's: the
- * ack's unlink or the release's rename tells a lease lost (ENOENT), and
- * a bucket is never removed while m, leased, is in it.
+ * (settling it), the bucket kept open is enough when it is m's
+ * (mq_receipt_again).
  */
 static int
 open_receipt(struct push *p, struct msg *m)
@@ -119,12 +117,9 @@ open_receipt(struct push *p, struct msg *m)
 	const char *why;
 	int st;
 
-	if (m->bname[0] != '\0' && p->rc.bucket != -1 &&
-	    strcmp(p->rc.bname, m->bname) == 0) {
-		p->rc.name = m->name;
-		p->rc.n = m->n;
+	if (m->bname[0] != '\0' &&
+	    mq_receipt_again(&p->rc, m->bname, m->name, &m->n) == 0)
 		return 0;
-	}
 	if ((st = mq_receipt_open(&p->sp, m->receipt, &p->rc, &why)) ==
 	    MQ_EX_OK) {
 		strlcpy(m->bname, p->rc.bname, sizeof(m->bname));
@@ -142,42 +137,37 @@ open_receipt(struct push *p, struct msg *m)
 
 /*
  * The claimed message's body into p->body; its length, or -1.  A leased
- * message's file does not change: one read of its size is all of it
- * (the loop is for a short read).
+ * message's file does not change and is a regular file: a read shorter
+ * than asked is its end, so one pread into a buffer big enough is all
+ * of it (no fstat, no read to see EOF); a bigger one doubles the buffer.
  */
 static ssize_t
 read_body(struct push *p)
 {
-	struct stat st;
-	size_t len = 0, want;
+	size_t len = 0;
 	ssize_t r;
 	int fd;
 
 	if ((fd = mq_receipt_body(&p->rc)) == -1)
 		return -1;
-	if (fstat(fd, &st) == -1)
-		goto fail;
-	want = (size_t)st.st_size;
 	for (;;) {
-		if (len == p->cap || want + 1 > p->cap) {
-			p->cap = p->cap * 2 > want + 1 ? p->cap * 2 : want + 1;
+		if (len == p->cap) {
+			p->cap = p->cap < BODY_MIN ? BODY_MIN : p->cap * 2;
 			p->body = xreallocarray(p->body, p->cap, 1);
 		}
 		if ((r = pread(fd, p->body + len, p->cap - len, (off_t)len)) ==
 		    -1) {
 			if (errno == EINTR)
 				continue;
-			goto fail;
+			close(fd);
+			return -1;
 		}
 		len += (size_t)r;
-		if (r == 0 || len == want)
+		if (len < p->cap)
 			break;
 	}
 	close(fd);
 	return (ssize_t)len;
-fail:
-	close(fd);
-	return -1;
 }
 
 static void
@@ -403,6 +393,7 @@ publish_batch(struct push *p, struct batch *bt)
 	ssize_t len;
 
 	bt->unsettled = 0;
+	mq_broker_hold(p->b, 1);	/* the batch in full segments */
 	for (i = 0; i < bt->n; i++) {
 		struct msg *m = &bt->m[i];
 
@@ -422,6 +413,7 @@ publish_batch(struct push *p, struct batch *bt)
 		if (publish(p, bt, m, p->body, (size_t)len) == -1)
 			m->state = FAILED;
 	}
+	mq_broker_hold(p->b, 0);
 	bt->last = mq_now_ms();
 }
 

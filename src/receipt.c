@@ -155,6 +155,24 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 }
 
 /*
+ * A receipt opened before in rc, again: bname its bucket, name and nm as
+ * mq_receipt_open found them.  0 when rc's bucket kept open is bname, as
+ * settling it needs no other look (a lease lost shows as ENOENT from the
+ * unlink or rename, and a bucket holding a lease is never removed); -1
+ * when it is not (mq_receipt_open then).
+ */
+int
+mq_receipt_again(struct mq_receipt *rc, const char *bname, const char *name,
+    const struct mq_name *nm)
+{
+	if (rc->bucket == -1 || strcmp(rc->bname, bname) != 0)
+		return -1;
+	rc->name = name;
+	rc->n = *nm;
+	return 0;
+}
+
+/*
  * The spool a receipt names: its path up to /cur/S/NAME, in dir.  Returns
  * -1 when it does not have a receipt's form at all.
  */
