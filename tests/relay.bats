@@ -186,16 +186,15 @@ dead_port() {
 	# slowly: of 12 messages pushed in batches of 2, with a batch always
 	# published before the older one's confirms are in, many are nacked
 	# and released, and pushed again once there is room.
-	run "$AMQP_GET" "$RELAY_PORT1" cap5 reject5
+	run amqp_get "$RELAY_PORT1" cap5 reject5
 	assert_success
 	for i in $(seq 12); do echo "m$i" | mq-send; done >"$BATS_TEST_TMPDIR/ids"
-	mq-relay push -v -n 2 -q cap5 "$RELAY_URI" 2>"$BATS_TEST_TMPDIR/err" &
-	pid=$!
-	until_in "$BATS_TEST_TMPDIR/err" "released [1-9]" || { kill "$pid"; false; }
+	relay_bg push -v -n 2 -q cap5 "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "released [1-9]"
 	: >"$BATS_TEST_TMPDIR/got"
 	for _ in $(seq 200); do
 		[ "$(wc -l <"$BATS_TEST_TMPDIR/got")" -lt 12 ] || break
-		timeout 10 "$AMQP_GET" "$RELAY_PORT1" cap5 |
+		amqp_get "$RELAY_PORT1" cap5 |
 		    sed -n 's/^message-id=//p' >>"$BATS_TEST_TMPDIR/got" || true
 		sleep 0.3
 	done
@@ -203,7 +202,7 @@ dead_port() {
 	assert_equal "$st" 0
 	# What the queue still holds, then what the spool still holds.
 	for _ in $(seq 12); do
-		out=$(timeout 10 "$AMQP_GET" "$RELAY_PORT1" cap5) || break
+		out=$(amqp_get "$RELAY_PORT1" cap5) || break
 		printf '%s\n' "$out" | sed -n 's/^message-id=//p' \
 		    >>"$BATS_TEST_TMPDIR/got"
 	done
