@@ -33,7 +33,8 @@
 #define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
 #define BODY_MIN	65536	/* the body buffer, at least */
 
-enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE };
+/* LOCAL: not published for a local reason (its body unread): released only. */
+enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE, LOCAL };
 
 struct msg {
 	char	 receipt[MQ_RECEIPT_MAX];
@@ -407,7 +408,7 @@ publish_batch(struct push *p, struct batch *bt)
 		}
 		if ((len = read_body(p)) == -1) {
 			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
-			m->state = FAILED;
+			m->state = LOCAL;
 			continue;
 		}
 		if (publish(p, bt, m, p->body, (size_t)len) == -1)
@@ -419,7 +420,8 @@ publish_batch(struct push *p, struct batch *bt)
 
 /*
  * Settles the oldest outstanding batch locally (its confirms all in):
- * acks the confirmed, releases the rest.  Returns 1 when some failed.
+ * acks the confirmed, releases the rest.  Returns 1 when the broker failed
+ * some (a local failure releases only its message).
  */
 static int
 finish_batch(struct push *p)
@@ -452,7 +454,9 @@ finish_batch(struct push *p)
 			}
 			continue;
 		}
-		failed = 1;
+		/* Only the broker's failures fail the batch (and the next). */
+		if (m->state != LOCAL)
+			failed = 1;
 		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
 		    MQ_EX_OK)
 			released++;
