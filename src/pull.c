@@ -667,9 +667,11 @@ batch(struct puller *p, size_t n)
 	if (nw > 0 && mq_tmp_sync(&p->sp, p->ids, (int)nw, &failed) == -1) {
 		saved = errno;
 		what = MQ_DIR_TMP;
-		for (i = 0; i < n; i++)
-			if (p->hand[i].fate == F_WRITTEN)
+		for (i = 0; i < n; i++)	/* not durable: not kept */
+			if (p->hand[i].fate == F_WRITTEN) {
+				mq_tmp_remove(&p->sp, p->hand[i].n.id);
 				p->hand[i].fate = F_FAILED;
+			}
 	}
 	/* 4. Placed, in order, up to the first failure. */
 	now = mq_now_ms();

@@ -335,6 +335,16 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	assert_equal "$(files | wc -l)" 3
 }
 
+@test "pull: a batch's syncfs that fails: exit 4, nothing left in tmp/, the messages stay on the broker" {
+	put -c 3 </dev/null
+	run --separate-stderr faulty "syncfs:errno=EIO" mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"Input/output error"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 0
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 3
+}
+
 @test "pull: a rename into new/ that fails mid-batch: what was placed is acked, the rest returned, none twice" {
 	put -c 3 </dev/null
 	run --separate-stderr faulty "renameat:errno=EIO:nth=2:at=$MQ_DIR/tmp/1" \
