@@ -413,11 +413,14 @@ receive(struct puller *p, uint64_t ms)
 	}
 }
 
-/* The messages waiting in new/, up to max; -1 on error (named). */
+/*
+ * The messages waiting in new/ and parked in groups/ (a long group
+ * counts in full), up to max; -1 on error (named).
+ */
 static int
 waiting(struct puller *p, uint64_t *n)
 {
-	if (mq_depth(&p->sp, p->max, p->conf.ttl_ms, mq_now_ms(), 0,
+	if (mq_depth(&p->sp, p->max, p->conf.ttl_ms, mq_now_ms(), 1,
 	    n) == -1) {
 		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
 		return -1;

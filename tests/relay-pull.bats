@@ -238,6 +238,20 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	assert_equal "$(ready)" 7
 }
 
+@test "pull: -1 -n 5 with 12 of one group on the broker: the parked count, 5 in the spool, 7 on the broker" {
+	local i
+	for i in $(seq 1 12); do
+		echo "$i" | put -g g1
+	done
+	run --separate-stderr pull -n 5
+	assert_success
+	assert_equal "$(files | wc -l)" 5
+	run mq-ls -s blocked
+	assert_equal "${#lines[@]}" 4
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 7
+}
+
 @test "pull: -n 5 keeps at most 5 waiting, the rest on the broker; a worker draining lets all 20 arrive" {
 	local i n max=0 st
 	put -c 20 </dev/null
