@@ -631,7 +631,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 			publish_batch(&p, p.cur);
 			p.nq++;
 		}
-		if (got == -1 || p.status == MQ_EX_SYS)
+		if (once && (got == -1 || p.status == MQ_EX_SYS))
 			break;
 		/* Two out: the older awaited; one, and nothing more: it. */
 		if (p.nq == 2)
@@ -640,8 +640,19 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 			settle_batches(&p, 1);
 			got = 1;	/* a claim again before -1 ends */
 		}
-		if (p.status == MQ_EX_SYS)
+		if (p.status == MQ_EX_SYS && once)
 			break;
+		if (got == -1 || p.status == MQ_EX_SYS) {
+			/*
+			 * Without -1, a local error (named) is not the end,
+			 * as in pull: what is out settled, a pause, on.
+			 */
+			if (p.nq > 0)
+				settle_batches(&p, 1);
+			p.status = MQ_EX_OK;
+			(void)pause_ms(b, 1000);
+			continue;
+		}
 		if (once && p.failing != 0 &&
 		    mq_now_ms() - p.failing >= GIVE_UP_MS) {
 			warnx("%s: nothing confirmed for %d s",

@@ -316,6 +316,22 @@ dead_port() {
 	assert_output 0
 }
 
+@test "relay push without -1: a claim that fails is named, then after a pause it goes on: all pushed" {
+	seq 1 3 | mq-send -l >/dev/null
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="renameat:errno=EIO:nth=1:at=$MQ_DIR/new/" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    relay_bg push -v -q claimfail "$RELAY_URI"
+	has_count claimfail 3
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	grep -q "Input/output error" "$BATS_TEST_TMPDIR/err" ||
+	    fail "stderr: $(cat "$BATS_TEST_TMPDIR/err")"
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of dead)" 0
+}
+
 @test "relay push: SIGTERM mid-run exits 0, nothing left claimed, nothing lost" {
 	seq 1 3000 | mq-send -l >/dev/null
 	relay_bg push -v -n 10 -q term "$RELAY_URI"
