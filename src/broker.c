@@ -389,8 +389,8 @@ fail:
 }
 
 /* Sleeps ms in slices, checking *stop; -1 when stopped. */
-static int
-pause_ms(struct mq_broker *b, uint64_t ms)
+int
+mq_broker_pause(struct mq_broker *b, uint64_t ms)
 {
 	uint64_t end = mq_now_ms() + ms, now;
 
@@ -437,7 +437,7 @@ mq_broker_connect(struct mq_broker *b, int once, uint64_t give_up_ms)
 			return -1;
 		if (give_up_ms != 0 && mq_now_ms() - start >= give_up_ms)
 			return -1;
-		if (pause_ms(b, arc4random_uniform(
+		if (mq_broker_pause(b, arc4random_uniform(
 		    (uint32_t)b->backoff_ms + 1)) == -1)
 			return -1;
 		b->backoff_ms *= 2;
@@ -617,4 +617,22 @@ mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
 		return -1;
 	}
 	return 1;
+}
+
+/* QUEUE by default: the base name of the spool's real path. */
+void
+mq_broker_default_queue(struct mq_broker *b, struct mq_spool *sp)
+{
+	const char *q;
+
+	if (b->queue != NULL)
+		return;
+	if (mq_spool_real(sp) == -1)
+		err(MQ_EX_SYS, "%s", sp->path);
+	q = strrchr(sp->real, '/');
+	q = q != NULL && q[1] != '\0' ? q + 1 : sp->real;
+	if (strlen(q) > 255)
+		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
+		    "use -q", q);
+	b->queue = q;
 }

@@ -91,6 +91,11 @@ const char *mq_broker_error(amqp_rpc_reply_t);
 int	 mq_broker_count(struct mq_broker *, uint32_t *);
 /* Resets the backoff: the connection did move messages. */
 void	 mq_broker_moved(struct mq_broker *);
+/* Sleeps ms in slices that watch *stop; -1 when stopped. */
+int	 mq_broker_pause(struct mq_broker *, uint64_t);
+/* b->queue, when not given: the base name of the spool's real path. */
+struct mq_spool;
+void	 mq_broker_default_queue(struct mq_broker *, struct mq_spool *);
 /* confirm.select on the open channel, once per channel: 0, or -1. */
 int	 mq_broker_confirms(struct mq_broker *);
 /* Holds back the socket's partial segments (1) or lets them go (0). */

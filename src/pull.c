@@ -775,24 +775,6 @@ drained(struct puller *p)
 	return r == 0 && count == 0;
 }
 
-/* QUEUE by default: the base name of the spool's real path. */
-static void
-default_queue(struct puller *p)
-{
-	const char *q;
-
-	if (p->b->queue != NULL)
-		return;
-	if (mq_spool_real(&p->sp) == -1)
-		err(MQ_EX_SYS, "%s", p->sp.path);
-	q = strrchr(p->sp.real, '/');
-	q = q != NULL && q[1] != '\0' ? q + 1 : p->sp.real;
-	if (strlen(q) > 255)
-		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
-		    "use -q", q);
-	p->b->queue = q;
-}
-
 int
 mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 {
@@ -806,7 +788,7 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	p.once = once;
 	mq_spool_xopen(&p.sp, dir, 1);
 	mq_conf_xread(&p.sp, &p.conf);
-	default_queue(&p);
+	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
 	mq_keys_init(&p.keys, &p.sp);
 	idle_since = mq_now_ms();

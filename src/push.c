@@ -75,18 +75,6 @@ struct push {
 	int		 status;
 };
 
-/* Sleeps ms in slices, checking the stop flag. */
-static int
-pause_ms(struct mq_broker *b, uint64_t ms)
-{
-	uint64_t end = mq_now_ms() + ms, now;
-
-	while (!*b->stop && (now = mq_now_ms()) < end)
-		poll(NULL, 0, end - now < SLICE_MS ? (int)(end - now) :
-		    SLICE_MS);
-	return *b->stop ? -1 : 0;
-}
-
 static int
 collect(void *arg, const char *receipt, const char *id)
 {
@@ -519,7 +507,7 @@ settle_batches(struct push *p, int all)
 	 */
 	if (p->b->conn != NULL && mq_broker_new_channel(p->b) == 0)
 		(void)mq_broker_declare(p->b);
-	(void)pause_ms(p->b, SLICE_MS);
+	(void)mq_broker_pause(p->b, SLICE_MS);
 }
 
 /*
@@ -546,23 +534,6 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 	}
 }
 
-static void
-default_queue(struct push *p)
-{
-	const char *q;
-
-	if (p->b->queue != NULL)
-		return;
-	if (mq_spool_real(&p->sp) == -1)
-		err(MQ_EX_SYS, "%s", p->sp.path);
-	q = strrchr(p->sp.real, '/');
-	q = q != NULL && q[1] != '\0' ? q + 1 : p->sp.real;
-	if (strlen(q) > 255)
-		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
-		    "use -q", q);
-	p->b->queue = q;
-}
-
 int
 mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 {
@@ -576,7 +547,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	p.batch = batch;
 	mq_spool_xopen(&p.sp, dir, 0);
 	mq_conf_xread(&p.sp, &p.conf);
-	default_queue(&p);
+	mq_broker_default_queue(b, &p.sp);
 	mq_claimer_init(&p.cl, 1);
 	p.cl.uncounted = 1;
 	p.cl.ttl_ms = p.conf.ttl_ms;
@@ -650,7 +621,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 			if (p.nq > 0)
 				settle_batches(&p, 1);
 			p.status = MQ_EX_OK;
-			(void)pause_ms(b, 1000);
+			(void)mq_broker_pause(b, 1000);
 			continue;
 		}
 		if (once && p.failing != 0 &&
