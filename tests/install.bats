@@ -15,8 +15,6 @@ installed_tree() { # root
 			echo "./usr/local/share/man/man1/$p.1"
 			echo "./usr/local/share/bash-completion/completions/$p"
 		done
-		# mq-relay, when built (librabbitmq found).
-		[ ! -x "$top/bin/mq-relay" ] || echo ./usr/local/bin/mq-relay
 		echo ./usr/local/share/man/man5/mq-spool.5
 		echo ./usr/local/share/man/man7/mq.7
 		echo ./usr/local/share/zsh/site-functions/_mq
