@@ -1,3 +1,4 @@
+# mq-test: long (tests/run starts it first)
 # mq-relay and a three-node RabbitMQ cluster (formed once, in setup_file):
 # kill -9 of the node the relay talks to, during a push and during a
 # pull, loses no message.  The figures (messages, kills, lost,
@@ -164,12 +165,18 @@ stop_relay() {
 	# shellcheck disable=SC2086
 	run -0 timeout 300 mq-relay push -1 -d "$A" -q "$Q" $RELAY_URIS
 	sleep 2
-	relay_bg pull "$B" -n 65535
+	# Each file it opens slowed down (3 ms an openat) so that the pull is still
+	# under way, however loaded the machine, when it is held still (kill
+	# -STOP) and its node killed; then it is let go on.
+	LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so MQ_FAULT='openat:delay=3ms' \
+	    relay_bg pull "$B" -n 65535
 	relay_until 120 more_than "$B" 0
+	kill -STOP "$relay"
 	node=$(connected_node pull) || fail "the relay said no connection: $(cat "$BATS_TEST_TMPDIR/pull.err")"
 	at=$(said pull)
 	kill_node "$node"
 	got=$(messages "$B")
+	kill -CONT "$relay"
 	[ "$got" -lt "$N" ] || fail "the pull had ended before the kill"
 	reconnect=$(next_move pull "$at")
 	relay_until 180 all_pulled "$N" || fail "$(messages "$B") messages in B: $(tail -n 5 "$BATS_TEST_TMPDIR/pull.err")"

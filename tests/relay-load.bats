@@ -1,3 +1,4 @@
+# mq-test: long (tests/run starts it first)
 # mq-relay under load, on one private RabbitMQ node: every message
 # arrives, even when the relay is killed (kill -9) in the middle.
 load helper

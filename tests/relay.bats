@@ -1,3 +1,4 @@
+# mq-test: long (tests/run starts it first)
 load helper
 load relay
 

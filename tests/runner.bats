@@ -23,3 +23,38 @@ load helper
 	    sh "$BATS_TEST_DIRNAME/run" "$BATS_TEST_TMPDIR/t/fail.bats"
 	assert_equal "${lines[-1]}" "0 passed, 1 failed"
 }
+
+@test "tests/run: files run side by side, MQ_TEST_JOBS at a time, each file's lines together" {
+	local t=$BATS_TEST_TMPDIR/t
+	mkdir -p "$t"
+	# a waits (bounded) for a mark that only b makes: it passes only if
+	# both run at once.
+	printf '@test "waits for b" { for i in $(seq 100); do [ -e %s/mark ] && return 0; sleep 0.1; done; false; }\n@test "a2" { true; }\n' \
+	    "$t" >"$t/a.bats"
+	printf '@test "marks" { touch %s/mark; }\n' "$t" >"$t/b.bats"
+	run -0 timeout 120 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" \
+	    MQ_TEST_JOBS=2 sh "$BATS_TEST_DIRNAME/run" "$t/a.bats" "$t/b.bats"
+	assert_equal "${lines[-1]}" "3 passed, 0 failed"
+	# a's plan, its two results and its time, with nothing of b between.
+	[[ $output == *$'1..2\nok 1 waits for b\nok 2 a2\n# '"$t/a.bats"* ]] || fail "$output"
+	rm "$t/mark"
+	run -1 timeout 120 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" \
+	    MQ_TEST_JOBS=1 sh "$BATS_TEST_DIRNAME/run" "$t/a.bats" "$t/b.bats"
+	assert_line "not ok 1 waits for b"
+}
+
+@test "tests/run: a file marked '# mq-test: long' starts before the others" {
+	local t=$BATS_TEST_TMPDIR/t
+	mkdir -p "$t"
+	printf '@test "short" { true; }\n' >"$t/a.bats"
+	printf '# mq-test: long\n@test "long" { true; }\n' >"$t/b.bats"
+	run -0 timeout 120 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" \
+	    MQ_TEST_JOBS=1 sh "$BATS_TEST_DIRNAME/run" "$t/a.bats" "$t/b.bats"
+	assert_equal "${lines[1]}" "ok 1 long"
+	assert_equal "${lines[4]}" "ok 1 short"
+}
+
+@test "tests/run: MQ_TEST_JOBS that is not a number is refused" {
+	run -2 env MQ_TEST_JOBS=x sh "$BATS_TEST_DIRNAME/run" /dev/null
+	assert_output --partial "MQ_TEST_JOBS=x"
+}

@@ -1,3 +1,4 @@
+# mq-test: long (tests/run starts it first)
 load helper
 
 @test "torture: 20 s of kill -9 at random instants loses nothing, keyed sends and deaths' histories included (tests/torture 20)" {
