@@ -142,3 +142,15 @@ race_at() {
 	    -ex "break $fn" -ex "run $args" -ex "shell $cmd" "${cont[@]}" \
 	    --args "$(bin_of "$prog")" </dev/null
 }
+
+# ahead SECS CMD...: runs CMD with the clock SECS seconds ahead (faketime),
+# so that a test of "not before SECS" need not sleep them, and a slow run
+# (valgrind, a loaded machine) cannot outlast a short delay before the
+# "not yet" is checked.  Files' times stay the file system's; ASan, when
+# built in, must allow the preloaded library.
+ahead() {
+	local secs=$1
+	shift
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    NO_FAKE_STAT=1 faketime -f "+${secs}s" "$@"
+}

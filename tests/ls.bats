@@ -63,11 +63,12 @@ for o in got:
     assert o["priority"] == {"p9": 9, "r3": 3}.get(n, 0), (n, o)
     assert ("group" in o) == (n in ("ga", "gb", "ga2", "gb2")), (n, o)
     # delayed: visible in 600 s; in flight: its lease ends in 600 s;
-    # the others' times are of the last few seconds.
+    # the others' times are of the last moments (the setup's 14 commands
+    # may take a couple of minutes under valgrind on a loaded machine).
     if n in ("dl", "fl"):
-        assert now + 590 < t(o) < now + 610, (n, o)
+        assert now + 400 < t(o) < now + 610, (n, o)
     else:
-        assert now - 30 < t(o) <= now + 1, (n, o)
+        assert now - 200 < t(o) <= now + 1, (n, o)
 EOF
 }
 

@@ -1,3 +1,4 @@
+# mq-test: long (under valgrind; tests/run starts it first)
 load helper
 
 @test "mq-recv: an empty queue exits 1 silently" {
