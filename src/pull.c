@@ -13,17 +13,33 @@
  * keyed message whose key is held is not added (mq-send -k).  A batch is
  * what comes while deliveries keep coming (GATHER_MS of silence ends it),
  * up to the room and MQ_BATCH_MAX, so that one sync and one walk cover
- * many.  Flow control: at most MAX messages wait in new/; while there is
- * no room the socket is still serviced (heartbeats), and what arrives is
- * kept in hand (at most the prefetch, MAX); with -1 a full spool ends the
- * run, what is in hand returned to the broker.  A local failure returns
- * what was not placed to the broker (basic.nack, requeue) for another
- * host to take.
+ * many.  Flow control: at most MAX messages wait in new/ (fewer when the
+ * spool's max-depth is lower); the spool is counted once per batch, and
+ * its conf read again when it changed.  While there is no room pull holds
+ * nothing: what is in hand goes back (basic.nack, requeue), the consumer
+ * is cancelled (basic.cancel), the socket still serviced (heartbeats), and
+ * the spool counted again every second until there is room; then it
+ * consumes again.  With -1 a full spool ends the run, what is in hand
+ * returned to the broker.  A local failure returns what was not placed to
+ * the broker (basic.nack, requeue) for another host to take, is named once
+ * (until a batch succeeds), and pauses pull, consumer cancelled, 1 s
+ * doubling up to 10 s while it keeps failing; with -1 it ends the run.
+ *
+ * A message placed (renamed into new/) whose directories then fail to
+ * sync twice is neither acked (it may not survive a crash here) nor
+ * nacked (another host would take it too): it stays unacked, held by
+ * this consumer.  With -1 the run ends (exit 4) and the broker, as the
+ * connection closes, redelivers it: a pull of this spool finds the copy
+ * placed and does not add it twice.  Without -1 pull consumes no more
+ * and tries the sync again after each pause; once it succeeds, those
+ * deliveries are acked and pull goes on.
  */
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +53,9 @@
 
 #define SLICE_MS	250	/* every wait, for the signal flag */
 #define IDLE_MS		1000	/* -1: no delivery that long -> count */
-#define FAIL_PAUSE_MS	1000	/* after a local failure */
+#define FAIL_PAUSE_MS	1000	/* after a local failure, doubling... */
+#define FAIL_PAUSE_MAX_MS 10000	/* ...up to this while it keeps failing */
+#define ROOM_MS		1000	/* no room: counted again this often */
 #define GIVE_UP_MS	60000	/* -1: no connection that long -> exit 4 */
 #define GATHER_MS	5	/* a batch ends after this long without one */
 
@@ -61,7 +79,8 @@ enum fate {
 	F_WRITTEN,	/* in tmp/, to be placed */
 	F_HERE,		/* already here: acked, not added */
 	F_PLACED,	/* in new/ */
-	F_FAILED	/* not placed: removed from tmp/, to be nacked */
+	F_FAILED,	/* not placed: removed from tmp/, to be nacked */
+	F_HELD		/* in new/, its directories not synced: left unacked */
 };
 
 struct held {
@@ -84,6 +103,7 @@ struct puller {
 	struct mq_broker *b;
 	struct mq_spool	 sp;
 	struct mq_conf	 conf;
+	struct stat	 conf_st;	/* of conf when read (zero: none) */
 	struct mq_placer pl;
 	struct mq_keys	 keys;
 	unsigned	 max;
@@ -91,23 +111,21 @@ struct puller {
 	struct held	*hand;		/* deliveries received, not yet settled */
 	size_t		 nhand, cap;
 	int		 consuming;	/* qos and consume done on b->ch */
+	int		 resting;	/* consumer cancelled: full, or a pause */
+	amqp_bytes_t	 ctag;		/* the consumer's tag */
 	int		 connected_once;
 	uint64_t	 added;		/* in all */
 	char		 ids[MQ_BATCH_MAX][MQ_ID_LEN + 1];
 	struct ref	 refs[MQ_BATCH_MAX];
 	size_t		 nrefs, nhits;
 	int		 walk_error;	/* a directory the walk could not read */
+	/* Placed, their directories not synced: neither acked nor nacked. */
+	size_t		 npending, pending_added;
+	uint64_t	 pending_tag;	/* the last of them */
+	uint64_t	 pause_ms;	/* the next pause after a local failure */
+	const char	*named_what;	/* the local failure named, until... */
+	int		 named_errno;	/* ...a batch succeeds */
 };
-
-static void
-sleep_ms(uint64_t ms)
-{
-	struct timespec ts;
-
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	(void)nanosleep(&ts, NULL);	/* EINTR: the signal flag is seen */
-}
 
 static int
 stopped(const struct puller *p)
@@ -115,7 +133,7 @@ stopped(const struct puller *p)
 	return p->b->stop != NULL && *p->b->stop;
 }
 
-/* Forgets every delivery in hand (its channel is gone: the broker has them). */
+/* Forgets every delivery in hand (settled, or its channel is gone). */
 static void
 forget_hand(struct puller *p)
 {
@@ -126,11 +144,20 @@ forget_hand(struct puller *p)
 	p->nhand = 0;
 }
 
+/* The channel is gone: the broker has every unacked delivery back. */
 static void
-lost(struct puller *p, const char *why)
+gone(struct puller *p)
 {
 	forget_hand(p);
 	p->consuming = 0;
+	p->resting = 0;
+	p->npending = 0;
+}
+
+static void
+lost(struct puller *p, const char *why)
+{
+	gone(p);
 	mq_broker_drop(p->b, why);
 }
 
@@ -139,6 +166,7 @@ static int
 consume(struct puller *p)
 {
 	struct mq_broker *b = p->b;
+	amqp_basic_consume_ok_t *ok;
 	amqp_rpc_reply_t r;
 
 	if (amqp_basic_qos(b->conn, b->ch, 0, (uint16_t)p->max, 0) == NULL) {
@@ -146,13 +174,19 @@ consume(struct puller *p)
 		lost(p, mq_broker_error(r));
 		return -1;
 	}
-	if (amqp_basic_consume(b->conn, b->ch, amqp_cstring_bytes(b->queue),
-	    amqp_empty_bytes, 0, 0, 0, amqp_empty_table) == NULL) {
+	if ((ok = amqp_basic_consume(b->conn, b->ch,
+	    amqp_cstring_bytes(b->queue), amqp_empty_bytes, 0, 0, 0,
+	    amqp_empty_table)) == NULL) {
 		r = amqp_get_rpc_reply(b->conn);
 		lost(p, mq_broker_error(r));
 		return -1;
 	}
+	amqp_bytes_free(p->ctag);
+	p->ctag = amqp_bytes_malloc_dup(ok->consumer_tag);
+	if (p->ctag.bytes == NULL)
+		err(MQ_EX_SYS, NULL);
 	p->consuming = 1;
+	p->resting = 0;
 	return 0;
 }
 
@@ -165,11 +199,12 @@ connected(struct puller *p)
 {
 	struct mq_broker *b = p->b;
 
-	while (b->conn == NULL || b->ch == 0 || !p->consuming) {
+	while (b->conn == NULL || b->ch == 0 ||
+	    (!p->consuming && !p->resting)) {
 		if (stopped(p))
 			return -1;
-		forget_hand(p);
-		p->consuming = 0;
+		if (b->conn == NULL || b->ch == 0)
+			gone(p);
 		if (b->conn == NULL) {
 			if (mq_broker_connect(b, p->once && !p->connected_once,
 			    p->once ? GIVE_UP_MS : 0) == -1)
@@ -177,8 +212,8 @@ connected(struct puller *p)
 			p->connected_once = 1;
 		} else if (b->ch == 0 && mq_broker_new_channel(b) == -1)
 			continue;
-		if (consume(p) == -1)
-			sleep_ms(SLICE_MS);	/* no busy loop of reconnections */
+		if (consume(p) == -1)	/* no busy loop of reconnections */
+			(void)mq_broker_pause(b, SLICE_MS);
 	}
 	return 0;
 }
@@ -396,8 +431,7 @@ receive(struct puller *p, uint64_t ms)
 		r.reply = frame.payload.method;
 		warnx("%s: channel closed: %s", mq_broker_where(b),
 		    mq_broker_error(r));
-		forget_hand(p);
-		p->consuming = 0;
+		gone(p);
 		mq_broker_channel_closed(b);
 		return -1;
 	case AMQP_CONNECTION_CLOSE_METHOD:
@@ -414,17 +448,79 @@ receive(struct puller *p, uint64_t ms)
 }
 
 /*
- * The messages waiting in new/ and parked in groups/ (a long group
- * counts in full), up to max; -1 on error (named).
+ * A local failure named, once: not again while the same one goes on (a
+ * pull that cannot read its spool would say it every pause), until a
+ * batch succeeds.
+ */
+static void
+say_failure(struct puller *p, const char *what, int e)
+{
+	if (p->named_what != NULL && strcmp(p->named_what, what) == 0 &&
+	    p->named_errno == e)
+		return;
+	warnx("%s/%s: %s", p->sp.path, what, strerror(e));
+	p->named_what = what;
+	p->named_errno = e;
+}
+
+/*
+ * The spool's settings read again when conf changed (another inode, size
+ * or time; none: the defaults).  0, or -1 (named; the settings kept).
  */
 static int
-waiting(struct puller *p, uint64_t *n)
+reconf(struct puller *p)
 {
-	if (mq_depth(&p->sp, p->max, p->conf.ttl_ms, mq_now_ms(), 1,
-	    n) == -1) {
-		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
+	struct mq_conf c;
+	struct stat st;
+	const char *why;
+	int line;
+
+	memset(&st, 0, sizeof(st));
+	if (fstatat(p->sp.fd, MQ_CONF, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+		if (errno != ENOENT) {
+			warn("%s/%s", p->sp.path, MQ_CONF);
+			return -1;
+		}
+		memset(&st, 0, sizeof(st));
+	}
+	if (st.st_ino == p->conf_st.st_ino && st.st_dev == p->conf_st.st_dev &&
+	    st.st_size == p->conf_st.st_size &&
+	    st.st_mtim.tv_sec == p->conf_st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == p->conf_st.st_mtim.tv_nsec &&
+	    st.st_ctim.tv_sec == p->conf_st.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == p->conf_st.st_ctim.tv_nsec)
+		return 0;
+	if (mq_conf_read(&p->sp, &c, &line, &why) == -1) {
+		mq_conf_warn(&p->sp, line, why);
 		return -1;
 	}
+	p->conf = c;
+	p->conf_st = st;
+	return 0;
+}
+
+/*
+ * The room left: under MAX, or the spool's max-depth when lower (pull
+ * holds back, whatever the overflow setting: the broker keeps the rest),
+ * less the messages waiting in new/ and parked in groups/ (a long group
+ * counts in full); the settings read again first when they changed.  -1
+ * on error (named).
+ */
+static int
+count(struct puller *p, uint64_t *room)
+{
+	uint64_t n, bound = p->max;
+
+	if (reconf(p) == -1)
+		return -1;
+	if (p->conf.max_depth > 0 && p->conf.max_depth < bound)
+		bound = p->conf.max_depth;
+	if (mq_depth(&p->sp, bound, p->conf.ttl_ms, mq_now_ms(), 1,
+	    &n) == -1) {
+		say_failure(p, MQ_DIR_NEW, errno);
+		return -1;
+	}
+	*room = n < bound ? bound - n : 0;
 	return 0;
 }
 
@@ -591,14 +687,38 @@ place_keyed(struct puller *p, struct held *h, uint64_t now)
 /*
  * Settles the first n deliveries in hand with the broker: acks those
  * handled (placed or already here: the leading run), nacks with requeue
- * the rest.  -1: the connection was lost.
+ * the rest.  With deliveries held (F_HELD: placed, not synced) each is
+ * settled on its own, the held ones not at all: they become the pending
+ * ones.  -1: the connection was lost.
  */
 static int
-settle(struct puller *p, size_t n)
+settle(struct puller *p, size_t n, size_t held)
 {
 	struct mq_broker *b = p->b;
+	struct held *h;
 	size_t ok;
+	int st = AMQP_STATUS_OK;
 
+	if (held > 0) {
+		for (ok = 0; ok < n && st == AMQP_STATUS_OK; ok++) {
+			h = &p->hand[ok];
+			if (h->fate == F_HELD)
+				p->pending_tag = h->env.delivery_tag;
+			else if (h->fate == F_FAILED)
+				st = amqp_basic_nack(b->conn, b->ch,
+				    h->env.delivery_tag, 0, 1);
+			else
+				st = amqp_basic_ack(b->conn, b->ch,
+				    h->env.delivery_tag, 0);
+		}
+		if (st != AMQP_STATUS_OK) {
+			lost(p, "basic.ack or basic.nack failed");
+			return -1;
+		}
+		p->npending += held;
+		p->pending_added += held;
+		return 0;
+	}
 	for (ok = 0; ok < n && p->hand[ok].fate != F_FAILED; ok++)
 		;
 	if (ok > 0 && amqp_basic_ack(b->conn, b->ch,
@@ -627,16 +747,62 @@ shift(struct puller *p, size_t n)
 }
 
 /*
+ * new/'s directories synced, a second time when the first failed: 0, or
+ * -1 (errno).  A parked message's sync that failed (pl.err) cannot be
+ * tried again from here: that fails at once.
+ */
+static int
+sync_placed(struct puller *p)
+{
+	int parked = p->pl.err;
+
+	if (mq_placer_flush(&p->pl) == 0)
+		return 0;
+	if (parked != 0 || !p->pl.dirty)
+		return -1;
+	return mq_placer_flush(&p->pl);
+}
+
+/*
+ * The pending deliveries (placed, not synced): their sync tried again;
+ * done, they are acked (one ack, multiple: nothing else of the channel
+ * is unacked then).  0 (or the connection lost: the broker has them
+ * back), -1 while the sync still fails.
+ */
+static int
+settle_pending(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+
+	if (sync_placed(p) == -1)
+		return -1;
+	if (amqp_basic_ack(b->conn, b->ch, p->pending_tag, 1) !=
+	    AMQP_STATUS_OK) {
+		lost(p, "basic.ack failed");
+		return 0;
+	}
+	if (b->verbose)
+		warnx("synced at last: %zu acked", p->npending);
+	p->added += p->pending_added;
+	p->npending = p->pending_added = 0;
+	p->named_what = NULL;
+	p->named_errno = 0;
+	mq_broker_moved(b);
+	return 0;
+}
+
+/*
  * Writes the first n deliveries in hand into the spool, then settles them
  * with the broker.  Returns 0, or -1 after a local failure (named; what
- * was not placed was nacked) or a lost connection.
+ * was not placed was nacked, what was placed and not synced is pending)
+ * or a lost connection.
  */
 static int
 batch(struct puller *p, size_t n)
 {
 	struct held *h;
 	const char *what = MQ_DIR_TMP, *failed;
-	size_t i, nw = 0, here = 0, added = 0;
+	size_t i, nw = 0, here = 0, added = 0, held = 0;
 	uint64_t now;
 	int r, saved = 0;
 
@@ -694,17 +860,22 @@ batch(struct puller *p, size_t n)
 		}
 		h->fate = r == 1 ? F_HERE : F_PLACED;
 	}
-	/* 5. new/'s directories synced; else nothing placed is acked. */
-	if (mq_placer_flush(&p->pl) == -1 && saved == 0) {
-		saved = errno;
-		what = MQ_DIR_NEW;
-		/*
-		 * What was renamed may not survive a crash: the broker keeps
-		 * it, and its redelivery is found here (not added twice).
-		 */
+	/*
+	 * 5. new/'s directories synced, tried twice.  When that fails, what
+	 * was placed is held: not acked (it may not survive a crash) nor
+	 * nacked (another host would add it too); the broker redelivers it
+	 * when the channel closes, and the ID check finds it here.
+	 */
+	if (sync_placed(p) == -1) {
+		if (saved == 0) {
+			saved = errno;
+			what = MQ_DIR_NEW;
+		}
 		for (i = 0; i < n; i++)
-			if (p->hand[i].fate == F_PLACED)
-				p->hand[i].fate = F_FAILED;
+			if (p->hand[i].fate == F_PLACED) {
+				p->hand[i].fate = F_HELD;
+				held++;
+			}
 	}
 	for (i = 0; i < n; i++) {
 		h = &p->hand[i];
@@ -718,24 +889,128 @@ batch(struct puller *p, size_t n)
 			here++;
 	}
 	/* An ack after a failure covers only the leading run handled. */
-	for (i = 0; i < n && p->hand[i].fate != F_FAILED; i++)
+	for (i = 0; held == 0 && i < n && p->hand[i].fate != F_FAILED; i++)
 		;
-	for (; i < n; i++)
+	for (; held == 0 && i < n; i++)
 		if (p->hand[i].fate == F_PLACED)
 			added--;
 	if (saved != 0)
-		warnx("%s/%s: %s", p->sp.path, what, strerror(saved));
-	r = settle(p, n);
+		say_failure(p, what, saved);
+	r = settle(p, n, held);
 	if (r == 0) {
 		shift(p, n);
 		p->added += added;
 		if (added > 0)
 			mq_broker_moved(p->b);
 		if (p->b->verbose)
-			warnx("pulled %zu (added %zu, already here %zu)", n,
-			    added, here);
+			warnx("pulled %zu (added %zu, already here %zu%s)", n,
+			    added, here, held > 0 ? ", held unsynced" : "");
+		if (saved == 0) {
+			p->named_what = NULL;
+			p->named_errno = 0;
+			p->pause_ms = FAIL_PAUSE_MS;
+		}
 	}
 	return saved != 0 || r == -1 ? -1 : 0;
+}
+
+/*
+ * Returns what is in hand to the broker (basic.nack, requeue): in one
+ * nack, or one each while deliveries are pending (below them, not to be
+ * returned).  -1: the connection was lost.
+ */
+static int
+nack_hand(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+	size_t i;
+	int st = AMQP_STATUS_OK;
+
+	if (p->nhand == 0)
+		return 0;
+	if (p->npending == 0)
+		st = amqp_basic_nack(b->conn, b->ch,
+		    p->hand[p->nhand - 1].env.delivery_tag, 1, 1);
+	else
+		for (i = 0; i < p->nhand && st == AMQP_STATUS_OK; i++)
+			st = amqp_basic_nack(b->conn, b->ch,
+			    p->hand[i].env.delivery_tag, 0, 1);
+	forget_hand(p);
+	if (st != AMQP_STATUS_OK) {
+		lost(p, "basic.nack failed");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Holds nothing more: the consumer cancelled (basic.cancel), what is in
+ * hand and what came before the cancel was answered returned to the
+ * broker.  0, or -1: the connection was lost.
+ */
+static int
+rest(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+
+	if (p->consuming) {
+		if (amqp_basic_cancel(b->conn, b->ch, p->ctag) == NULL) {
+			lost(p, mq_broker_error(amqp_get_rpc_reply(b->conn)));
+			return -1;
+		}
+		p->consuming = 0;
+	}
+	p->resting = 1;
+	while (receive(p, 0) == 1)
+		;
+	if (b->conn == NULL || b->ch == 0)
+		return -1;
+	return nack_hand(p);
+}
+
+/*
+ * Resting for ms: the socket serviced (heartbeats), a straggler returned
+ * to the broker.  0 (or stopped), -1: the connection was lost.
+ */
+static int
+idle(struct puller *p, uint64_t ms)
+{
+	uint64_t end = mq_now_ms() + ms, now;
+	int r;
+
+	while (!stopped(p) && (now = mq_now_ms()) < end) {
+		r = receive(p, end - now < SLICE_MS ? end - now : SLICE_MS);
+		if (r == -1 || (r == 1 && nack_hand(p) == -1))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * After a local failure, without -1: holding nothing (the consumer
+ * cancelled), a pause, 1 s doubling up to 10 s while failures go on;
+ * with deliveries pending, their sync is tried again after each pause
+ * until it succeeds (they are acked then), the socket serviced meanwhile.
+ */
+static void
+pause_after_failure(struct puller *p)
+{
+	struct mq_broker *b = p->b;
+
+	if (rest(p) == -1)
+		return;
+	for (;;) {
+		if (p->npending > 0 ? idle(p, p->pause_ms) == -1 :
+		    mq_broker_pause(b, p->pause_ms) == -1)
+			return;
+		if (p->pause_ms < FAIL_PAUSE_MAX_MS)
+			p->pause_ms = 2 * p->pause_ms < FAIL_PAUSE_MAX_MS ?
+			    2 * p->pause_ms : FAIL_PAUSE_MAX_MS;
+		if (stopped(p) || p->npending == 0 || settle_pending(p) == 0)
+			break;
+	}
+	if (!stopped(p))
+		p->resting = 0;		/* consumed again */
 }
 
 /*
@@ -746,16 +1021,11 @@ batch(struct puller *p, size_t n)
 static void
 give_back(struct puller *p)
 {
-	struct mq_broker *b = p->b;
+	size_t n = p->nhand;
 
-	if (p->nhand > 0 && b->conn != NULL && b->ch != 0 &&
-	    amqp_basic_nack(b->conn, b->ch,
-	    p->hand[p->nhand - 1].env.delivery_tag, 1, 1) != AMQP_STATUS_OK)
-		lost(p, "basic.nack failed");
+	(void)nack_hand(p);
 	if (p->b->verbose)
-		warnx("the spool is full (%u waiting): %zu returned", p->max,
-		    p->nhand);
-	forget_hand(p);
+		warnx("the spool is full: %zu returned", n);
 }
 
 /*
@@ -770,8 +1040,7 @@ drained(struct puller *p)
 	int r;
 
 	r = mq_broker_count(p->b, &count);
-	forget_hand(p);
-	p->consuming = 0;
+	gone(p);
 	return r == 0 && count == 0;
 }
 
@@ -779,14 +1048,18 @@ int
 mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 {
 	struct puller p;
-	uint64_t n, room, idle_since, limit;
+	uint64_t room, idle_since, limit;
 	int r, status = MQ_EX_OK, failed = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.b = b;
 	p.max = max;
 	p.once = once;
+	p.pause_ms = FAIL_PAUSE_MS;
 	mq_spool_xopen(&p.sp, dir, 1);
+	/* Its state first: a change while it is read is read again. */
+	if (fstatat(p.sp.fd, MQ_CONF, &p.conf_st, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&p.conf_st, 0, sizeof(p.conf_st));
 	mq_conf_xread(&p.sp, &p.conf);
 	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
@@ -800,23 +1073,18 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 				status = MQ_EX_SYS;
 			break;
 		}
-		if (waiting(&p, &n) == -1) {
-			failed = 1;
-			goto local;
-		}
-		room = n < max ? max - n : 0;
-		if (room == 0 && once) {
-			/* -1: full ends the run; what is in hand goes back. */
-			give_back(&p);
-			break;
-		}
-		if (room == 0) {
-			/* Full: the socket is serviced, what comes is held. */
-			if (receive(&p, SLICE_MS) == 1)
-				idle_since = mq_now_ms();
+		if (p.resting) {
+			/* Full: counted again every second, holding nothing. */
+			if (idle(&p, ROOM_MS) == -1 || stopped(&p))
+				continue;
+			if (count(&p, &room) == -1) {
+				failed = 1;
+				goto local;
+			}
+			if (room > 0)
+				p.resting = 0;	/* consumed again */
 			continue;
 		}
-		limit = room < MQ_BATCH_MAX ? room : MQ_BATCH_MAX;
 		/* The first may be waited for; the rest as far as buffered. */
 		if (p.nhand == 0 && (r = receive(&p, SLICE_MS)) != 1) {
 			if (r == -1)
@@ -829,6 +1097,24 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 			}
 			continue;
 		}
+		/* Counted once a batch, when one has begun. */
+		if (count(&p, &room) == -1) {
+			failed = 1;
+			goto local;
+		}
+		if (room == 0 && once) {
+			/* -1: full ends the run; what is in hand goes back. */
+			give_back(&p);
+			break;
+		}
+		if (room == 0) {
+			/* Full: nothing held until there is room. */
+			if (rest(&p) == 0 && b->verbose)
+				warnx("the spool is full: consuming again when "
+				    "there is room");
+			continue;
+		}
+		limit = room < MQ_BATCH_MAX ? room : MQ_BATCH_MAX;
 		/* Then what keeps coming, until GATHER_MS without one. */
 		while (p.nhand < limit && b->conn != NULL && !stopped(&p) &&
 		    receive(&p, GATHER_MS) == 1)
@@ -846,10 +1132,11 @@ local:
 			status = MQ_EX_SYS;
 			break;
 		}
-		sleep_ms(FAIL_PAUSE_MS);
+		pause_after_failure(&p);
 	}
 	forget_hand(&p);
 	free(p.hand);
+	amqp_bytes_free(p.ctag);
 	if (b->conn != NULL)
 		mq_broker_close(b);
 	mq_keys_close(&p.keys);
