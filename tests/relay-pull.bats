@@ -436,3 +436,144 @@ wait_files() {
 	assert_equal "$(files | wc -l)" 1
 	assert_equal "$(tmp_debris | wc -l)" 0
 }
+
+# The deliveries of this test's queue that are not acked yet (as the node
+# counts them; none when there is no such queue).
+unacked() {
+	rabbit ctl "$RELAY_DIR1" -q eval "case rabbit_amqqueue:lookup(rabbit_misc:r(<<\"/\">>, queue, <<\"$Q\">>)) of
+	    {ok, Q} -> [{_, N}] = rabbit_amqqueue:info(Q, [messages_unacknowledged]), N; _ -> none end." 2>/dev/null | grep -x '[0-9]*'
+}
+
+# held_back N: N ready on the broker, none unacked (held by no consumer).
+held_back() {
+	[ "$(ready)" = "$1" ] && [ "$(unacked)" = 0 ]
+}
+
+@test "pull: while the spool is full it holds nothing (the rest ready on the broker, none unacked); room made, all arrive, none twice" {
+	local got=0 i r st
+	put -c 10 </dev/null
+	mq-relay pull -n 3 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	wait_files 3
+	relay_until 20 held_back 7 || fail "ready $(ready), unacked $(unacked)"
+	assert_equal "$(files | wc -l)" 3
+	# Workers make room: pull consumes again, up to 3 waiting each time.
+	for ((i = 0; i < 300 && got < 10; i++)); do
+		if r=$(mq-recv); then
+			{ cat "$r"; echo; } >>"$BATS_TEST_TMPDIR/bodies"
+			mq-ack "$r"
+			got=$((got + 1))
+		else
+			sleep 0.1
+		fi
+	done
+	stop_bounded "$pid"
+	assert_equal "$st" 0
+	assert_equal "$got" 10
+	run sort -n -u "$BATS_TEST_TMPDIR/bodies"
+	assert_output "$(seq 1 10)"
+	assert_equal "$(files | wc -l)" 0
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: max-depth set while pull runs: it stops there, the rest on the broker; lifted, the rest arrive" {
+	local st
+	put -c 2 </dev/null
+	mq-relay pull -n 100 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	wait_files 2
+	mq-conf max-depth=4
+	put -c 6 </dev/null
+	wait_files 4
+	relay_until 20 held_back 4 || fail "ready $(ready), unacked $(unacked)"
+	assert_equal "$(files | wc -l)" 4
+	mq-conf max-depth=
+	wait_files 8
+	stop_bounded "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(files | wc -l)" 8
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: a directory of the spool the ID walk cannot read: named once, not every pause; -1 exits 4; the messages stay on the broker" {
+	local r st
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	echo inflight | mq-send >/dev/null
+	r=$(mq-recv)	# a directory in cur/
+	[[ $r == */cur/* ]] || fail "receipt: $r"
+	put -c 3 </dev/null
+	# As root a mode 000 directory is read all the same: the fault library.
+	local spec="openat:errno=EACCES:at=$MQ_DIR/cur/"
+	run --separate-stderr faulty "$spec" mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"Permission denied"* ]] || fail "stderr: $stderr"
+	assert_equal "$(ready)" 3
+	# Without -1: it keeps trying, with pauses, and says it once.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" MQ_FAULT="$spec" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    mq-relay pull "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	sleep 3.5	# three tries at least, at 1 s pauses
+	kill -0 "$pid" || fail "pull ended: $(cat "$BATS_TEST_TMPDIR/err")"
+	stop_bounded "$pid"
+	assert_equal "$st" 0
+	run grep -c "Permission denied" "$BATS_TEST_TMPDIR/err"
+	assert_output 1
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(ready)" 3
+}
+
+@test "pull: new/'s directory sync that fails once is tried again, the batch acked; failing again, what was placed is not acked nor returned (-1: exit 4), and a pull then adds none twice" {
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	put -c 3 </dev/null
+	run --separate-stderr faulty "fsync:errno=EIO:at=$MQ_DIR/new:nth=1" \
+	    mq-relay pull -1 "$URI"
+	assert_success
+	assert_equal "$(files | wc -l)" 3
+	assert_equal "$(ready)" 0
+	# Failing on: exit 4, placed, back on the broker as the channel
+	# closed; then found here by their IDs, not added again.
+	echo d | put -i "$NOW_HEX.1.0000000000e1"
+	echo e | put -i "$NOW_HEX.1.0000000000e2"
+	run --separate-stderr faulty "fsync:errno=EIO:at=$MQ_DIR/new" \
+	    mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"$MQ_DIR/new: Input/output error"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 5
+	assert_equal "$(tmp_debris | wc -l)" 0
+	assert_equal "$(ready)" 2
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 2 (added 0, already here 2)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 5
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: without -1, what was placed and not synced is held unacked (not returned for another host to take) and acked once a later sync succeeds" {
+	local st
+	local i
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	for i in 1 2 3; do
+		echo "$i" | put -i "$NOW_HEX.1.0000000000f$i"
+	done
+	# The batch's sync and its second try fail, and the first try after
+	# the pause; the next succeeds.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="fsync:errno=EIO:at=$MQ_DIR/new:times=3" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    mq-relay pull -v "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	local pid=$!
+	relay_until 20 grep -q "synced at last" "$BATS_TEST_TMPDIR/err" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	stop_bounded "$pid"
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	# Named once; never returned, so never redelivered and found here.
+	assert_equal "$(grep -c "Input/output error" "$BATS_TEST_TMPDIR/err")" 1
+	refute_output --partial "already here 3"
+	assert_equal "$(files | wc -l)" 3
+	assert_equal "$(ready)" 0
+}
