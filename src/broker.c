@@ -110,6 +110,7 @@ mq_broker_init(struct mq_broker *b, int argc, char **argv, const char *queue,
 	b->stop = stop;
 	b->next_ch = 1;
 	b->backoff_ms = BACKOFF_MIN_MS;
+	b->max_size = MQ_BROKER_MAX_SIZE;
 	/* Every argv password is overwritten, whatever the others are. */
 	for (i = 0; i < argc; i++)
 		if (add(b, argv[i], i, 1) == -1)
@@ -338,6 +339,8 @@ connect_node(struct mq_broker *b, int i, const char **why)
 	struct amqp_connection_info *in = &b->node[i].info;
 	amqp_socket_t *s;
 	amqp_rpc_reply_t r;
+	amqp_table_entry_t cap, caps;
+	amqp_table_t props;
 	struct timeval tv = { CONNECT_SECS, 0 }, rpc = { RPC_SECS, 0 };
 	int st, fd, one = 1;
 
@@ -354,6 +357,7 @@ connect_node(struct mq_broker *b, int i, const char **why)
 	b->next_ch = 1;
 	b->ch = 0;
 	b->confirming = 0;
+	b->blocked = 0;
 	s = in->ssl ? tls_socket(b->conn, why) : amqp_tcp_socket_new(b->conn);
 	if (s == NULL) {
 		if (!in->ssl)
@@ -368,8 +372,22 @@ connect_node(struct mq_broker *b, int i, const char **why)
 	}
 	if ((fd = amqp_get_sockfd(b->conn)) != -1)
 		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	r = amqp_login(b->conn, in->vhost, 0, FRAME_MAX, b->heartbeat,
-	    AMQP_SASL_METHOD_PLAIN, in->user, in->password);
+	/*
+	 * A publisher asks to be told when the broker blocks it (a memory
+	 * or disk alarm) rather than have its sends hang unexplained.
+	 */
+	cap.key = amqp_cstring_bytes("connection.blocked");
+	cap.value.kind = AMQP_FIELD_KIND_BOOLEAN;
+	cap.value.value.boolean = 1;
+	caps.key = amqp_cstring_bytes("capabilities");
+	caps.value.kind = AMQP_FIELD_KIND_TABLE;
+	caps.value.value.table.num_entries = 1;
+	caps.value.value.table.entries = &cap;
+	props.num_entries = b->notify_blocked ? 1 : 0;
+	props.entries = &caps;
+	r = amqp_login_with_properties(b->conn, in->vhost, 0, FRAME_MAX,
+	    b->heartbeat, &props, AMQP_SASL_METHOD_PLAIN, in->user,
+	    in->password);
 	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
 		/* A broker that closes the socket at login refused it. */
 		*why = r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
@@ -502,6 +520,7 @@ mq_broker_drop(struct mq_broker *b, const char *why)
 	b->conn = NULL;
 	b->ch = 0;
 	b->confirming = 0;
+	b->blocked = 0;
 }
 
 void
@@ -605,6 +624,19 @@ mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
 	if (st != AMQP_STATUS_OK) {
 		*why = amqp_error_string2(st);
 		return -1;
+	}
+	if (f->frame_type == AMQP_FRAME_METHOD && f->channel == 0 &&
+	    f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD) {
+		if (!b->blocked)
+			warnx("%s: blocked by the broker (a resource alarm): "
+			    "publishing waits", mq_broker_where(b));
+		b->blocked = 1;
+	}
+	if (f->frame_type == AMQP_FRAME_METHOD && f->channel == 0 &&
+	    f->payload.method.id == AMQP_CONNECTION_UNBLOCKED_METHOD) {
+		if (b->blocked && b->verbose)
+			warnx("%s: unblocked", mq_broker_where(b));
+		b->blocked = 0;
 	}
 	if (f->frame_type == AMQP_FRAME_METHOD &&
 	    f->payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {

@@ -20,6 +20,8 @@
 
 #define MQ_BROKER_URIS_MAX	16
 #define MQ_BROKER_DEFAULT_URI	"amqp://localhost"
+#define MQ_BROKER_MAX_SIZE	134217728	/* RabbitMQ 3.10's max_message_size */
+#define MQ_BROKER_SIZE_LIMIT	536870912	/* RabbitMQ's own ceiling for it */
 
 struct mq_node {
 	struct amqp_connection_info info;	/* points into uri */
@@ -33,6 +35,9 @@ struct mq_broker {
 	int		 cur;		/* the node connected to, or last tried */
 	const char	*queue;
 	int		 heartbeat;	/* seconds; 0: none */
+	int		 notify_blocked; /* ask for connection.blocked (push) */
+	int		 blocked;	/* connection.blocked, not yet unblocked */
+	uint64_t	 max_size;	/* push: a bigger body is not published */
 	int		 verbose;
 	amqp_connection_state_t conn;	/* NULL: not connected */
 	amqp_channel_t	 ch;		/* the open channel, 0: none */
@@ -102,7 +107,9 @@ int	 mq_broker_confirms(struct mq_broker *);
 void	 mq_broker_hold(struct mq_broker *, int);
 /*
  * Waits up to ms for the next frame on the connection: 1 and the frame,
- * 0 on a timeout, -1 when the connection failed (why set: words).
+ * 0 on a timeout, -1 when the connection failed (why set: words).  A
+ * connection.blocked or connection.unblocked (channel 0) sets or clears
+ * b->blocked and is returned as any frame.
  */
 int	 mq_broker_frame(struct mq_broker *, amqp_frame_t *, int ms,
 	    const char **why);

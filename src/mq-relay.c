@@ -18,7 +18,7 @@
 
 #define USAGE \
 	"usage: mq-relay push [-1v] [-d dir] [-n batch] [-q queue] " \
-	"[uri ...]\n" \
+	"[-s bytes] [uri ...]\n" \
 	"       mq-relay pull [-1v] [-d dir] [-n max] [-q queue] [uri ...]\n"
 
 #define PUSH_BATCH	100	/* -n: messages published per confirm round */
@@ -34,6 +34,8 @@ static const char help[] =
     "  -n n     push: messages per batch, 1 to 1024 (default 100);\n"
     "           pull: most messages waiting, 1 to 65535 (default 1000)\n"
     "  -q queue the broker's queue (default: the spool's base name)\n"
+    "  -s bytes push: the broker's largest message (default 128 MiB);\n"
+    "           a bigger one is dead-lettered\n"
     "  -v       say each connection and batch on stderr\n"
     "  uri      amqp[s]://user:password@host:port/vhost, nodes of one\n"
     "           cluster (default $MQ_RELAY_URI, else amqp://localhost)\n"
@@ -51,7 +53,7 @@ on_signal(int sig)
 
 /* What the command line asks for. */
 struct relay_opts {
-	const char	*dir, *queue, *n, *way;
+	const char	*dir, *queue, *n, *size, *way;
 	int		 once, verbose;
 };
 
@@ -65,7 +67,7 @@ options(int argc, char *argv[], struct relay_opts *o)
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:s:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case '1':
@@ -82,6 +84,9 @@ options(int argc, char *argv[], struct relay_opts *o)
 			break;
 		case 'q':
 			o->queue = optarg;
+			break;
+		case 's':
+			o->size = optarg;
 			break;
 		default:
 			mq_common_opt(ch, USAGE, help);
@@ -120,6 +125,11 @@ main(int argc, char *argv[])
 	if (mq_broker_init(&b, argc - optind, argv + optind, o.queue,
 	    pull ? 30 : 0, o.verbose, &stop) == -1)
 		mq_usage(USAGE);
+	if (o.size != NULL && pull)
+		errx(MQ_EX_USAGE, "-s: push only");
+	if (o.size != NULL)
+		b.max_size = (uint64_t)xnumber("-s", o.size, 1,
+		    MQ_BROKER_SIZE_LIMIT);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

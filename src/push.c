@@ -14,10 +14,15 @@
  * outstanding is settled (what is unsettled when the channel goes has
  * failed) before a new channel.
  */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +34,34 @@
 
 #define SLICE_MS	250	/* every wait checks the stop flag this often */
 #define CLAIM_MS	1000	/* idle, a claim at least this often */
-#define CONFIRM_MAX_MS	30000	/* the confirm timeout: min(lease/2, this) */
+#define CONFIRM_MIN_MS	5000	/* the confirm timeout: lease/2, at least */
+#define CONFIRM_MAX_MS	30000	/* ... and at most */
+#define BLOCKED_MS	60000	/* blocked by the broker this long: lost */
 #define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
 #define BODY_MIN	65536	/* the body buffer, at least */
+#define HEARTBEAT_S	30	/* so that a half-open connection is noticed */
+#define TICK_MS		250	/* the watchdog's tick */
+#define STUCK_TICKS	3	/* stopping: a send stuck this long is cut */
+#define MIB_MS		1000	/* a publish is given this much more per MiB */
+#define TOO_BIG		"too big for the broker"
 
-/* LOCAL: not published for a local reason (its body unread): released only. */
-enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE, LOCAL };
+/*
+ * LOCAL: not published for a local reason (its body unread, its lease
+ * too short, push stopping): released at once (RELEASED), before the
+ * next claim.  BURIED: too big, dead.
+ */
+enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE, LOCAL, BURIED, RELEASED };
+
+/*
+ * The watchdog: while a call may block on the broker's socket (a publish
+ * that rabbitmq-c sends without a time limit, retrying after EINTR; the
+ * heartbeat it sends while waiting for a frame), a SIGALRM every TICK_MS
+ * counts; past the limit, or stopping and stuck, the socket is shut down
+ * so that the call returns (a lost connection).
+ */
+static volatile sig_atomic_t wd_fd = -1;	/* the socket; -1: not armed */
+static volatile sig_atomic_t wd_ticks, wd_limit, wd_fired;
+static volatile sig_atomic_t *wd_stop;
 
 struct msg {
 	char	 receipt[MQ_RECEIPT_MAX];
@@ -43,6 +70,7 @@ struct msg {
 	const char *name;	/* its name in cur/S, inside receipt */
 	struct mq_name n;	/* as its receipt was opened */
 	uint64_t tag;		/* its delivery tag on the channel */
+	uint64_t deadline;	/* its lease's end (ms), at least */
 	int	 state;
 	int	 returned;	/* basic.return: no queue took it */
 };
@@ -72,6 +100,9 @@ struct push {
 	size_t		 cap;
 	unsigned long long pushed;
 	uint64_t	 failing;	/* since when batches fail; 0: they don't */
+	uint64_t	 claimed;	/* when the batch being claimed was */
+	uint64_t	 progress;	/* the last publish or confirm (ms) */
+	unsigned long long buried;
 	int		 status;
 };
 
@@ -89,9 +120,83 @@ collect(void *arg, const char *receipt, const char *id)
 	strlcpy(m->id, id, sizeof(m->id));
 	m->state = UNSENT;
 	m->returned = 0;
+	m->deadline = p->claimed + p->conf.lease_ms;
 	m->bname[0] = '\0';
 	p->cur->n++;
 	return 0;
+}
+
+static void
+on_tick(int sig)
+{
+	int fd = wd_fd;
+
+	(void)sig;
+	if (fd == -1)
+		return;
+	wd_ticks++;
+	if (wd_ticks >= wd_limit || (*wd_stop && wd_ticks >= STUCK_TICKS)) {
+		wd_fired = 1;
+		wd_fd = -1;
+		shutdown(fd, SHUT_RDWR);
+	}
+}
+
+/* Arms the watchdog for a call on the broker's socket: limit ms at most. */
+static void
+guard(struct push *p, uint64_t limit)
+{
+	struct itimerval it;
+
+	wd_fired = 0;
+	wd_ticks = 0;
+	wd_limit = (sig_atomic_t)(limit / TICK_MS + 1);
+	wd_fd = amqp_get_sockfd(p->b->conn);
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_usec = it.it_interval.tv_usec = TICK_MS * 1000;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* Disarms it; 1 when it fired (the socket was shut down). */
+static int
+unguard(void)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	wd_fd = -1;
+	return wd_fired;
+}
+
+/* The confirm timeout: without progress this long, the connection is lost. */
+static uint64_t
+confirm_timeout(const struct push *p)
+{
+	uint64_t t = p->conf.lease_ms / 2;
+
+	return t < CONFIRM_MIN_MS ? CONFIRM_MIN_MS :
+	    t > CONFIRM_MAX_MS ? CONFIRM_MAX_MS : t;
+}
+
+/*
+ * The lease's safety margin: one with less left is extended (published)
+ * or released (not yet published).
+ */
+static uint64_t
+margin(const struct push *p)
+{
+	uint64_t m = p->conf.lease_ms / 4;
+
+	return m > 10000 ? 10000 : m;
+}
+
+/* The connection dropped: said (why), or silently when stopping. */
+static void
+drop(struct push *p, const char *why)
+{
+	wd_fd = -1;
+	mq_broker_drop(p->b, *p->b->stop ? NULL : why);
 }
 
 /*
@@ -125,20 +230,30 @@ open_receipt(struct push *p, struct msg *m)
 }
 
 /*
- * The claimed message's body into p->body; its length, or -1.  A leased
+ * The claimed message's body into p->body; its length, or -1, or -2 when
+ * it is bigger than the broker takes (its size in *size).  A leased
  * message's file does not change and is a regular file: a read shorter
  * than asked is its end, so one pread into a buffer big enough is all
- * of it (no fstat, no read to see EOF); a bigger one doubles the buffer.
+ * of it (no read to see EOF); a bigger one doubles the buffer.
  */
 static ssize_t
-read_body(struct push *p)
+read_body(struct push *p, uint64_t *size)
 {
+	struct stat st;
 	size_t len = 0;
 	ssize_t r;
 	int fd;
 
 	if ((fd = mq_receipt_body(&p->rc)) == -1)
 		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	if ((*size = (uint64_t)st.st_size) > p->b->max_size) {
+		close(fd);
+		return -2;
+	}
 	for (;;) {
 		if (len == p->cap) {
 			p->cap = p->cap < BODY_MIN ? BODY_MIN : p->cap * 2;
@@ -188,7 +303,7 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 	const struct mq_name *nm = &p->rc.n;
 	amqp_basic_properties_t props;
 	amqp_table_entry_t h[6];
-	char key[MQ_KEY_MAX + 1];
+	char key[MQ_KEY_MAX + 1], buf[64];
 	uint64_t sent = nm->sent != 0 ? nm->sent : mq_id_ms(nm->id);
 	amqp_bytes_t b;
 	int k = 0, r;
@@ -219,12 +334,21 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 	props.headers.entries = h;
 	b.bytes = (void *)body;
 	b.len = len;
+	/* A send that makes no progress (blocked, half-open) is cut. */
+	guard(p, confirm_timeout(p) + len / 1048576 * MIB_MS);
 	r = amqp_basic_publish(p->b->conn, p->b->ch, amqp_empty_bytes,
 	    amqp_cstring_bytes(p->b->queue), 1, 0, &props, b);
-	if (r != AMQP_STATUS_OK) {
-		mq_broker_drop(p->b, amqp_error_string2(r));
+	if (unguard()) {
+		snprintf(buf, sizeof(buf), "a publish made no progress in "
+		    "%llu ms", (unsigned long long)confirm_timeout(p));
+		drop(p, buf);
 		return -1;
 	}
+	if (r != AMQP_STATUS_OK) {
+		drop(p, amqp_error_string2(r));
+		return -1;
+	}
+	p->progress = mq_now_ms();
 	m->tag = p->next_tag++;
 	m->state = UNSETTLED;
 	bt->unsettled++;
@@ -268,7 +392,7 @@ returned(struct push *p)
 
 	r = amqp_read_message(p->b->conn, p->b->ch, &msg, 0);
 	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-		mq_broker_drop(p->b, mq_broker_error(r));
+		drop(p, mq_broker_error(r));
 		return -1;
 	}
 	if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
@@ -288,27 +412,90 @@ returned(struct push *p)
 }
 
 /*
+ * Extends the leases of the first n batches' messages that await their
+ * confirm or their local ack when less than the margin is left: a lease
+ * must not run out (and the message be claimed again, and pushed twice)
+ * while the broker has it.  Uses p->rc.
+ */
+static void
+keep_leases(struct push *p, unsigned n)
+{
+	char out[MQ_RECEIPT_MAX];
+	uint64_t now = mq_now_ms();
+	unsigned i, j;
+	int st;
+
+	for (j = 0; j < n; j++)
+		for (i = 0; i < p->q[j].n; i++) {
+			struct msg *m = &p->q[j].m[i];
+
+			if ((m->state != UNSETTLED && m->state != CONFIRMED) ||
+			    m->deadline >= now + margin(p))
+				continue;
+			if (open_receipt(p, m) == -1) {
+				m->deadline = UINT64_MAX;	/* said once */
+				continue;
+			}
+			st = mq_receipt_extend(&p->rc, now + p->conf.lease_ms,
+			    out, sizeof(out));
+			if (st == MQ_EX_OK) {
+				strlcpy(m->receipt, out, sizeof(m->receipt));
+				m->bname[0] = '\0';	/* opened in full next */
+				m->deadline = now + p->conf.lease_ms;
+				continue;
+			}
+			if (st == MQ_EX_LOST)
+				warnx("%s: lease lost", mq_receipt_shown(&p->sp,
+				    m->receipt));
+			else
+				warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+			m->deadline = UINT64_MAX;
+		}
+}
+
+/*
+ * Waits up to ms for the broker's next frame, the watchdog armed (its
+ * heartbeat may be sent): 1 and the frame, 0 on a timeout, -1 when the
+ * connection was lost (dropped, said).
+ */
+static int
+frame(struct push *p, amqp_frame_t *f, int ms)
+{
+	const char *why;
+	int r;
+
+	guard(p, (uint64_t)ms + confirm_timeout(p));
+	r = mq_broker_frame(p->b, f, ms, &why);
+	if (unguard())
+		why = "a heartbeat could not be sent";
+	else if (r != -1)
+		return r;
+	drop(p, why);
+	return -1;
+}
+
+/*
  * Reads the broker's frames until the publishes of the first upto
  * outstanding batches are settled, or the channel or connection is gone,
- * or a batch's confirm timeout (from its last publish) is past; what is
- * unsettled when the channel goes has failed.  Returns 1 when something
+ * or the confirm timeout passes without progress (no publish, no confirm;
+ * blocked by the broker: BLOCKED_MS); what is unsettled when the channel
+ * goes has failed.  The leases of what is awaited are kept.  Stopping
+ * while the broker blocks: given up at once.  Returns 1 when something
  * failed on the broker's side, else 0.
  */
 static int
 confirms(struct push *p, unsigned upto)
 {
 	struct mq_broker *b = p->b;
-	uint64_t timeout;
+	uint64_t limit, since, now;
 	amqp_frame_t f;
-	const char *why;
-	char buf[64];
+	char buf[80];
 	unsigned j;
-	int r, failed = 0;
+	int r, failed = 0, slice;
 
-	timeout = p->conf.lease_ms / 2 < CONFIRM_MAX_MS ?
-	    p->conf.lease_ms / 2 : CONFIRM_MAX_MS;
-	if (timeout < SLICE_MS)		/* a lease of a few ms */
-		timeout = SLICE_MS;
+	slice = margin(p) / 2 < SLICE_MS ? (int)(margin(p) / 2) : SLICE_MS;
+	if (slice < 10)
+		slice = 10;
 	for (;;) {
 		for (j = 0; j < upto && p->q[j].unsettled == 0; j++)
 			;
@@ -318,17 +505,26 @@ confirms(struct push *p, unsigned upto)
 			failed = 1;
 			break;
 		}
-		if (mq_now_ms() - p->q[j].last >= timeout) {
-			snprintf(buf, sizeof(buf), "no confirm in %llu ms",
-			    (unsigned long long)timeout);
-			mq_broker_drop(b, buf);
+		keep_leases(p, p->nq);
+		if (*b->stop && b->blocked) {
+			drop(p, NULL);
 			failed = 1;
 			break;
 		}
-		if ((r = mq_broker_frame(b, &f, SLICE_MS, &why)) == 0)
+		now = mq_now_ms();
+		since = p->q[j].last > p->progress ? p->q[j].last : p->progress;
+		limit = b->blocked ? BLOCKED_MS : confirm_timeout(p);
+		if (now - since >= limit) {
+			snprintf(buf, sizeof(buf), b->blocked ?
+			    "blocked by the broker for %llu ms" :
+			    "no confirm in %llu ms", (unsigned long long)limit);
+			drop(p, buf);
+			failed = 1;
+			break;
+		}
+		if ((r = frame(p, &f, slice)) == 0)
 			continue;
 		if (r == -1) {
-			mq_broker_drop(b, why);
 			failed = 1;
 			break;
 		}
@@ -339,12 +535,14 @@ confirms(struct push *p, unsigned upto)
 			amqp_basic_ack_t *a = f.payload.method.decoded;
 
 			settle(p, a->delivery_tag, a->multiple, 1);
+			p->progress = mq_now_ms();
 			break;
 		}
 		case AMQP_BASIC_NACK_METHOD: {
 			amqp_basic_nack_t *a = f.payload.method.decoded;
 
 			settle(p, a->delivery_tag, a->multiple, 0);
+			p->progress = mq_now_ms();
 			failed = 1;
 			break;
 		}
@@ -374,10 +572,76 @@ out:
 	return failed;
 }
 
-/* Reads and publishes the batch just claimed (p->cur). */
+/*
+ * m is bigger than the broker takes (-s): it would close the channel on
+ * every try, for ever.  Dead-lettered, with the reason.
+ */
+static void
+too_big(struct push *p, struct msg *m, uint64_t size)
+{
+	char why[128];
+	int n, st;
+
+	n = snprintf(why, sizeof(why), TOO_BIG " (%llu bytes, at most %llu)",
+	    (unsigned long long)size, (unsigned long long)p->b->max_size);
+	warnx("%s: %s: dead-lettered", mq_receipt_shown(&p->sp, m->receipt),
+	    why);
+	if ((st = mq_receipt_bury(&p->rc, why, (size_t)n)) == MQ_EX_OK) {
+		m->state = BURIED;
+		p->buried++;
+		return;
+	}
+	m->state = GONE;
+	if (st == MQ_EX_LOST)
+		warnx("%s: lease lost", mq_receipt_shown(&p->sp, m->receipt));
+	else {
+		warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+		p->status = MQ_EX_SYS;
+	}
+}
+
+/* Releases bt's messages not published for a local reason, at once. */
+static void
+release_local(struct push *p, struct batch *bt)
+{
+	unsigned i, n = 0;
+	int st;
+
+	for (i = 0; i < bt->n; i++) {
+		struct msg *m = &bt->m[i];
+
+		if (m->state != LOCAL)
+			continue;
+		m->state = GONE;
+		if (open_receipt(p, m) == -1)
+			continue;
+		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
+		    MQ_EX_OK) {
+			m->state = RELEASED;
+			n++;
+		} else if (st == MQ_EX_LOST)
+			warnx("%s: lease lost", mq_receipt_shown(&p->sp,
+			    m->receipt));
+		else {
+			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+			p->status = MQ_EX_SYS;
+		}
+	}
+	if (n > 0 && mq_placer_flush(&p->pl) == -1) {
+		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
+		p->status = MQ_EX_SYS;
+	}
+}
+
+/*
+ * Reads and publishes the batch just claimed (p->cur): not a message
+ * whose lease is nearly over (released instead), nor one too big (buried),
+ * nor any once stopping (released); the older batch's leases kept.
+ */
 static void
 publish_batch(struct push *p, struct batch *bt)
 {
+	uint64_t size;
 	unsigned i;
 	ssize_t len;
 
@@ -390,11 +654,20 @@ publish_batch(struct push *p, struct batch *bt)
 			m->state = FAILED;
 			continue;
 		}
+		keep_leases(p, p->nq + 1);	/* this batch's too */
+		if (*p->b->stop || m->deadline < mq_now_ms() + margin(p)) {
+			m->state = LOCAL;
+			continue;
+		}
 		if (open_receipt(p, m) == -1) {
 			m->state = GONE;
 			continue;
 		}
-		if ((len = read_body(p)) == -1) {
+		if ((len = read_body(p, &size)) == -2) {
+			too_big(p, m, size);
+			continue;
+		}
+		if (len == -1) {
 			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
 			m->state = LOCAL;
 			continue;
@@ -403,6 +676,7 @@ publish_batch(struct push *p, struct batch *bt)
 			m->state = FAILED;
 	}
 	mq_broker_hold(p->b, 0);
+	release_local(p, bt);
 	bt->last = mq_now_ms();
 }
 
@@ -415,7 +689,7 @@ static int
 finish_batch(struct push *p)
 {
 	struct batch *bt = &p->q[0], spare;
-	unsigned i, confirmed = 0, released = 0;
+	unsigned i, confirmed = 0, released = 0, buried = 0;
 	int failed = 0, st;
 
 	for (i = 0; i < bt->n; i++) {
@@ -424,6 +698,14 @@ finish_batch(struct push *p)
 		if (m->state == UNSETTLED) {	/* never: settled before */
 			m->state = FAILED;
 			bt->unsettled--;
+		}
+		if (m->state == BURIED) {
+			buried++;
+			continue;
+		}
+		if (m->state == RELEASED) {
+			released++;
+			continue;
 		}
 		if (m->state == GONE || open_receipt(p, m) == -1) {
 			if (m->state == CONFIRMED)
@@ -460,7 +742,10 @@ finish_batch(struct push *p)
 		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
 		p->status = MQ_EX_SYS;
 	}
-	if (p->b->verbose)
+	if (p->b->verbose && buried > 0)
+		warnx("pushed %u (confirmed %u, released %u, buried %u)",
+		    bt->n, confirmed, released, buried);
+	else if (p->b->verbose)
 		warnx("pushed %u (confirmed %u, released %u)", bt->n,
 		    confirmed, released);
 	p->pushed += confirmed;
@@ -511,6 +796,53 @@ settle_batches(struct push *p, int all)
 }
 
 /*
+ * Services the connection while nothing is outstanding (its heartbeats;
+ * connection.blocked; a channel closed by the broker): waits up to ms
+ * for a frame.  -1: the connection was lost.
+ */
+static int
+service(struct push *p, int ms)
+{
+	amqp_frame_t f;
+	int r;
+
+	if (p->b->conn == NULL)
+		return -1;
+	while ((r = frame(p, &f, ms)) == 1) {
+		if (f.frame_type == AMQP_FRAME_METHOD &&
+		    f.channel == p->b->ch && f.channel != 0 &&
+		    f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD)
+			mq_broker_channel_closed(p->b);
+		ms = 0;
+	}
+	return r == -1 ? -1 : 0;
+}
+
+/*
+ * Blocked by the broker (a resource alarm) with nothing outstanding:
+ * nothing is claimed nor published until it unblocks; waited for in
+ * slices that watch the stop flag, BLOCKED_MS at most (then the
+ * connection is taken as lost).
+ */
+static void
+wait_unblocked(struct push *p)
+{
+	uint64_t start = mq_now_ms();
+	char buf[80];
+
+	while (p->b->conn != NULL && p->b->blocked && !*p->b->stop) {
+		if (mq_now_ms() - start >= BLOCKED_MS) {
+			snprintf(buf, sizeof(buf), "blocked by the broker for "
+			    "%d ms", BLOCKED_MS);
+			drop(p, buf);
+			return;
+		}
+		if (service(p, SLICE_MS) == -1)
+			return;
+	}
+}
+
+/*
  * Idle: waits for the spool's doorbell up to CLAIM_MS (or wake), in
  * slices that watch the stop flag.
  */
@@ -523,6 +855,8 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 	if (wake < until)
 		until = wake;
 	while (!*p->b->stop && (now = mq_now_ms()) < until) {
+		if (service(p, 0) == -1)
+			return;
 		r = mq_wait(w, until - now < SLICE_MS ? (int64_t)(until - now) :
 		    SLICE_MS);
 		if (r == -1)
@@ -539,6 +873,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 {
 	struct push p;
 	struct mq_waiter w;
+	struct sigaction sa;
 	uint64_t wake;
 	int got, live;
 
@@ -556,6 +891,14 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_placer_init(&p.pl, &p.sp, 0);
 	p.pl.spares = 1;
 	mq_keys_init(&p.keys, &p.sp);
+	b->heartbeat = HEARTBEAT_S;
+	b->notify_blocked = 1;
+	wd_stop = b->stop;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_tick;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
 	/* Connected before the first claim: no broker, nothing claimed. */
 	if (mq_broker_connect(b, once, 0) == -1) {
 		mq_spool_close(&p.sp);
@@ -588,10 +931,21 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 				continue;
 			p.next_tag = 1;
 		}
+		if (b->blocked) {
+			/* Nothing published while blocked: what is out first. */
+			if (p.nq > 0)
+				settle_batches(&p, 1);
+			else
+				wait_unblocked(&p);
+			continue;
+		}
 		p.cl.ttl_ms = p.conf.ttl_ms;
 		wake = UINT64_MAX;
 		p.cur = &p.q[p.nq];
 		p.cur->n = 0;
+		/* What is out keeps its lease: not claimed again below. */
+		keep_leases(&p, p.nq);
+		p.claimed = mq_now_ms();
 		got = p.conf.paused ? 0 : mq_claim(&p.sp, &p.cl, (int)batch,
 		    p.conf.lease_ms, UINT_MAX, collect, &p, &wake);
 		if (got == -1) {
