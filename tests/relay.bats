@@ -15,10 +15,12 @@ teardown_file() {
 }
 
 # Whatever a test left: the relays it started in the background (their
-# PIDs in $relays), a node it stopped (kill -STOP, its PID in $frozen).
+# PIDs in $relays), a node it stopped (kill -STOP, its PID in $frozen), a
+# disk alarm it raised ($alarm set).
 teardown() {
 	local p
 	[ -z "${frozen:-}" ] || kill -CONT "$frozen" 2>/dev/null || true
+	[ -z "${alarm:-}" ] || disk_alarm off || true
 	for p in ${relays:-}; do
 		kill -9 "$p" 2>/dev/null || true
 	done
@@ -82,6 +84,40 @@ relay_bg() {
 make_spool() {
 	mq-send </dev/null >/dev/null
 	mq-ack "$(mq-recv)"
+}
+
+# disk_alarm on|off: raises the node's disk alarm (a free-disk limit no
+# disk meets: the broker blocks its publishers) or clears it (the
+# default limit), and waits (10 s at most) until the node says so.
+disk_alarm() {
+	local limit=50000000 want='\[\]' _
+	[ "$1" = off ] || { limit=100000000000000; want=disk; }
+	rabbit ctl "$RELAY_DIR1" -q set_disk_free_limit "$limit" || return 1
+	for _ in $(seq 20); do
+		rabbit ctl "$RELAY_DIR1" -q eval 'rabbit_alarm:get_alarms().' |
+		    grep -q "$want" && return 0
+		sleep 0.5
+	done
+	echo "disk alarm not $1" >&2
+	return 1
+}
+
+# in_flight_is N, in_spool_is N: $MQ_DIR holds N claimed messages, N
+# messages waiting or claimed.
+in_flight_is() {
+	[ "$(stat_of in_flight)" -eq "$1" ]
+}
+in_spool_is() {
+	[ "$(messages "$MQ_DIR")" -eq "$1" ]
+}
+
+# big_lines N SIZE: N lines of SIZE - 1 bytes each, on stdout.
+big_lines() {
+	local line
+	line=$(head -c "$(($2 - 1))" /dev/zero | tr '\0' x)
+	for _ in $(seq "$1"); do
+		printf '%s\n' "$line"
+	done
 }
 
 # A port with nothing listening: one the helper found free, a listener's
@@ -408,6 +444,82 @@ dead_port() {
 	assert_equal "$st" 0
 }
 
+@test "relay push: SIGTERM ends it while the broker blocks publishers (disk alarm): every message back in the spool" {
+	make_spool
+	big_lines 20 262144 | mq-send -l >/dev/null
+	alarm=1
+	disk_alarm on
+	relay_bg push -v -q alarm "$RELAY_URI"
+	# Claimed, published into a socket the broker no longer reads.
+	relay_until 10 in_flight_is 20
+	sleep 1
+	stop_bounded "$pid" 20
+	assert_equal "$st" 0
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of ready)" 20
+	assert_equal "$(stat_of dead)" 0
+	disk_alarm off
+	alarm=
+}
+
+@test "relay push: blocked by the broker (connection.blocked), it says so and publishes nothing until unblocked" {
+	make_spool
+	alarm=1
+	disk_alarm on
+	relay_bg push -v -q blocked "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	seq 1 5 | mq-send -l >/dev/null
+	until_in "$BATS_TEST_TMPDIR/err" "blocked by the broker"
+	disk_alarm off
+	alarm=
+	has_count blocked 5
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+}
+
+@test "relay push -s: a message bigger than the broker takes is dead-lettered (too big for the broker), the rest pushed" {
+	seq 1 3 | mq-send -l >/dev/null
+	big=$(big_lines 1 300000 | mq-send)
+	seq 4 5 | mq-send -l >/dev/null
+	run relay push -1 -v -s 100000 -q big "$RELAY_URI"
+	assert_success
+	assert_output --partial "too big for the broker (300000 bytes, at most 100000)"
+	assert_output --partial "buried 1"
+	has_count big 5
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 1
+	run mq-dlq ls
+	assert_output --regexp "^$big	0	[^	]*	too big for the broker "
+	# Only one too big: nothing moved, exit 1.
+	big_lines 1 300000 | mq-send >/dev/null
+	run relay push -1 -s 100000 -q big "$RELAY_URI"
+	assert_failure 1
+	assert_equal "$(stat_of dead)" 2
+	has_count big 5
+}
+
+@test "relay push: a lease (1 s) shorter than the confirm path (the broker frozen 2.5 s): leases extended, each message on the broker once" {
+	make_spool
+	mq-conf lease=1 >/dev/null
+	big_lines 200 262144 >"$BATS_TEST_TMPDIR/lines"
+	relay_bg push -v -n 50 -q lease1 "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	frozen=$(rabbit pid "$RELAY_DIR1")
+	kill -STOP "$frozen"
+	mq-send -l <"$BATS_TEST_TMPDIR/lines" >/dev/null
+	sleep 2.5
+	kill -CONT "$frozen"
+	frozen=
+	relay_until 30 in_spool_is 0
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	has_count lease1 200
+	rabbit ctl "$RELAY_DIR1" -q delete_queue lease1 >/dev/null
+}
+
 @test "relay: usage errors exit 2 (a bad URI without its password, direction, -n)" {
 	# A URI that does not parse is never echoed: a password may be
 	# anywhere in it.
@@ -443,6 +555,10 @@ dead_port() {
 	run relay pull -n 65536
 	assert_failure 2
 	run relay push -q ""
+	assert_failure 2
+	run relay push -s 0
+	assert_failure 2
+	run relay pull -s 1000
 	assert_failure 2
 	run relay -h
 	assert_success
