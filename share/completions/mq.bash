@@ -17,7 +17,7 @@ _mq_options() {
 	mq-show) echo "-r -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
-	mq-relay) echo "-1 -v -d -n -q -h --help -V --version" ;;
+	mq-relay) echo "-1 -v -d -n -q -s -h --help -V --version" ;;
 	esac
 }
 
