@@ -102,6 +102,7 @@ struct push {
 	uint64_t	 failing;	/* since when batches fail; 0: they don't */
 	uint64_t	 claimed;	/* when the batch being claimed was */
 	uint64_t	 progress;	/* the last publish or confirm (ms) */
+	uint64_t	 kept;		/* the last look at the leases (ms) */
 	unsigned long long buried;
 	int		 status;
 };
@@ -415,7 +416,8 @@ returned(struct push *p)
  * Extends the leases of the first n batches' messages that await their
  * confirm or their local ack when less than the margin is left: a lease
  * must not run out (and the message be claimed again, and pushed twice)
- * while the broker has it.  Uses p->rc.
+ * while the broker has it.  A look every margin/4 at most (the callers
+ * look more often than that).  Uses p->rc.
  */
 static void
 keep_leases(struct push *p, unsigned n)
@@ -424,6 +426,10 @@ keep_leases(struct push *p, unsigned n)
 	uint64_t now = mq_now_ms();
 	unsigned i, j;
 	int st;
+
+	if (now - p->kept < margin(p) / 4)
+		return;
+	p->kept = now;
 
 	for (j = 0; j < n; j++)
 		for (i = 0; i < p->q[j].n; i++) {
