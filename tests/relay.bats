@@ -462,7 +462,7 @@ dead_port() {
 	alarm=
 }
 
-@test "relay push: blocked by the broker (connection.blocked), it says so and publishes nothing until unblocked" {
+@test "relay push: blocked by the broker (connection.blocked): it says so, waits, and pushes once unblocked" {
 	make_spool
 	alarm=1
 	disk_alarm on
