@@ -481,6 +481,31 @@ frame(struct push *p, amqp_frame_t *f, int ms)
 }
 
 /*
+ * A channel closed with 406 "message size S is larger than [configured]
+ * max size M": the broker takes at most M bytes, whatever -s said; what
+ * is bigger is dead-lettered from now on (it is released now, and buried
+ * when claimed again).
+ */
+static void
+learn_max_size(struct push *p, amqp_bytes_t text)
+{
+	char buf[256];
+	const char *s;
+	unsigned long long max;
+
+	snprintf(buf, sizeof(buf), "%.*s", (int)text.len,
+	    (const char *)text.bytes);
+	if (strstr(buf, "message size") == NULL ||
+	    (s = strstr(buf, "max size ")) == NULL ||
+	    sscanf(s, "max size %llu", &max) != 1 || max == 0 ||
+	    max >= p->b->max_size)
+		return;
+	p->b->max_size = max;
+	warnx("%s: the broker takes at most %llu bytes a message: a bigger "
+	    "one is dead-lettered", mq_broker_where(p->b), max);
+}
+
+/*
  * Reads the broker's frames until the publishes of the first upto
  * outstanding batches are settled, or the channel or connection is gone,
  * or the confirm timeout passes without progress (no publish, no confirm;
@@ -563,6 +588,8 @@ confirms(struct push *p, unsigned upto)
 			warnx("%s: channel closed: %.*s", mq_broker_where(b),
 			    (int)c->reply_text.len,
 			    (const char *)c->reply_text.bytes);
+			if (c->reply_code == AMQP_PRECONDITION_FAILED)
+				learn_max_size(p, c->reply_text);
 			mq_broker_channel_closed(b);
 			failed = 1;
 			goto out;
