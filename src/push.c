@@ -13,6 +13,16 @@
  * acked locally before its confirm; on any failure everything
  * outstanding is settled (what is unsettled when the channel goes has
  * failed) before a new channel.
+ *
+ * Nothing waits for the broker without a bound: rabbitmq-c sends without
+ * a time limit, so a watchdog (SIGALRM) shuts the socket down under a
+ * send that makes no progress for the confirm timeout, or at once when
+ * push is stopping; the broker's connection.blocked stops publishing
+ * until connection.unblocked; a 30 s heartbeat is serviced while idle.
+ * A batch's leases run from its claim: those awaiting confirms are
+ * extended before they run out, and a message whose lease is nearly out
+ * is released rather than published.  A message bigger than the broker
+ * takes (-s, or the limit its 406 names) is dead-lettered.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -391,7 +401,14 @@ returned(struct push *p)
 	amqp_rpc_reply_t r;
 	unsigned i, j;
 
+	guard(p, confirm_timeout(p));
 	r = amqp_read_message(p->b->conn, p->b->ch, &msg, 0);
+	if (unguard()) {
+		drop(p, "a returned message did not come");
+		if (r.reply_type == AMQP_RESPONSE_NORMAL)
+			amqp_destroy_message(&msg);
+		return -1;
+	}
 	if (r.reply_type != AMQP_RESPONSE_NORMAL) {
 		drop(p, mq_broker_error(r));
 		return -1;
