@@ -286,6 +286,51 @@ mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
 	exit(MQ_EX_SYS);
 }
 
+/*
+ * For a program that runs for long (mq-relay pull): reads the settings of
+ * sp into c again when conf changed since *st said (or never was read),
+ * else leaves c as it is.  The stamp is taken before the read, so that a
+ * change made while it is read is read next time.  0 (read or unchanged),
+ * or -1 with the cause said on stderr and c kept.
+ */
+int
+mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
+    struct mq_conf_stamp *st)
+{
+	struct mq_conf got;
+	struct mq_conf_stamp now;
+	struct stat sb;
+	const char *why;
+	int line;
+
+	memset(&now, 0, sizeof(now));
+	now.seen = 1;
+	if (fstatat(sp->fd, MQ_CONF, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+		now.dev = sb.st_dev;
+		now.ino = sb.st_ino;
+		now.size = sb.st_size;
+		now.mtime = sb.st_mtim;
+		now.ctime = sb.st_ctim;
+	} else if (errno != ENOENT) {
+		warn("%s/%s", sp->path, MQ_CONF);
+		return -1;
+	}
+	if (st->seen && now.dev == st->dev && now.ino == st->ino &&
+	    now.size == st->size &&
+	    now.mtime.tv_sec == st->mtime.tv_sec &&
+	    now.mtime.tv_nsec == st->mtime.tv_nsec &&
+	    now.ctime.tv_sec == st->ctime.tv_sec &&
+	    now.ctime.tv_nsec == st->ctime.tv_nsec)
+		return 0;
+	if (mq_conf_read(sp, &got, &line, &why) == -1) {
+		mq_conf_warn(sp, line, why);
+		return -1;
+	}
+	*c = got;
+	*st = now;
+	return 0;
+}
+
 /* The text of c, as mq_conf_read reads it. */
 static int
 format(const struct mq_conf *c, char *buf, size_t size)

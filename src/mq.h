@@ -512,6 +512,17 @@ void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
+/* What tells that conf changed: its inode, size and times (seen: 0 before
+ * the first read; all zero while there is none). */
+struct mq_conf_stamp {
+	int		 seen;
+	dev_t		 dev;
+	ino_t		 ino;
+	off_t		 size;
+	struct timespec	 mtime, ctime;
+};
+int	 mq_conf_reread(struct mq_spool *, struct mq_conf *,
+	    struct mq_conf_stamp *);
 
 /*
  * look.c: every message, read-only, in claim order by state (mq-ls; one

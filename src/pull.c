@@ -34,7 +34,6 @@
  * and tries the sync again after each pause; once it succeeds, those
  * deliveries are acked and pull goes on.
  */
-#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <err.h>
@@ -103,7 +102,7 @@ struct puller {
 	struct mq_broker *b;
 	struct mq_spool	 sp;
 	struct mq_conf	 conf;
-	struct stat	 conf_st;	/* of conf when read (zero: none) */
+	struct mq_conf_stamp conf_stamp; /* of conf when read */
 	struct mq_placer pl;
 	struct mq_keys	 keys;
 	unsigned	 max;
@@ -464,42 +463,6 @@ say_failure(struct puller *p, const char *what, int e)
 }
 
 /*
- * The spool's settings read again when conf changed (another inode, size
- * or time; none: the defaults).  0, or -1 (named; the settings kept).
- */
-static int
-reconf(struct puller *p)
-{
-	struct mq_conf c;
-	struct stat st;
-	const char *why;
-	int line;
-
-	memset(&st, 0, sizeof(st));
-	if (fstatat(p->sp.fd, MQ_CONF, &st, AT_SYMLINK_NOFOLLOW) == -1) {
-		if (errno != ENOENT) {
-			warn("%s/%s", p->sp.path, MQ_CONF);
-			return -1;
-		}
-		memset(&st, 0, sizeof(st));
-	}
-	if (st.st_ino == p->conf_st.st_ino && st.st_dev == p->conf_st.st_dev &&
-	    st.st_size == p->conf_st.st_size &&
-	    st.st_mtim.tv_sec == p->conf_st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == p->conf_st.st_mtim.tv_nsec &&
-	    st.st_ctim.tv_sec == p->conf_st.st_ctim.tv_sec &&
-	    st.st_ctim.tv_nsec == p->conf_st.st_ctim.tv_nsec)
-		return 0;
-	if (mq_conf_read(&p->sp, &c, &line, &why) == -1) {
-		mq_conf_warn(&p->sp, line, why);
-		return -1;
-	}
-	p->conf = c;
-	p->conf_st = st;
-	return 0;
-}
-
-/*
  * The room left: under MAX, or the spool's max-depth when lower (pull
  * holds back, whatever the overflow setting: the broker keeps the rest),
  * less the messages waiting in new/ and parked in groups/ (a long group
@@ -511,7 +474,7 @@ count(struct puller *p, uint64_t *room)
 {
 	uint64_t n, bound = p->max;
 
-	if (reconf(p) == -1)
+	if (mq_conf_reread(&p->sp, &p->conf, &p->conf_stamp) == -1)
 		return -1;
 	if (p->conf.max_depth > 0 && p->conf.max_depth < bound)
 		bound = p->conf.max_depth;
@@ -1057,10 +1020,8 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	p.once = once;
 	p.pause_ms = FAIL_PAUSE_MS;
 	mq_spool_xopen(&p.sp, dir, 1);
-	/* Its state first: a change while it is read is read again. */
-	if (fstatat(p.sp.fd, MQ_CONF, &p.conf_st, AT_SYMLINK_NOFOLLOW) == -1)
-		memset(&p.conf_st, 0, sizeof(p.conf_st));
-	mq_conf_xread(&p.sp, &p.conf);
+	if (mq_conf_reread(&p.sp, &p.conf, &p.conf_stamp) == -1)
+		exit(MQ_EX_SYS);
 	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
 	mq_keys_init(&p.keys, &p.sp);
