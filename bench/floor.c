@@ -11,6 +11,10 @@
  *	floor claim N DIR
  *		rename new/i to cur/i,DEADLINE,1, then unlink it (the batch
  *		made by a previous send).
+ *	floor unlink N SIZE DIR
+ *		unlink N files of SIZE bytes each, made (not timed) in
+ *		DIR/cur and written out (syncfs) first: what an ack costs
+ *		at the least, each deleting one message's file.
  *
  * Prints the rate in messages per second.
  */
@@ -37,13 +41,14 @@ now(void)
 int
 main(int argc, char *argv[])
 {
-	char name[64], to[96], body[32];
+	char name[64], to[96], body[32], *data;
 	int n, i, dir, tmp, new, cur, fd, len, mode = 0;
+	size_t size;
 	double t0, t1;
 
 	if (argc != 5 && !(argc == 4 && strcmp(argv[1], "claim") == 0))
 		errx(2, "usage: floor send N nosync|fsync|syncfs DIR | "
-		    "floor claim N DIR");
+		    "floor claim N DIR | floor unlink N SIZE DIR");
 	n = atoi(argv[2]);
 	mkdir(argv[argc - 1], 0700);
 	if ((dir = open(argv[argc - 1], O_RDONLY | O_DIRECTORY)) == -1)
@@ -57,6 +62,33 @@ main(int argc, char *argv[])
 	if (tmp == -1 || new == -1 || cur == -1)
 		err(1, "state directories");
 
+	if (strcmp(argv[1], "unlink") == 0) {
+		size = strtoul(argv[3], NULL, 10);
+		if ((data = calloc(1, size + 1)) == NULL)
+			err(1, "calloc");
+		memset(data, 'x', size);
+		for (i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "%016d", i);
+			fd = openat(cur, name, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW, 0600);
+			if (fd == -1)
+				err(1, "create");
+			if (write(fd, data, size) != (ssize_t)size)
+				err(1, "write");
+			close(fd);
+		}
+		if (syncfs(cur) == -1)
+			err(1, "syncfs");
+		t0 = now();
+		for (i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "%016d", i);
+			if (unlinkat(cur, name, 0) == -1)
+				err(1, "unlink");
+		}
+		t1 = now();
+		printf("%.0f\n", n / (t1 - t0));
+		return 0;
+	}
 	t0 = now();
 	if (strcmp(argv[1], "send") == 0) {
 		mode = strcmp(argv[3], "fsync") == 0 ? 1 :
