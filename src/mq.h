@@ -313,6 +313,7 @@ int	 mq_key_get(struct mq_keys *, const struct mq_name *, char *);
 struct mq_bucket {
 	int	 fd;		/* cur/S, or -1 */
 	char	 name[MQ_BUCKET_MAX];
+	uint64_t secs;		/* S, while fd is open */
 };
 int	 mq_lease(struct mq_spool *, int, const char *, const struct mq_name *,
 	    struct mq_bucket *, char *, size_t);

@@ -42,18 +42,18 @@ int
 mq_lease(struct mq_spool *sp, int from, const char *name,
     const struct mq_name *nm, struct mq_bucket *b, char *out, size_t osize)
 {
-	char want[MQ_BUCKET_MAX];
+	uint64_t secs = mq_cur_bucket(nm->ms);
 	int i;
 
-	if (mq_cur_bucket_format(want, sizeof(want),
-	    mq_cur_bucket(nm->ms)) == -1 ||
-	    mq_name_format(out, osize, MQ_CUR, nm) == -1)
+	if (mq_name_format(out, osize, MQ_CUR, nm) == -1)
 		return -1;
-	if (b->fd == -1 || strcmp(want, b->name) != 0) {
+	/* The bucket's name is made only when it changes. */
+	if (b->fd == -1 || b->secs != secs) {
 		mq_closefd(&b->fd);
-		if ((b->fd = mq_spool_subdir(sp, sp->cur, want, 1)) == -1)
+		if (mq_cur_bucket_format(b->name, sizeof(b->name), secs) == -1 ||
+		    (b->fd = mq_spool_subdir(sp, sp->cur, b->name, 1)) == -1)
 			return -1;
-		strlcpy(b->name, want, sizeof(b->name));
+		b->secs = secs;
 	}
 	for (i = 0; i < MQ_RETRIES; i++) {
 		if (renameat(from, name, b->fd, out) == 0)
@@ -61,7 +61,7 @@ mq_lease(struct mq_spool *sp, int from, const char *name,
 		if (errno != ENOENT || !mq_exists(from, name))
 			return -1;
 		mq_closefd(&b->fd);
-		if ((b->fd = mq_spool_subdir(sp, sp->cur, want, 1)) == -1)
+		if ((b->fd = mq_spool_subdir(sp, sp->cur, b->name, 1)) == -1)
 			return -1;
 	}
 	return -1;
@@ -75,14 +75,26 @@ int
 mq_receipt_format(char *buf, size_t size, const struct mq_spool *sp,
     const char *bucket, const char *name)
 {
-	int n;
+	size_t lr = strlen(sp->real), lc = strlen(MQ_DIR_CUR),
+	    lb = strlen(bucket), ln = strlen(name);
+	char *p = buf;
 
-	n = snprintf(buf, size, "%s/%s/%s/%s", sp->real, MQ_DIR_CUR, bucket,
-	    name);
-	if (n < 0 || (size_t)n >= size) {
+	/* Not snprintf: a claim formats one a message. */
+	if (lr + lc + lb + ln + 3 >= size) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	memcpy(p, sp->real, lr);
+	p += lr;
+	*p++ = '/';
+	memcpy(p, MQ_DIR_CUR, lc);
+	p += lc;
+	*p++ = '/';
+	memcpy(p, bucket, lb);
+	p += lb;
+	*p++ = '/';
+	memcpy(p, name, ln);
+	p[ln] = '\0';
 	return 0;
 }
 
@@ -297,7 +309,7 @@ mq_receipt_extend(struct mq_receipt *rc, uint64_t deadline, char *out,
     size_t size)
 {
 	struct mq_name ext = rc->n;
-	struct mq_bucket b = { -1, "" };
+	struct mq_bucket b = { -1, "", 0 };
 	char newname[MQ_NAME_MAX];
 	int r;
 
