@@ -197,6 +197,21 @@ dead_port() {
 	assert_line "x-mq-attempts=i32:0"
 }
 
+@test "relay push: a body of several frames (300 KB; frames of 128 KiB) arrives whole, in a batch" {
+	awk 'BEGIN { for (i = 0; i < 30000; i++) printf "%09d\n", i }' \
+	    >"$BATS_TEST_TMPDIR/big"
+	echo small1 | mq-send >/dev/null
+	id=$(mq-send <"$BATS_TEST_TMPDIR/big")
+	echo small2 | mq-send >/dev/null
+	run relay push -1 -q big "$RELAY_URI"
+	assert_success
+	run relay pull -1 -d "$BATS_TEST_TMPDIR/back" -q big "$RELAY_URI"
+	assert_success
+	r=$(MQ_DIR="$BATS_TEST_TMPDIR/back" mq-recv -n 3 | grep "/$id,")
+	cmp "$BATS_TEST_TMPDIR/big" "$r"
+	assert_equal "$(MQ_DIR="$BATS_TEST_TMPDIR/back" stat_of in_flight)" 3
+}
+
 @test "relay push: keeps attempts (released once: 1, fresh: 0) and never buries for them" {
 	mq-conf max-attempts=1 >/dev/null
 	a=$(echo again | mq-send)
