@@ -762,21 +762,18 @@ relay_run() {
 	[ $(($2 % 2)) -eq 1 ] || _order="client relay relay client"
 	_pr=0 _pc=0
 	for _x in $_order; do
+		# The first pull takes the baseline's queue, the second the
+		# relay push's; each step into a spool of its own.
 		if [ "$_x" = relay ]; then
 			_pr=$((_pr + 1))
-			if [ "$_pr" -eq 1 ]; then
-				pull_one "$1" relay "$_qb" "$1/in" || return 1
-			else
-				pull_one "$1" relay "$_qa" "$1/in2" || return 1
-			fi
+			_q=$_qb _to=$1/in
+			[ "$_pr" -eq 1 ] || _q=$_qa _to=$1/in2
 		else
 			_pc=$((_pc + 1))
-			if [ "$_pc" -eq 1 ]; then
-				pull_one "$1" client "" "$1/send" || return 1
-			else
-				pull_one "$1" client "" "$1/send2" || return 1
-			fi
+			_q='' _to=$1/send
+			[ "$_pc" -eq 1 ] || _to=$1/send2
 		fi
+		pull_one "$1" "$_x" "$_q" "$_to" || return 1
 	done
 	# One figure of each a run: 2N over the two steps' time.
 	for _x in relay client; do
