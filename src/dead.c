@@ -520,9 +520,7 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)
 			return -1;
-		if ((nm.group[0] != '\0' ? mq_group_tmp_place(pl, &nm, now) :
-		    mq_place(pl, pl->sp->tmp, nm.id, newname, nm.prio,
-		    now)) == -1)
+		if (mq_tmp_land(pl, &nm, now) == -1)
 			return -1;
 		/*
 		 * It landed: it is queued there, whatever its sync says, and

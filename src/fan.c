@@ -310,8 +310,7 @@ place_one(struct mq_fan *f, struct mq_target *t, int i)
 	 */
 	f->name.sent = f->key != NULL && strcmp(f->name.id, f->id) != 0 ?
 	    mq_now_ms() : 0;
-	return (f->name.group[0] != '\0' ? mq_group_tmp_place :
-	    mq_tmp_place)(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
+	return mq_tmp_land(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
 }
 
 /*

@@ -390,11 +390,17 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 	return r;
 }
 
-/* mq_group_place from tmp/ID, a message just written (mq-send). */
+/*
+ * Puts tmp/ID, a message just written (mq-send, a redrive's copy, mq-relay
+ * pull), into new/ as nm says, visible at due; a message of a group into
+ * its group (the head sent, the others parked): the one place where that
+ * choice is made.
+ */
 int
-mq_group_tmp_place(struct mq_placer *pl, const struct mq_name *nm,
-    uint64_t due)
+mq_tmp_land(struct mq_placer *pl, const struct mq_name *nm, uint64_t due)
 {
+	if (nm->group[0] == '\0')
+		return mq_tmp_place(pl, nm, due);
 	return mq_group_place(pl, pl->sp->tmp, nm->id, nm, due);
 }
 

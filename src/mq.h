@@ -397,8 +397,7 @@ int	 mq_keys_sweep(struct mq_spool *, uint64_t,
 /* group.c: ordered groups (mq-send -g) */
 int	 mq_group_place(struct mq_placer *, int, const char *,
 	    const struct mq_name *, uint64_t);
-int	 mq_group_tmp_place(struct mq_placer *, const struct mq_name *,
-	    uint64_t);
+int	 mq_tmp_land(struct mq_placer *, const struct mq_name *, uint64_t);
 int	 mq_group_claimed(struct mq_spool *, int, const char *,
 	    const struct mq_name *, unsigned);
 int	 mq_group_leave(struct mq_spool *, int, const char *,

@@ -635,8 +635,7 @@ place_keyed(struct puller *p, struct held *h, uint64_t now)
 		mq_keys_unlock(&p->keys);
 		return -1;
 	}
-	if ((h->n.group[0] != '\0' ? mq_group_tmp_place : mq_tmp_place)(
-	    &p->pl, &h->n, now) == -1) {
+	if (mq_tmp_land(&p->pl, &h->n, now) == -1) {
 		saved = errno;
 		mq_key_drop(&p->keys, h->n.keyhash, h->n.id);
 		mq_keys_unlock(&p->keys);
@@ -814,8 +813,7 @@ batch(struct puller *p, size_t n)
 		if (h->keyed)
 			r = place_keyed(p, h, now);
 		else
-			r = (h->n.group[0] != '\0' ? mq_group_tmp_place :
-			    mq_tmp_place)(&p->pl, &h->n, now);
+			r = mq_tmp_land(&p->pl, &h->n, now);
 		if (r == -1) {
 			saved = errno;
 			what = h->keyed ? MQ_DIR_KEYS : MQ_DIR_NEW;
