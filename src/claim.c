@@ -126,14 +126,6 @@ claim_one(struct run *c, int from, const char *name,
 }
 
 static int
-is_bucket(const char *s)
-{
-	uint64_t v;
-
-	return mq_cur_bucket_parse(s, &v) == 0;
-}
-
-static int
 u64cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -157,7 +149,7 @@ mq_expired_scan(struct mq_spool *sp, uint64_t now, int limit,
 	int fd, r, taken = 0, done;
 	char name[MQ_BUCKET_MAX];
 
-	if (mq_names_read(sp->cur, DT_DIR, is_bucket, &buckets) == -1)
+	if (mq_names_read(sp->cur, DT_DIR, mq_is_cur_bucket, &buckets) == -1)
 		return -1;
 	secs = xreallocarray(NULL, buckets.n + 1, sizeof(*secs));
 	nb = buckets.n;

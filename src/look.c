@@ -440,14 +440,6 @@ ordered_read(int dirfd, struct ordered *o)
 }
 
 static int
-is_bucket(const char *s)
-{
-	uint64_t v;
-
-	return mq_cur_bucket_parse(s, &v) == 0;
-}
-
-static int
 bucket_cmp(const void *a, const void *b)
 {
 	uint64_t x, y;
@@ -567,7 +559,7 @@ cur_pass(struct look *l, enum mq_look_state pass)
 {
 	l->pass = pass;
 	l->group = NULL;
-	return in_order(l, l->sp->cur, MQ_DIR_CUR, is_bucket, bucket_cmp,
+	return in_order(l, l->sp->cur, MQ_DIR_CUR, mq_is_cur_bucket, bucket_cmp,
 	    bucket);
 }
 

@@ -210,6 +210,7 @@ int	 mq_key_parse(const char *, int, uint64_t *);
 uint64_t mq_cur_bucket(uint64_t);
 int	 mq_cur_bucket_format(char *, size_t, uint64_t);
 int	 mq_cur_bucket_parse(const char *, uint64_t *);
+int	 mq_is_cur_bucket(const char *);
 int	 mq_secs_parse(const char *, uint64_t *, const char **);
 void	 mq_time_iso(char *, size_t, uint64_t);
 

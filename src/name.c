@@ -409,6 +409,15 @@ mq_cur_bucket_parse(const char *s, uint64_t *secs)
 	return 0;
 }
 
+/* Whether s names a bucket of cur/ (a filter for a directory's names). */
+int
+mq_is_cur_bucket(const char *s)
+{
+	uint64_t secs;
+
+	return mq_cur_bucket_parse(s, &secs) == 0;
+}
+
 /*
  * Seconds as "N" or "N.F" (up to ms) into ms; strtonum-style error text.
  */
