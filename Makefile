@@ -89,36 +89,20 @@ src/libmq.a: $(LIBOBJ)
 	rm -f $@
 	$(AR) -rc $@ $(LIBOBJ)
 
-bin/mq-send: src/mq-send.o src/libmq.a
+# Each program is its main and the core.
+bin/mq-send: src/mq-send.o
+bin/mq-recv: src/mq-recv.o
+bin/mq-ack: src/mq-ack.o
+bin/mq-sweep: src/mq-sweep.o
+bin/mq-dlq: src/mq-dlq.o
+bin/mq-stat: src/mq-stat.o
+bin/mq-conf: src/mq-conf.o
+bin/mq-ls: src/mq-ls.o
+bin/mq-show: src/mq-show.o
+bin/mq-rm: src/mq-rm.o
+$(BIN): src/libmq.a
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-send.o src/libmq.a $(BSD_LIBS)
-bin/mq-recv: src/mq-recv.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-recv.o src/libmq.a $(BSD_LIBS)
-bin/mq-ack: src/mq-ack.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-ack.o src/libmq.a $(BSD_LIBS)
-bin/mq-sweep: src/mq-sweep.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-sweep.o src/libmq.a $(BSD_LIBS)
-bin/mq-dlq: src/mq-dlq.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-dlq.o src/libmq.a $(BSD_LIBS)
-bin/mq-stat: src/mq-stat.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-stat.o src/libmq.a $(BSD_LIBS)
-bin/mq-conf: src/mq-conf.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-conf.o src/libmq.a $(BSD_LIBS)
-bin/mq-ls: src/mq-ls.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-ls.o src/libmq.a $(BSD_LIBS)
-bin/mq-show: src/mq-show.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-show.o src/libmq.a $(BSD_LIBS)
-bin/mq-rm: src/mq-rm.o src/libmq.a
-	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/mq-rm.o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/$(@F).o src/libmq.a $(BSD_LIBS)
 
 .c.o:
 	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
