@@ -6,7 +6,7 @@
  *	LD_PRELOAD=tests/fault.so MQ_FAULT='SPEC [SPEC ...]' mq-send ...
  *
  * A SPEC is CALL[:OPTION]..., CALL one of openat renameat unlinkat mkdirat
- * syncfs fsync futimens write inotify_init1; the options:
+ * syncfs fsync futimens write inotify_init1 pread; the options:
  *
  *	errno=NAME	the call fails with NAME (EIO, ENOSPC, ENOENT, EMFILE,
  *			EACCES, EPERM, EROFS, EDQUOT, EXDEV, or a number)
@@ -44,12 +44,12 @@
 
 enum call {
 	OPENAT, RENAMEAT, UNLINKAT, MKDIRAT, SYNCFS, FSYNC, FUTIMENS, WRITE,
-	INOTIFY_INIT1, NCALLS
+	INOTIFY_INIT1, PREAD, NCALLS
 };
 
 static const char *const callnames[NCALLS] = {
 	"openat", "renameat", "unlinkat", "mkdirat", "syncfs", "fsync",
-	"futimens", "write", "inotify_init1"
+	"futimens", "write", "inotify_init1", "pread"
 };
 
 static const struct {
@@ -370,6 +370,24 @@ write(int fd, const void *buf, size_t len)
 	if (fault(WRITE, fd, NULL) == -1)
 		return -1;
 	return real_(fd, buf, len);
+}
+
+ssize_t
+pread(int fd, void *buf, size_t len, off_t off)
+{
+	REAL(pread);
+	if (fault(PREAD, fd, NULL) == -1)
+		return -1;
+	return real_(fd, buf, len, off);
+}
+
+ssize_t
+pread64(int fd, void *buf, size_t len, off64_t off)
+{
+	REAL(pread64);
+	if (fault(PREAD, fd, NULL) == -1)
+		return -1;
+	return real_(fd, buf, len, off);
 }
 
 int

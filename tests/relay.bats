@@ -282,6 +282,24 @@ dead_port() {
 	assert_equal "$(stat_of in_flight)" 0
 }
 
+@test "relay push -n 200: a body that cannot be read (EIO) in the older of two batches releases that message alone; the newer batch is neither released nor pushed twice" {
+	local left
+	export MQ_DIR="$BATS_TEST_TMPDIR/readfail"
+	seq 1 400 | mq-send -l >/dev/null
+	# The first body read fails: batch 1, the older once batch 2 is
+	# published, has a local failure while most of batch 2 is unconfirmed.
+	run --separate-stderr faulty "pread:errno=EIO:nth=1:at=$MQ_DIR/cur/" \
+	    mq-relay push -1 -n 200 -q readfail "$RELAY_URI"
+	[[ $stderr == *"Input/output error"* ]] || fail "stderr: $stderr"
+	# Each message once: the unread one back in the spool (or pushed
+	# after its release), the other 399 or 400 on the broker, no more.
+	left=$(mq-ls | wc -l)
+	[ "$left" -le 1 ] || fail "$left left in the spool"
+	has_count readfail $((400 - left))
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+}
+
 @test "relay push: an unroutable message (queue deleted behind its back) is released, then pushed" {
 	make_spool
 	relay_bg push -v -q gone "$RELAY_URI"
