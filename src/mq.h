@@ -335,6 +335,8 @@ struct mq_receipt {
 void	 mq_receipt_init(struct mq_receipt *);
 int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
 	    const char **);
+int	 mq_receipt_claimed(struct mq_spool *, const char *,
+	    struct mq_receipt *, const char **);
 int	 mq_receipt_again(struct mq_receipt *, const char *, const char *,
 	    const struct mq_name *);
 const char *mq_receipt_shown(const struct mq_spool *, const char *);

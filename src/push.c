@@ -14,6 +14,10 @@
  * outstanding is settled (what is unsettled when the channel goes has
  * failed) before a new channel.
  *
+ * A claimed message's receipt is taken on the claim's word (no look at
+ * its file): a lease lost since shows at its body's open, and is checked
+ * then.
+ *
  * Nothing waits for the broker without a bound: rabbitmq-c sends without
  * a time limit, so a watchdog (SIGALRM) shuts the socket down under a
  * send that makes no progress for the confirm timeout, or at once when
@@ -212,21 +216,23 @@ drop(struct push *p, const char *why)
 
 /*
  * Opens m's receipt in p->rc: 0, or -1 (said; the lease is gone).  The
- * first open checks the lease and remembers what it parsed; again
- * (settling it), the bucket kept open is enough when it is m's
- * (mq_receipt_again).
+ * first open (mine) takes the claim's word for the lease, as nothing but
+ * a claim puts a name there (mq_receipt_claimed: no look at the file; a
+ * lease lost since shows at its body's open); checked (mq_receipt_open)
+ * when that open fails; again (settling it), the bucket kept open is
+ * enough when it is m's (mq_receipt_again).
  */
 static int
-open_receipt(struct push *p, struct msg *m)
+open_receipt(struct push *p, struct msg *m, int mine)
 {
 	const char *why;
 	int st;
 
-	if (m->bname[0] != '\0' &&
+	if (!mine && m->bname[0] != '\0' &&
 	    mq_receipt_again(&p->rc, m->bname, m->name, &m->n) == 0)
 		return 0;
-	if ((st = mq_receipt_open(&p->sp, m->receipt, &p->rc, &why)) ==
-	    MQ_EX_OK) {
+	if ((st = (mine ? mq_receipt_claimed : mq_receipt_open)(&p->sp,
+	    m->receipt, &p->rc, &why)) == MQ_EX_OK) {
 		strlcpy(m->bname, p->rc.bname, sizeof(m->bname));
 		m->name = p->rc.name;
 		m->n = p->rc.n;
@@ -241,25 +247,42 @@ open_receipt(struct push *p, struct msg *m)
 }
 
 /*
- * The claimed message's body into p->body; its length, or -1, or -2 when
- * it is bigger than the broker takes (its size in *size).  A leased
- * message's file does not change and is a regular file: a read shorter
- * than asked is its end, so one pread into a buffer big enough is all
- * of it (no read to see EOF); a bigger one doubles the buffer.
+ * The claimed message m's body into p->body: its length, or -1 (errno),
+ * or -2 when it is bigger than the broker takes (its size in *size), or
+ * -3 (said) when its lease is gone.  Its receipt was opened on the
+ * claim's word (open_receipt, mine): a body that does not open, or is no
+ * regular file, has its receipt checked then (mq_receipt_open), which
+ * tells a lease lost or a bucket made anew.  A leased message's file does
+ * not change and is a regular file: a read shorter than asked is its end,
+ * so one pread into a buffer big enough is all of it (no read to see
+ * EOF); a bigger one doubles the buffer.
  */
 static ssize_t
-read_body(struct push *p, uint64_t *size)
+read_body(struct push *p, struct msg *m, uint64_t *size)
 {
 	struct stat st;
 	size_t len = 0;
 	ssize_t r;
-	int fd;
+	int fd, checked = 0;
 
-	if ((fd = mq_receipt_body(&p->rc)) == -1)
-		return -1;
-	if (fstat(fd, &st) == -1) {
-		close(fd);
-		return -1;
+	for (;;) {
+		if ((fd = mq_receipt_body(&p->rc)) != -1) {
+			if (fstat(fd, &st) == -1) {
+				close(fd);
+				return -1;
+			}
+			if (S_ISREG(st.st_mode))
+				break;
+			close(fd);
+			errno = EINVAL;
+		}
+		if (checked)
+			return -1;
+		/* Its bucket made anew, the lease lost, or not a file. */
+		m->bname[0] = '\0';
+		if (open_receipt(p, m, 0) == -1)
+			return -3;
+		checked = 1;
 	}
 	if ((*size = (uint64_t)st.st_size) > p->b->max_size) {
 		close(fd);
@@ -455,7 +478,7 @@ keep_leases(struct push *p, unsigned n)
 			if ((m->state != UNSETTLED && m->state != CONFIRMED) ||
 			    m->deadline >= now + margin(p))
 				continue;
-			if (open_receipt(p, m) == -1) {
+			if (open_receipt(p, m, 0) == -1) {
 				m->deadline = UINT64_MAX;	/* said once */
 				continue;
 			}
@@ -663,7 +686,7 @@ release_local(struct push *p, struct batch *bt)
 		if (m->state != LOCAL)
 			continue;
 		m->state = GONE;
-		if (open_receipt(p, m) == -1)
+		if (open_receipt(p, m, 0) == -1)
 			continue;
 		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
 		    MQ_EX_OK) {
@@ -709,11 +732,15 @@ publish_batch(struct push *p, struct batch *bt)
 			m->state = LOCAL;
 			continue;
 		}
-		if (open_receipt(p, m) == -1) {
+		if (open_receipt(p, m, 1) == -1) {
 			m->state = GONE;
 			continue;
 		}
-		if ((len = read_body(p, &size)) == -2) {
+		if ((len = read_body(p, m, &size)) == -3) {
+			m->state = GONE;
+			continue;
+		}
+		if (len == -2) {
 			too_big(p, m, size);
 			continue;
 		}
@@ -757,7 +784,7 @@ finish_batch(struct push *p)
 			released++;
 			continue;
 		}
-		if (m->state == GONE || open_receipt(p, m) == -1) {
+		if (m->state == GONE || open_receipt(p, m, 0) == -1) {
 			if (m->state == CONFIRMED)
 				confirmed++;
 			continue;

@@ -212,6 +212,41 @@ dead_port() {
 	assert_equal "$(MQ_DIR="$BATS_TEST_TMPDIR/back" stat_of in_flight)" 3
 }
 
+@test "relay push: a claimed message's body that does not open (ENOENT) has its lease checked, found held: pushed at once, no error" {
+	seq 1 2 | mq-send -l >/dev/null
+	id=$(echo three | mq-send)
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="openat:errno=ENOENT:nth=1:at=/$id," \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    run relay push -1 -v -q bodyopen "$RELAY_URI"
+	assert_success
+	assert_output --partial "pushed 3 (confirmed 3, released 0)"
+	refute_output --partial "No such file"
+	has_count bodyopen 3
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+}
+
+@test "relay push: a lease lost between the claim and the body's open is said once (lease lost), not published, the rest pushed" {
+	seq 1 2 | mq-send -l >/dev/null
+	id=$(echo three | mq-send)
+	# The body's open held back 3 s, while the claimed file goes.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="openat:delay=3s:nth=1:at=/$id," \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    relay_bg push -1 -v -q leaselost "$RELAY_URI"
+	relay_until 10 in_flight_is 3
+	find "$MQ_DIR/cur" -name "$id,*" -delete
+	wait "$pid" || fail "push -1 exited $?: $(cat "$BATS_TEST_TMPDIR/err")"
+	run cat "$BATS_TEST_TMPDIR/err"
+	assert_output --partial "$id"
+	assert_output --partial ": lease lost"
+	refute_output --partial "No such file"
+	assert_equal "$(grep -c "lease lost" "$BATS_TEST_TMPDIR/err")" 1
+	has_count leaselost 2
+	assert_equal "$(stat_of in_flight)" 0
+}
+
 @test "relay push: keeps attempts (released once: 1, fresh: 0) and never buries for them" {
 	mq-conf max-attempts=1 >/dev/null
 	a=$(echo again | mq-send)
