@@ -521,6 +521,8 @@ mq_broker_drop(struct mq_broker *b, const char *why)
 	b->ch = 0;
 	b->confirming = 0;
 	b->blocked = 0;
+	b->outlen = 0;
+	b->holding = MQ_HOLD_NONE;
 }
 
 void
@@ -541,6 +543,10 @@ mq_broker_close(struct mq_broker *b)
 		free(b->node[i].uri);
 		b->node[i].uri = NULL;
 	}
+	free(b->out);
+	b->out = NULL;
+	b->outlen = b->outcap = 0;
+	b->holding = MQ_HOLD_NONE;
 }
 
 int
@@ -593,17 +599,190 @@ mq_broker_confirms(struct mq_broker *b)
 	return 0;
 }
 
+static unsigned char *
+put16(unsigned char *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v & 0xff;
+	return p + 2;
+}
+
+static unsigned char *
+put32(unsigned char *p, uint32_t v)
+{
+	return put16(put16(p, v >> 16), v & 0xffff);
+}
+
+static unsigned char *
+put64(unsigned char *p, uint64_t v)
+{
+	return put32(put32(p, v >> 32), v & 0xffffffff);
+}
+
+/* Room for a frame of up to len bytes of payload at the buffer's end. */
+static unsigned char *
+room(struct mq_broker *b, size_t len)
+{
+	size_t need = b->outlen + len + 8;
+
+	if (need > b->outcap) {
+		b->outcap = b->outcap == 0 ? 65536 : b->outcap;
+		while (b->outcap < need)
+			b->outcap *= 2;
+		b->out = xreallocarray(b->out, b->outcap, 1);
+	}
+	return b->out + b->outlen;
+}
+
 /*
- * A batch of publishes in full segments: held back (on) while it is
- * written, let go (off) after its last.
+ * Ends the frame of type begun at the buffer's end, its payload len
+ * bytes (written after its 7-byte header): header, payload, frame-end.
  */
+static void
+frame(struct mq_broker *b, int type, size_t len)
+{
+	unsigned char *f = b->out + b->outlen;
+
+	f[0] = type;
+	put32(put16(f + 1, b->ch), len);
+	f[7 + len] = AMQP_FRAME_END;
+	b->outlen += 7 + len + 1;
+}
+
+/*
+ * The frames of one basic.publish, as rabbitmq-c's amqp_basic_publish
+ * sends them (method, content header, body in frames of at most
+ * frame_max), into b->out: an AMQP_STATUS_*.
+ */
+static int
+frame_publish(struct mq_broker *b, amqp_bytes_t exchange, amqp_bytes_t key,
+    int mandatory, const amqp_basic_properties_t *props, amqp_bytes_t body)
+{
+	size_t max = (size_t)amqp_get_frame_max(b->conn) - 8, off, n;
+	amqp_basic_publish_t m;
+	amqp_bytes_t enc;
+	unsigned char *p;
+	int r;
+
+	memset(&m, 0, sizeof(m));
+	m.exchange = exchange;
+	m.routing_key = key;
+	m.mandatory = mandatory != 0;
+	p = room(b, max);
+	enc.bytes = put32(p + 7, AMQP_BASIC_PUBLISH_METHOD);
+	enc.len = max - 4;
+	if ((r = amqp_encode_method(AMQP_BASIC_PUBLISH_METHOD, &m, enc)) < 0)
+		return r;
+	frame(b, AMQP_FRAME_METHOD, (size_t)r + 4);
+	p = room(b, max);
+	enc.bytes = put64(put16(put16(p + 7, AMQP_BASIC_CLASS), 0), body.len);
+	enc.len = max - 12;
+	if ((r = amqp_encode_properties(AMQP_BASIC_CLASS, (void *)props,
+	    enc)) < 0)
+		return r;
+	frame(b, AMQP_FRAME_HEADER, (size_t)r + 12);
+	for (off = 0; off < body.len; off += n) {
+		n = body.len - off < max ? body.len - off : max;
+		p = room(b, n);
+		memcpy(p + 7, (const char *)body.bytes + off, n);
+		frame(b, AMQP_FRAME_BODY, n);
+	}
+	return AMQP_STATUS_OK;
+}
+
+int
+mq_broker_publish(struct mq_broker *b, amqp_bytes_t exchange,
+    amqp_bytes_t key, int mandatory, const amqp_basic_properties_t *props,
+    amqp_bytes_t body)
+{
+	size_t mark = b->outlen;
+	int r;
+
+	if (b->holding != MQ_HOLD_FRAME)
+		return amqp_basic_publish(b->conn, b->ch, exchange, key,
+		    mandatory, 0, props, body);
+	/* One that cannot be framed leaves nothing of it behind. */
+	if ((r = frame_publish(b, exchange, key, mandatory, props, body)) !=
+	    AMQP_STATUS_OK)
+		b->outlen = mark;
+	return r;
+}
+
+/*
+ * Writes what the batch framed, at once.  Like rabbitmq-c's own sends it
+ * waits without a limit of its own for a socket that takes nothing: the
+ * caller bounds it (push's watchdog shuts the socket down, which ends
+ * the write).  A signal (the watchdog's tick, SIGTERM) only interrupts a
+ * wait.  Heartbeats: rabbitmq-c does not see these writes (its next
+ * heartbeat is due from its own last send, conn->next_send_heartbeat), so
+ * it sends its heartbeats as often as without them, never later; while
+ * the write lasts the broker reads our frames, which count as traffic.
+ * SIGPIPE is ignored by mq-relay: a closed peer is EPIPE here.
+ */
+int
+mq_broker_flush(struct mq_broker *b, const char **why)
+{
+	static char buf[128];
+	struct pollfd pfd;
+	size_t off = 0;
+	ssize_t w;
+	int fd;
+
+	if (b->outlen == 0)
+		return 0;
+	if (b->conn == NULL || (fd = amqp_get_sockfd(b->conn)) == -1) {
+		*why = "no socket";
+		return -1;
+	}
+	while (off < b->outlen) {
+		if ((w = write(fd, b->out + off, b->outlen - off)) >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			goto fail;
+		pfd.fd = fd;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, -1) == -1 && errno != EINTR)
+			goto fail;
+	}
+	b->outlen = 0;
+	return 0;
+fail:
+	snprintf(buf, sizeof(buf), "%s", strerror(errno));
+	buf[0] = (char)tolower((unsigned char)buf[0]);
+	*why = buf;
+	return -1;
+}
+
 void
 mq_broker_hold(struct mq_broker *b, int on)
 {
-	int fd;
+	int fd, held = b->holding;
 
-	if (b->conn != NULL && (fd = amqp_get_sockfd(b->conn)) != -1)
-		(void)mq_tcp_hold(fd, on);
+	b->holding = MQ_HOLD_NONE;
+	if (b->conn == NULL || (fd = amqp_get_sockfd(b->conn)) == -1) {
+		b->outlen = 0;
+		return;
+	}
+	if (on) {
+		/* TLS: its bytes are rabbitmq-c's to write; corked. */
+		if (b->node[b->cur].info.ssl) {
+			(void)mq_tcp_hold(fd, 1);
+			b->holding = MQ_HOLD_CORK;
+		} else
+			b->holding = MQ_HOLD_FRAME;
+		b->outlen = 0;
+		return;
+	}
+	if (held == MQ_HOLD_CORK)
+		(void)mq_tcp_hold(fd, 0);
+	/* Publishes framed and never written: the connection is unusable. */
+	if (b->outlen > 0)
+		mq_broker_drop(b, "publishes framed but not written");
+	b->outlen = 0;
 }
 
 int

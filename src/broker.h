@@ -7,7 +7,8 @@
  * tried in turn from the last that worked (after a lost connection, from
  * the next one), with backoff and jitter between rounds.  Every call that
  * waits for the broker is bounded (5 s): one that stops answering is a
- * lost connection.  No function here prints or returns a password: a node
+ * lost connection; but publishes, sent as rabbitmq-c sends (without a
+ * limit): push bounds them itself (mq_broker_publish, mq_broker_flush).  No function here prints or returns a password: a node
  * is named by its "host:port" (mq_broker_where).
  */
 #ifndef MQ_BROKER_H
@@ -46,7 +47,15 @@ struct mq_broker {
 	uint64_t	 backoff_ms;	/* before the next round of nodes */
 	int		 outage;	/* a lost connection said, none since */
 	volatile sig_atomic_t *stop;	/* SIGTERM/SIGINT seen */
+	/* A batch's publishes, framed here and written at once (hold). */
+	unsigned char	*out;
+	size_t		 outlen, outcap;	/* outlen: framed, not written */
+	int		 holding;	/* MQ_HOLD_* */
 };
+
+#define MQ_HOLD_NONE	0	/* no batch: rabbitmq-c sends each publish */
+#define MQ_HOLD_FRAME	1	/* TCP: framed into out, mq_broker_flush */
+#define MQ_HOLD_CORK	2	/* TLS: rabbitmq-c's sends, corked */
 
 /*
  * queue may be NULL: push or pull sets it (the spool's base name) before
@@ -103,8 +112,31 @@ struct mq_spool;
 void	 mq_broker_default_queue(struct mq_broker *, struct mq_spool *);
 /* confirm.select on the open channel, once per channel: 0, or -1. */
 int	 mq_broker_confirms(struct mq_broker *);
-/* Holds back the socket's partial segments (1) or lets them go (0). */
+/*
+ * A batch of publishes: held (1) while they are made, let go (0) after
+ * the last.  Over TCP (MQ_HOLD_FRAME) mq_broker_publish frames them into
+ * b->out and the caller writes them with mq_broker_flush (as often as it
+ * likes, and before letting go: what is left unwritten then drops the
+ * connection); over TLS (MQ_HOLD_CORK) rabbitmq-c sends each, the
+ * socket's partial segments held back until let go.
+ */
 void	 mq_broker_hold(struct mq_broker *, int);
+/*
+ * basic.publish on the open channel, as amqp_basic_publish (immediate
+ * 0): framed into b->out while MQ_HOLD_FRAME (nothing sent), else sent
+ * by rabbitmq-c.  An AMQP_STATUS_*.
+ */
+int	 mq_broker_publish(struct mq_broker *, amqp_bytes_t exchange,
+	    amqp_bytes_t key, int mandatory, const amqp_basic_properties_t *,
+	    amqp_bytes_t body);
+/*
+ * Writes what is framed in b->out, in one write when the socket takes
+ * it: 0, or -1 (why set: words; the caller drops the connection).  Not
+ * bounded here, as rabbitmq-c's sends are not: the caller bounds it
+ * (push's watchdog).  Safe with heartbeats: rabbitmq-c keeps sending its
+ * own from its own sends' count, as often as without these writes.
+ */
+int	 mq_broker_flush(struct mq_broker *, const char **);
 /*
  * Waits up to ms for the next frame on the connection: 1 and the frame,
  * 0 on a timeout, -1 when the connection failed (why set: words).  A

@@ -14,15 +14,19 @@
  * outstanding is settled (what is unsettled when the channel goes has
  * failed) before a new channel.
  *
- * A claimed message's receipt is taken on the claim's word (no look at
- * its file): a lease lost since shows at its body's open, and is checked
- * then.
+ * Over TCP a batch's publishes are framed here (mq_broker_publish) and
+ * written at once (mq_broker_flush, every MiB or so and at the batch's
+ * end); over TLS rabbitmq-c sends each, corked.  A claimed message's
+ * receipt is taken on the claim's word (no look at its file): a lease
+ * lost since shows at its body's open, and is checked then.
  *
- * Nothing waits for the broker without a bound: rabbitmq-c sends without
- * a time limit, so a watchdog (SIGALRM) shuts the socket down under a
- * send that makes no progress for the confirm timeout, or at once when
- * push is stopping; the broker's connection.blocked stops publishing
- * until connection.unblocked; a 30 s heartbeat is serviced while idle.
+ * Nothing waits for the broker without a bound: rabbitmq-c's sends and a
+ * batch's write have no time limit of their own, so a watchdog (SIGALRM)
+ * shuts the socket down under a send or write that makes no progress for
+ * the confirm timeout, or at once when push is stopping; the broker's
+ * connection.blocked stops publishing until connection.unblocked; a 30 s
+ * heartbeat is serviced while idle (the batch's writes leave rabbitmq-c's
+ * own heartbeats as often as without them).
  * A batch's leases run from its claim: those awaiting confirms are
  * extended before they run out, and a message whose lease is nearly out
  * is released rather than published.  A message bigger than the broker
@@ -57,6 +61,7 @@
 #define TICK_MS		250	/* the watchdog's tick */
 #define STUCK_TICKS	3	/* stopping: a send stuck this long is cut */
 #define MIB_MS		1000	/* a publish is given this much more per MiB */
+#define FRAMED_MAX	1048576	/* framed publishes written at this size */
 #define TOO_BIG		"too big for the broker"
 
 /*
@@ -368,24 +373,67 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 	props.headers.entries = h;
 	b.bytes = (void *)body;
 	b.len = len;
-	/* A send that makes no progress (blocked, half-open) is cut. */
+	if (p->b->holding == MQ_HOLD_FRAME) {
+		/* Framed into the batch: written, guarded, by flush(). */
+		r = mq_broker_publish(p->b, amqp_empty_bytes,
+		    amqp_cstring_bytes(p->b->queue), 1, &props, b);
+		if (r != AMQP_STATUS_OK) {
+			drop(p, amqp_error_string2(r));
+			return -1;
+		}
+	} else {
+		/* A send that makes no progress (blocked, half-open): cut. */
+		guard(p, confirm_timeout(p) + len / 1048576 * MIB_MS);
+		r = mq_broker_publish(p->b, amqp_empty_bytes,
+		    amqp_cstring_bytes(p->b->queue), 1, &props, b);
+		if (unguard()) {
+			snprintf(buf, sizeof(buf), "a publish made no progress "
+			    "in %llu ms", (unsigned long long)confirm_timeout(p));
+			drop(p, buf);
+			return -1;
+		}
+		if (r != AMQP_STATUS_OK) {
+			drop(p, amqp_error_string2(r));
+			return -1;
+		}
+		p->progress = mq_now_ms();
+	}
+	m->tag = p->next_tag++;
+	m->state = UNSETTLED;
+	bt->unsettled++;
+	return 0;
+}
+
+/*
+ * Writes the publishes framed so far (TCP: mq_broker_flush) under the
+ * watchdog, as a publish of that size: stuck past the limit, or stopping
+ * and stuck, the socket is shut down and the write ends.  0, or -1 (the
+ * connection dropped, said): what was framed stays unsettled and fails
+ * with the connection (released).
+ */
+static int
+flush(struct push *p)
+{
+	size_t len = p->b->outlen;
+	const char *why;
+	char buf[64];
+	int r;
+
+	if (len == 0)
+		return 0;
 	guard(p, confirm_timeout(p) + len / 1048576 * MIB_MS);
-	r = amqp_basic_publish(p->b->conn, p->b->ch, amqp_empty_bytes,
-	    amqp_cstring_bytes(p->b->queue), 1, 0, &props, b);
+	r = mq_broker_flush(p->b, &why);
 	if (unguard()) {
 		snprintf(buf, sizeof(buf), "a publish made no progress in "
 		    "%llu ms", (unsigned long long)confirm_timeout(p));
 		drop(p, buf);
 		return -1;
 	}
-	if (r != AMQP_STATUS_OK) {
-		drop(p, amqp_error_string2(r));
+	if (r == -1) {
+		drop(p, why);
 		return -1;
 	}
 	p->progress = mq_now_ms();
-	m->tag = p->next_tag++;
-	m->state = UNSETTLED;
-	bt->unsettled++;
 	return 0;
 }
 
@@ -719,7 +767,7 @@ publish_batch(struct push *p, struct batch *bt)
 	ssize_t len;
 
 	bt->unsettled = 0;
-	mq_broker_hold(p->b, 1);	/* the batch in full segments */
+	mq_broker_hold(p->b, 1);	/* framed, written at once (TCP) */
 	for (i = 0; i < bt->n; i++) {
 		struct msg *m = &bt->m[i];
 
@@ -751,7 +799,11 @@ publish_batch(struct push *p, struct batch *bt)
 		}
 		if (publish(p, bt, m, p->body, (size_t)len) == -1)
 			m->state = FAILED;
+		else if (p->b->outlen >= FRAMED_MAX)
+			(void)flush(p);	/* a big batch in parts */
 	}
+	if (p->b->conn != NULL)
+		(void)flush(p);
 	mq_broker_hold(p->b, 0);
 	release_local(p, bt);
 	bt->last = mq_now_ms();

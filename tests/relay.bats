@@ -247,6 +247,47 @@ dead_port() {
 	assert_equal "$(stat_of in_flight)" 0
 }
 
+@test "relay push: a batch's publishes are written by push itself over TCP (heartbeats on): a failed write is a lost connection, the batch released, pushed after reconnecting" {
+	seq 1 5 | mq-send -l >/dev/null
+	# rabbitmq-c sends with send(2): only push's own write(2) of the
+	# batch's frames to the socket fails.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="write:errno=EIO:nth=1:at=socket:" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    run relay push -1 -v -q wfail "$RELAY_URI"
+	assert_success
+	assert_output --partial "127.0.0.1:$RELAY_PORT1: connection lost: input/output error"
+	assert_equal "$(grep -c "connected to" <<<"$output")" 2
+	has_count wfail 5
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+}
+
+@test "relay push: a batch's write stuck past the confirm timeout (the broker frozen) is cut: the connection lost, the batch released, pushed after reconnecting" {
+	make_spool
+	mq-conf lease=10 >/dev/null
+	big_lines 64 262144 >"$BATS_TEST_TMPDIR/lines"
+	relay_bg push -v -q stuck "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	frozen=$(rabbit pid "$RELAY_DIR1")
+	kill -STOP "$frozen"
+	mq-send -l <"$BATS_TEST_TMPDIR/lines" >/dev/null
+	# lease 10 s: the confirm timeout is 5 s.
+	until_in "$BATS_TEST_TMPDIR/err" "connection lost: a publish made no progress in 5000 ms"
+	kill -CONT "$frozen"
+	frozen=
+	relay_until 30 in_spool_is 0
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(grep -c "connected to" "$BATS_TEST_TMPDIR/err")" 2
+	# What the broker read before the cut may be there twice.
+	relay_until 30 count_at_least stuck 64
+	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of dead)" 0
+	rabbit ctl "$RELAY_DIR1" -q delete_queue stuck >/dev/null
+}
+
 @test "relay push: keeps attempts (released once: 1, fresh: 0) and never buries for them" {
 	mq-conf max-attempts=1 >/dev/null
 	a=$(echo again | mq-send)
