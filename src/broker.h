@@ -8,8 +8,9 @@
  * the next one), with backoff and jitter between rounds.  Every call that
  * waits for the broker is bounded (5 s): one that stops answering is a
  * lost connection; but publishes, sent as rabbitmq-c sends (without a
- * limit): push bounds them itself (mq_broker_publish, mq_broker_flush).  No function here prints or returns a password: a node
- * is named by its "host:port" (mq_broker_where).
+ * limit): push bounds them itself (mq_broker_publish, mq_broker_flush).
+ * No function here prints or returns a password: a node is named by its
+ * "host:port" (mq_broker_where).
  */
 #ifndef MQ_BROKER_H
 #define MQ_BROKER_H
