@@ -87,14 +87,14 @@ load helper
 @test "mq-ack -r SECS: released message is invisible for SECS (next word or attached)" {
 	echo later | mq-send >/dev/null
 	r=$(mq-recv)
-	mq-ack -r 60 "$r"
+	mq-ack -r 600 "$r"
 	run -1 mq-recv
-	run -1 ahead 58 mq-recv
-	r=$(ahead 61 mq-recv)
+	run -1 ahead 300 mq-recv
+	r=$(ahead 601 mq-recv)
 	assert_equal "$(cat "$r")" later
-	ahead 61 mq-ack -r60 "$r"
-	run -1 ahead 119 mq-recv
-	run -0 ahead 122 mq-recv
+	ahead 601 mq-ack -r600 "$r"
+	run -1 ahead 900 mq-recv
+	run -0 ahead 1202 mq-recv
 }
 
 @test "mq-ack -x: dead-letters now with the reason" {

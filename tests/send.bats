@@ -104,10 +104,10 @@ load helper
 }
 
 @test "mq-send -D: a delayed message is invisible until due" {
-	mq-send -D 60 <<<"later" >/dev/null
+	mq-send -D 600 <<<"later" >/dev/null
 	run -1 mq-recv
-	run -1 ahead 58 mq-recv
-	r=$(ahead 61 mq-recv)
+	run -1 ahead 300 mq-recv
+	r=$(ahead 601 mq-recv)
 	assert_equal "$(cat "$r")" later
 }
 
