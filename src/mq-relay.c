@@ -23,6 +23,7 @@
 
 #define PUSH_BATCH	100	/* -n: messages published per confirm round */
 #define PULL_MAX	1000	/* -n: messages kept waiting in the spool */
+#define RELAY_HEARTBEAT_S 30	/* seconds between heartbeats, both ways */
 
 static const char help[] =
     "Move messages between the local spool and a RabbitMQ queue.\n"
@@ -122,8 +123,9 @@ main(int argc, char *argv[])
 	    xnumber("-n", o.n, 1, pull ? 65535 : 1024);
 	if (o.queue != NULL && (*o.queue == '\0' || strlen(o.queue) > 255))
 		errx(MQ_EX_USAGE, "-q: a queue name is 1 to 255 bytes");
+	/* A heartbeat each way, so that a half-open connection is noticed. */
 	if (mq_broker_init(&b, argc - optind, argv + optind, o.queue,
-	    pull ? 30 : 0, o.verbose, &stop) == -1)
+	    RELAY_HEARTBEAT_S, o.verbose, &stop) == -1)
 		mq_usage(USAGE);
 	if (o.size != NULL && pull)
 		errx(MQ_EX_USAGE, "-s: push only");

@@ -57,7 +57,6 @@
 #define BLOCKED_MS	60000	/* blocked by the broker this long: lost */
 #define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
 #define BODY_MIN	65536	/* the body buffer, at least */
-#define HEARTBEAT_S	30	/* so that a half-open connection is noticed */
 #define TICK_MS		250	/* the watchdog's tick */
 #define STUCK_TICKS	3	/* stopping: a send stuck this long is cut */
 #define MIB_MS		1000	/* a publish is given this much more per MiB */
@@ -1020,7 +1019,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_placer_init(&p.pl, &p.sp, 0);
 	p.pl.spares = 1;
 	mq_keys_init(&p.keys, &p.sp);
-	b->heartbeat = HEARTBEAT_S;
 	b->notify_blocked = 1;
 	wd_stop = b->stop;
 	memset(&sa, 0, sizeof(sa));
