@@ -291,7 +291,9 @@ mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
  * sp into c again when conf changed since *st said (or never was read),
  * else leaves c as it is.  The stamp is taken before the read, so that a
  * change made while it is read is read next time.  0 (read or unchanged),
- * or -1 with the cause said on stderr and c kept.
+ * or -1 with the cause said on stderr and c kept; a conf that does not
+ * parse is said once, not at every call, and the settings before it kept
+ * until it changes again.
  */
 int
 mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
@@ -324,6 +326,9 @@ mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
 		return 0;
 	if (mq_conf_read(sp, &got, &line, &why) == -1) {
 		mq_conf_warn(sp, line, why);
+		/* Said: not again until it changes (the first read must work). */
+		if (st->seen)
+			*st = now;
 		return -1;
 	}
 	*c = got;
