@@ -34,12 +34,14 @@
  * and tries the sync again after each pause; once it succeeds, those
  * deliveries are acked and pull goes on.
  */
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,7 @@
 #define ROOM_MS		1000	/* no room: counted again this often */
 #define GIVE_UP_MS	60000	/* -1: no connection that long -> exit 4 */
 #define GATHER_MS	5	/* a batch ends after this long without one */
+#define SEND_SECS	30	/* an ack, nack or close-ok stuck this long */
 
 /* The states a delivery's ID is looked for in (not dead/: it can be huge). */
 #define HERE_STATES	(1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY | \
@@ -79,7 +82,8 @@ enum fate {
 	F_HERE,		/* already here: acked, not added */
 	F_PLACED,	/* in new/ */
 	F_FAILED,	/* not placed: removed from tmp/, to be nacked */
-	F_HELD		/* in new/, its directories not synced: left unacked */
+	F_HELD,		/* in new/, its directories not synced: left unacked */
+	F_HELD_HERE	/* already here, the spool not synced: left unacked */
 };
 
 struct held {
@@ -121,10 +125,83 @@ struct puller {
 	/* Placed, their directories not synced: neither acked nor nacked. */
 	size_t		 npending, pending_added;
 	uint64_t	 pending_tag;	/* the last of them */
+	/*
+	 * What must be synced before a pending one is acked: groups/ (a
+	 * parked message's sync failed: pl.err, told once by the flush) and
+	 * the spool (a copy found here, maybe only in the page cache): by
+	 * syncfs(2), of the file system that holds them.
+	 */
+	int		 parked_unsynced, here_unsynced;
 	uint64_t	 pause_ms;	/* the next pause after a local failure */
 	const char	*named_what;	/* the local failure named, until... */
 	int		 named_errno;	/* ...a batch succeeds */
 };
+
+/*
+ * rabbitmq-c's socket is non-blocking, and a method it sends (basic.ack,
+ * basic.nack, channel.close-ok) waits for room in the socket with no time
+ * limit: a broker that stops reading would hold pull for ever (a send
+ * timeout, SO_SNDTIMEO, does nothing on such a socket).  So a watchdog
+ * (SIGALRM) shuts the socket down when one is stuck SEND_SECS: the send
+ * fails, and the connection is lost as any other.
+ */
+static volatile sig_atomic_t wd_fd = -1;
+
+static void
+on_stuck(int sig)
+{
+	int fd = wd_fd;
+
+	(void)sig;
+	if (fd != -1) {
+		wd_fd = -1;
+		shutdown(fd, SHUT_RDWR);
+	}
+}
+
+static void
+guard(struct mq_broker *b)
+{
+	struct itimerval it;
+
+	wd_fd = amqp_get_sockfd(b->conn);
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = SEND_SECS;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void
+unguard(void)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	wd_fd = -1;
+}
+
+static int
+ack(struct mq_broker *b, uint64_t tag, int multiple)
+{
+	int st;
+
+	guard(b);
+	st = amqp_basic_ack(b->conn, b->ch, tag, multiple);
+	unguard();
+	return st;
+}
+
+/* A nack, with requeue. */
+static int
+nack(struct mq_broker *b, uint64_t tag, int multiple)
+{
+	int st;
+
+	guard(b);
+	st = amqp_basic_nack(b->conn, b->ch, tag, multiple, 1);
+	unguard();
+	return st;
+}
 
 static int
 stopped(const struct puller *p)
@@ -421,8 +498,10 @@ receive(struct puller *p, uint64_t ms)
 			/* One closed before (the count's): said closed. */
 			amqp_channel_close_ok_t ok;
 
+			guard(b);
 			amqp_send_method(b->conn, frame.channel,
 			    AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+			unguard();
 			return 0;
 		}
 		/* Its unacked deliveries go back: a new channel, consume. */
@@ -457,7 +536,10 @@ say_failure(struct puller *p, const char *what, int e)
 	if (p->named_what != NULL && strcmp(p->named_what, what) == 0 &&
 	    p->named_errno == e)
 		return;
-	warnx("%s/%s: %s", p->sp.path, what, strerror(e));
+	if (what[0] == '\0')
+		warnx("%s: %s", p->sp.path, strerror(e));
+	else
+		warnx("%s/%s: %s", p->sp.path, what, strerror(e));
 	p->named_what = what;
 	p->named_errno = e;
 }
@@ -654,7 +736,7 @@ place_keyed(struct puller *p, struct held *h, uint64_t now)
  * ones.  -1: the connection was lost.
  */
 static int
-settle(struct puller *p, size_t n, size_t held)
+settle(struct puller *p, size_t n, size_t held, size_t held_added)
 {
 	struct mq_broker *b = p->b;
 	struct held *h;
@@ -664,33 +746,40 @@ settle(struct puller *p, size_t n, size_t held)
 	if (held > 0) {
 		for (ok = 0; ok < n && st == AMQP_STATUS_OK; ok++) {
 			h = &p->hand[ok];
-			if (h->fate == F_HELD)
+			if (h->fate == F_HELD || h->fate == F_HELD_HERE)
 				p->pending_tag = h->env.delivery_tag;
 			else if (h->fate == F_FAILED)
-				st = amqp_basic_nack(b->conn, b->ch,
-				    h->env.delivery_tag, 0, 1);
+				st = nack(b, h->env.delivery_tag, 0);
 			else
-				st = amqp_basic_ack(b->conn, b->ch,
-				    h->env.delivery_tag, 0);
+				st = ack(b, h->env.delivery_tag, 0);
 		}
 		if (st != AMQP_STATUS_OK) {
 			lost(p, "basic.ack or basic.nack failed");
 			return -1;
 		}
 		p->npending += held;
-		p->pending_added += held;
+		p->pending_added += held_added;
 		return 0;
 	}
 	for (ok = 0; ok < n && p->hand[ok].fate != F_FAILED; ok++)
 		;
-	if (ok > 0 && amqp_basic_ack(b->conn, b->ch,
-	    p->hand[ok - 1].env.delivery_tag, 1) != AMQP_STATUS_OK) {
+	if (ok > 0 && ack(b, p->hand[ok - 1].env.delivery_tag, 1) != AMQP_STATUS_OK) {
 		lost(p, "basic.ack failed");
 		return -1;
 	}
-	if (ok < n && amqp_basic_nack(b->conn, b->ch,
-	    p->hand[n - 1].env.delivery_tag, 1, 1) != AMQP_STATUS_OK) {
-		lost(p, "basic.nack failed");
+	/*
+	 * After the first failure, each on its own: a nack with multiple
+	 * would requeue those already here too, for another host to add.
+	 */
+	for (; ok < n && st == AMQP_STATUS_OK; ok++) {
+		h = &p->hand[ok];
+		if (h->fate == F_FAILED)
+			st = nack(b, h->env.delivery_tag, 0);
+		else
+			st = ack(b, h->env.delivery_tag, 0);
+	}
+	if (st != AMQP_STATUS_OK) {
+		lost(p, "basic.ack or basic.nack failed");
 		return -1;
 	}
 	return 0;
@@ -709,20 +798,44 @@ shift(struct puller *p, size_t n)
 }
 
 /*
+ * The file system of fd made durable (syncfs: every directory of the
+ * spool's, where the placer's own syncs cannot reach).  0, or -1 (errno).
+ */
+static int
+sync_fs(int fd)
+{
+	return mq_syncfs(fd);
+}
+
+/*
  * new/'s directories synced, a second time when the first failed: 0, or
- * -1 (errno).  A parked message's sync that failed (pl.err) cannot be
- * tried again from here: that fails at once.
+ * -1 (errno).  A parked message's sync that failed (pl.err, told once)
+ * fails at once, and is remembered: until groups/ is synced (syncfs) it
+ * fails every sync_placed, so that nothing placed is acked before.  The
+ * same for copies found here whose sync failed (here_unsynced).
  */
 static int
 sync_placed(struct puller *p)
 {
 	int parked = p->pl.err;
 
-	if (mq_placer_flush(&p->pl) == 0)
-		return 0;
-	if (parked != 0 || !p->pl.dirty)
+	if (parked != 0)
+		p->parked_unsynced = 1;
+	if (mq_placer_flush(&p->pl) == -1 && (parked != 0 ||
+	    !p->pl.dirty || mq_placer_flush(&p->pl) == -1))
 		return -1;
-	return mq_placer_flush(&p->pl);
+	if (p->parked_unsynced) {
+		if (sync_fs(p->sp.groups != -1 ? p->sp.groups : p->sp.fd) ==
+		    -1)
+			return -1;
+		p->parked_unsynced = 0;
+	}
+	if (p->here_unsynced) {
+		if (sync_fs(p->sp.fd) == -1)
+			return -1;
+		p->here_unsynced = 0;
+	}
+	return 0;
 }
 
 /*
@@ -738,7 +851,7 @@ settle_pending(struct puller *p)
 
 	if (sync_placed(p) == -1)
 		return -1;
-	if (amqp_basic_ack(b->conn, b->ch, p->pending_tag, 1) !=
+	if (ack(b, p->pending_tag, 1) !=
 	    AMQP_STATUS_OK) {
 		lost(p, "basic.ack failed");
 		return 0;
@@ -764,7 +877,7 @@ batch(struct puller *p, size_t n)
 {
 	struct held *h;
 	const char *what = MQ_DIR_TMP, *failed;
-	size_t i, nw = 0, here = 0, added = 0, held = 0;
+	size_t i, nw = 0, here = 0, added = 0, held = 0, held_added;
 	uint64_t now;
 	int r, saved = 0;
 
@@ -838,6 +951,7 @@ batch(struct puller *p, size_t n)
 				held++;
 			}
 	}
+	held_added = held;
 	for (i = 0; i < n; i++) {
 		h = &p->hand[i];
 		if (h->fate == F_WRITTEN) {
@@ -849,15 +963,28 @@ batch(struct puller *p, size_t n)
 		else if (h->fate == F_HERE)
 			here++;
 	}
-	/* An ack after a failure covers only the leading run handled. */
-	for (i = 0; held == 0 && i < n && p->hand[i].fate != F_FAILED; i++)
-		;
-	for (; held == 0 && i < n; i++)
-		if (p->hand[i].fate == F_PLACED)
-			added--;
+	/*
+	 * 6. Those already here are acked only once the spool is durable:
+	 * the copy found may be in the page cache alone (placed by a pull
+	 * whose sync failed, its delivery redelivered).  One syncfs for the
+	 * batch; when it fails they are held as the unsynced placed ones.
+	 */
+	if (here > 0 && sync_fs(p->sp.fd) == -1) {
+		if (saved == 0) {
+			saved = errno;
+			what = "";
+		}
+		p->here_unsynced = 1;
+		for (i = 0; i < n; i++)
+			if (p->hand[i].fate == F_HERE) {
+				p->hand[i].fate = F_HELD_HERE;
+				held++;
+			}
+		here = 0;
+	}
 	if (saved != 0)
 		say_failure(p, what, saved);
-	r = settle(p, n, held);
+	r = settle(p, n, held, held_added);
 	if (r == 0) {
 		shift(p, n);
 		p->added += added;
@@ -890,12 +1017,10 @@ nack_hand(struct puller *p)
 	if (p->nhand == 0)
 		return 0;
 	if (p->npending == 0)
-		st = amqp_basic_nack(b->conn, b->ch,
-		    p->hand[p->nhand - 1].env.delivery_tag, 1, 1);
+		st = nack(b, p->hand[p->nhand - 1].env.delivery_tag, 1);
 	else
 		for (i = 0; i < p->nhand && st == AMQP_STATUS_OK; i++)
-			st = amqp_basic_nack(b->conn, b->ch,
-			    p->hand[i].env.delivery_tag, 0, 1);
+			st = nack(b, p->hand[i].env.delivery_tag, 0);
 	forget_hand(p);
 	if (st != AMQP_STATUS_OK) {
 		lost(p, "basic.nack failed");
@@ -1009,6 +1134,7 @@ int
 mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 {
 	struct puller p;
+	struct sigaction sa;
 	uint64_t room, idle_since, limit;
 	int r, status = MQ_EX_OK, failed = 0;
 
@@ -1023,6 +1149,11 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
 	mq_keys_init(&p.keys, &p.sp);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stuck;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
 	idle_since = mq_now_ms();
 	for (;;) {
 		if (stopped(&p))
@@ -1096,8 +1227,11 @@ local:
 	forget_hand(&p);
 	free(p.hand);
 	amqp_bytes_free(p.ctag);
-	if (b->conn != NULL)
+	if (b->conn != NULL) {
+		guard(b);
 		mq_broker_close(b);
+		unguard();
+	}
 	mq_keys_close(&p.keys);
 	mq_placer_close(&p.pl);
 	mq_spool_close(&p.sp);
