@@ -849,8 +849,11 @@ settle_pending(struct puller *p)
 {
 	struct mq_broker *b = p->b;
 
-	if (sync_placed(p) == -1)
+	if (sync_placed(p) == -1) {
+		if (b->verbose)
+			warnx("not synced yet: %zu held", p->npending);
 		return -1;
+	}
 	if (ack(b, p->pending_tag, 1) !=
 	    AMQP_STATUS_OK) {
 		lost(p, "basic.ack failed");

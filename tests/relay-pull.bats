@@ -577,3 +577,81 @@ held_back() {
 	assert_equal "$(files | wc -l)" 3
 	assert_equal "$(ready)" 0
 }
+
+@test "pull: a parked message whose sync failed is not acked when new/'s next sync succeeds: held until groups/ is synced (syncfs)" {
+	local pid
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	echo 1 | put -g g -i "$NOW_HEX.1.000000000a01"
+	echo 2 | put -g g -i "$NOW_HEX.1.000000000a02"
+	# The second is parked; its sync fails, and so does every syncfs of
+	# groups/: what was placed stays held, the retries say so.
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="fsync:errno=EIO:at=$MQ_DIR/groups/g/ syncfs:errno=EIO:at=$MQ_DIR/groups" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    mq-relay pull -v "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	relay_until 20 grep -q "synced at last\|not synced yet" "$BATS_TEST_TMPDIR/err" ||
+	    fail "$(cat "$BATS_TEST_TMPDIR/err")"
+	stop_bounded "$pid"
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	refute_output --partial "synced at last"
+	# Never acked: back on the broker as the channel closed.
+	assert_equal "$(ready)" 2
+	assert_equal "$(files | wc -l)" 2
+	# Found here by a pull whose sync succeeds: acked, not added twice.
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 2 (added 0, already here 2)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 2
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: a message already here is acked only once the spool is synced: that failing, it is held (-1: exit 4), back on the broker; acked by a pull whose sync succeeds" {
+	local id=$NOW_HEX.1.000000000b01
+	run pull	# the spool made, nothing to pull
+	assert_equal "$status" 1
+	echo b | put -i "$id"
+	# Placed, new/'s sync failing: held, back on the broker as -1 ends.
+	run --separate-stderr faulty "fsync:errno=EIO:at=$MQ_DIR/new" \
+	    mq-relay pull -1 "$URI"
+	assert_equal "$status" 4
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(ready)" 1
+	# Found here, maybe in the page cache alone: the spool's syncfs fails,
+	# so it is not acked.
+	run --separate-stderr faulty "syncfs:errno=EIO:at=$MQ_DIR" \
+	    mq-relay pull -1 -v "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"$MQ_DIR: Input/output error"* ]] || fail "stderr: $stderr"
+	[[ $stderr == *"already here 0, held unsynced"* ]] || fail "stderr: $stderr"
+	assert_equal "$(ready)" 1
+	assert_equal "$(files | wc -l)" 1
+	run --separate-stderr pull -v
+	assert_equal "$status" 1
+	[[ $stderr == *"pulled 1 (added 0, already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(files | wc -l)" 1
+	assert_equal "$(ready)" 0
+}
+
+@test "pull: a failure mid-batch: one already here after it is acked, not returned for another host to add; only the failed one goes back" {
+	local a=$NOW_HEX.1.000000000c01 b=$NOW_HEX.1.000000000c02 c=$NOW_HEX.1.000000000c03
+	echo c | put -i "$c"
+	run pull
+	assert_success
+	echo a | put -i "$a"
+	echo b | put -i "$b"
+	echo c | put -i "$c"
+	# [placed, failed, already here]
+	run --separate-stderr faulty "renameat:errno=EIO:at=$MQ_DIR/tmp/$b" \
+	    mq-relay pull -1 -v "$URI"
+	assert_equal "$status" 4
+	[[ $stderr == *"pulled 3 (added 1, already here 1)"* ]] || fail "stderr: $stderr"
+	assert_equal "$(ready)" 1
+	assert_equal "$(files | wc -l)" 2
+	run pull
+	assert_success
+	assert_equal "$(files | wc -l)" 3
+	assert_equal "$(ready)" 0
+}
