@@ -24,15 +24,22 @@
  * the broker (basic.nack, requeue) for another host to take, is named once
  * (until a batch succeeds), and pauses pull, consumer cancelled, 1 s
  * doubling up to 10 s while it keeps failing; with -1 it ends the run.
+ * After a failure in a batch each delivery is settled on its own: those
+ * already here acked, only those not placed returned.
  *
- * A message placed (renamed into new/) whose directories then fail to
- * sync twice is neither acked (it may not survive a crash here) nor
- * nacked (another host would take it too): it stays unacked, held by
- * this consumer.  With -1 the run ends (exit 4) and the broker, as the
+ * A delivery already here is acked only after a syncfs of the spool (the
+ * copy found may be in the page cache alone: placed by a pull whose sync
+ * failed, redelivered since); one for the batch.  A message placed
+ * (renamed into new/, or parked in its group) whose directories then fail
+ * to sync (new/'s twice), or one already here whose syncfs fails, is
+ * neither acked (it may not survive a crash here) nor nacked (another
+ * host would take it too): it stays unacked, held by this consumer.  With -1 the run ends (exit 4) and the broker, as the
  * connection closes, redelivers it: a pull of this spool finds the copy
  * placed and does not add it twice.  Without -1 pull consumes no more
- * and tries the sync again after each pause; once it succeeds, those
- * deliveries are acked and pull goes on.
+ * and tries the sync again after each pause (a parked message's, or one
+ * already here, by a syncfs: the failure that pl.err told is remembered
+ * until then); once it succeeds, those deliveries are acked and pull goes
+ * on.
  */
 #include <sys/socket.h>
 #include <sys/time.h>
