@@ -33,9 +33,10 @@
  * (renamed into new/, or parked in its group) whose directories then fail
  * to sync (new/'s twice), or one already here whose syncfs fails, is
  * neither acked (it may not survive a crash here) nor nacked (another
- * host would take it too): it stays unacked, held by this consumer.  With -1 the run ends (exit 4) and the broker, as the
- * connection closes, redelivers it: a pull of this spool finds the copy
- * placed and does not add it twice.  Without -1 pull consumes no more
+ * host would take it too): it stays unacked, held by this consumer.
+ * With -1 the run ends (exit 4) and the broker, as the connection closes,
+ * redelivers it: a pull of this spool finds the copy placed and does not
+ * add it twice.  Without -1 pull consumes no more
  * and tries the sync again after each pause (a parked message's, or one
  * already here, by a syncfs: the failure that pl.err told is remembered
  * until then); once it succeeds, those deliveries are acked and pull goes
@@ -736,11 +737,13 @@ place_keyed(struct puller *p, struct held *h, uint64_t now)
 }
 
 /*
- * Settles the first n deliveries in hand with the broker: acks those
- * handled (placed or already here: the leading run), nacks with requeue
- * the rest.  With deliveries held (F_HELD: placed, not synced) each is
- * settled on its own, the held ones not at all: they become the pending
- * ones.  -1: the connection was lost.
+ * Settles the first n deliveries in hand with the broker: acks the
+ * leading run handled (placed or already here) in one ack, then each of
+ * the rest on its own: acked when already here, nacked with requeue when
+ * it failed.  With deliveries held (F_HELD, F_HELD_HERE: not synced) each
+ * is settled on its own, the held ones not at all: they become the
+ * pending ones (held_added of them placed by this batch).  -1: the
+ * connection was lost.
  */
 static int
 settle(struct puller *p, size_t n, size_t held, size_t held_added)
