@@ -391,6 +391,17 @@ mq_group_place(struct mq_placer *pl, int from, const char *fromname,
 }
 
 /*
+ * Makes what is parked durable after a parking's own sync failed (pl->err,
+ * told once): a syncfs(2) of the file system that holds groups/ (an fsync
+ * of groups/ alone where there is none).  0, or -1 (errno).
+ */
+int
+mq_group_sync(struct mq_spool *sp)
+{
+	return mq_syncfs(sp->groups != -1 ? sp->groups : sp->fd);
+}
+
+/*
  * Puts tmp/ID, a message just written (mq-send, a redrive's copy, mq-relay
  * pull), into new/ as nm says, visible at due; a message of a group into
  * its group (the head sent, the others parked): the one place where that

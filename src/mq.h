@@ -194,6 +194,7 @@ void	 mq_spool_spares(struct mq_spool *);
 int	 mq_spare_take(struct mq_spool *, int, const char *);
 int	 mq_spool_full(int);
 int	 mq_spool_subdir(struct mq_spool *, int, const char *, int);
+int	 mq_spool_sync(struct mq_spool *);
 void	 mq_spool_close(struct mq_spool *);
 
 /* name.c */
@@ -401,6 +402,7 @@ int	 mq_keys_sweep(struct mq_spool *, uint64_t,
 int	 mq_group_place(struct mq_placer *, int, const char *,
 	    const struct mq_name *, uint64_t);
 int	 mq_tmp_land(struct mq_placer *, const struct mq_name *, uint64_t);
+int	 mq_group_sync(struct mq_spool *);
 int	 mq_group_claimed(struct mq_spool *, int, const char *,
 	    const struct mq_name *, unsigned);
 int	 mq_group_leave(struct mq_spool *, int, const char *,

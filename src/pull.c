@@ -808,16 +808,6 @@ shift(struct puller *p, size_t n)
 }
 
 /*
- * The file system of fd made durable (syncfs: every directory of the
- * spool's, where the placer's own syncs cannot reach).  0, or -1 (errno).
- */
-static int
-sync_fs(int fd)
-{
-	return mq_syncfs(fd);
-}
-
-/*
  * new/'s directories synced, a second time when the first failed: 0, or
  * -1 (errno).  A parked message's sync that failed (pl.err, told once)
  * fails at once, and is remembered: until groups/ is synced (syncfs) it
@@ -835,13 +825,12 @@ sync_placed(struct puller *p)
 	    !p->pl.dirty || mq_placer_flush(&p->pl) == -1))
 		return -1;
 	if (p->parked_unsynced) {
-		if (sync_fs(p->sp.groups != -1 ? p->sp.groups : p->sp.fd) ==
-		    -1)
+		if (mq_group_sync(&p->sp) == -1)
 			return -1;
 		p->parked_unsynced = 0;
 	}
 	if (p->here_unsynced) {
-		if (sync_fs(p->sp.fd) == -1)
+		if (mq_spool_sync(&p->sp) == -1)
 			return -1;
 		p->here_unsynced = 0;
 	}
@@ -982,7 +971,7 @@ batch(struct puller *p, size_t n)
 	 * whose sync failed, its delivery redelivered).  One syncfs for the
 	 * batch; when it fails they are held as the unsynced placed ones.
 	 */
-	if (here > 0 && sync_fs(p->sp.fd) == -1) {
+	if (here > 0 && mq_spool_sync(&p->sp) == -1) {
 		if (saved == 0) {
 			saved = errno;
 			what = "";

@@ -289,6 +289,16 @@ mq_spool_real(struct mq_spool *sp)
 	return 0;
 }
 
+/*
+ * Makes every file and directory of the spool's file system durable: one
+ * syncfs(2) (an fsync of the root where there is none).  0, or -1.
+ */
+int
+mq_spool_sync(struct mq_spool *sp)
+{
+	return mq_syncfs(sp->fd);
+}
+
 void
 mq_spool_close(struct mq_spool *sp)
 {
