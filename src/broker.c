@@ -35,6 +35,7 @@
 #define SLICE_MS	250	/* every wait checks *stop this often */
 #define RPC_SECS	5	/* for every RPC (and the login): a broker that
 				   stops answering is a lost connection */
+#define OUT_KEEP	4194304	/* a framing buffer bigger is freed after use */
 #define CHANNEL_LAST	2047	/* RabbitMQ's default channel_max */
 #define DEFAULT_CACERT	"/etc/ssl/certs/ca-certificates.crt"
 
@@ -521,7 +522,7 @@ mq_broker_drop(struct mq_broker *b, const char *why)
 	b->ch = 0;
 	b->confirming = 0;
 	b->blocked = 0;
-	b->outlen = 0;
+	b->outlen = b->outoff = 0;
 	b->holding = MQ_HOLD_NONE;
 }
 
@@ -545,7 +546,7 @@ mq_broker_close(struct mq_broker *b)
 	}
 	free(b->out);
 	b->out = NULL;
-	b->outlen = b->outcap = 0;
+	b->outlen = b->outoff = b->outcap = 0;
 	b->holding = MQ_HOLD_NONE;
 }
 
@@ -724,19 +725,26 @@ mq_broker_flush(struct mq_broker *b, const char **why)
 {
 	static char buf[128];
 	struct pollfd pfd;
-	size_t off = 0;
 	ssize_t w;
 	int fd;
 
 	if (b->outlen == 0)
 		return 0;
 	if (b->conn == NULL || (fd = amqp_get_sockfd(b->conn)) == -1) {
+		b->outlen = b->outoff = 0;
 		*why = "no socket";
 		return -1;
 	}
-	while (off < b->outlen) {
-		if ((w = write(fd, b->out + off, b->outlen - off)) >= 0) {
-			off += (size_t)w;
+	while (b->outoff < b->outlen) {
+		if (b->cut) {
+			*why = "cut";
+			return -2;
+		}
+		if ((w = write(fd, b->out + b->outoff, b->outlen -
+		    b->outoff)) >= 0) {
+			if (w > 0)
+				b->moved++;
+			b->outoff += (size_t)w;
 			continue;
 		}
 		if (errno == EINTR)
@@ -748,9 +756,16 @@ mq_broker_flush(struct mq_broker *b, const char **why)
 		if (poll(&pfd, 1, -1) == -1 && errno != EINTR)
 			goto fail;
 	}
-	b->outlen = 0;
+	b->outlen = b->outoff = 0;
+	if (b->outcap > OUT_KEEP) {
+		free(b->out);
+		b->out = NULL;
+		b->outcap = 0;
+	}
 	return 0;
 fail:
+	/* Never written again in part: the connection is to be dropped. */
+	b->outlen = b->outoff = 0;
 	snprintf(buf, sizeof(buf), "%s", strerror(errno));
 	buf[0] = (char)tolower((unsigned char)buf[0]);
 	*why = buf;
@@ -764,7 +779,7 @@ mq_broker_hold(struct mq_broker *b, int on)
 
 	b->holding = MQ_HOLD_NONE;
 	if (b->conn == NULL || (fd = amqp_get_sockfd(b->conn)) == -1) {
-		b->outlen = 0;
+		b->outlen = b->outoff = 0;
 		return;
 	}
 	if (on) {
@@ -774,7 +789,7 @@ mq_broker_hold(struct mq_broker *b, int on)
 			b->holding = MQ_HOLD_CORK;
 		} else
 			b->holding = MQ_HOLD_FRAME;
-		b->outlen = 0;
+		b->outlen = b->outoff = 0;
 		return;
 	}
 	if (held == MQ_HOLD_CORK)
@@ -782,7 +797,7 @@ mq_broker_hold(struct mq_broker *b, int on)
 	/* Publishes framed and never written: the connection is unusable. */
 	if (b->outlen > 0)
 		mq_broker_drop(b, "publishes framed but not written");
-	b->outlen = 0;
+	b->outlen = b->outoff = 0;
 }
 
 int
@@ -804,6 +819,7 @@ mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
 		*why = amqp_error_string2(st);
 		return -1;
 	}
+	b->moved++;
 	if (f->frame_type == AMQP_FRAME_METHOD && f->channel == 0 &&
 	    f->payload.method.id == AMQP_CONNECTION_BLOCKED_METHOD) {
 		if (!b->blocked)

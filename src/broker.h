@@ -51,7 +51,16 @@ struct mq_broker {
 	/* A batch's publishes, framed here and written at once (hold). */
 	unsigned char	*out;
 	size_t		 outlen, outcap;	/* outlen: framed, not written */
+	size_t		 outoff;	/* of outlen, written (a flush cut) */
 	int		 holding;	/* MQ_HOLD_* */
+	/*
+	 * Progress, for push's watchdog (a signal handler): bumped by each
+	 * write of mq_broker_flush that sent bytes and each frame received
+	 * (mq_broker_frame).  cut, set by the watchdog, ends a flush (-2)
+	 * at its next wait, what is left of it kept for the next flush.
+	 */
+	volatile sig_atomic_t moved;
+	volatile sig_atomic_t cut;
 };
 
 #define MQ_HOLD_NONE	0	/* no batch: rabbitmq-c sends each publish */
@@ -132,16 +141,19 @@ int	 mq_broker_publish(struct mq_broker *, amqp_bytes_t exchange,
 	    amqp_bytes_t body);
 /*
  * Writes what is framed in b->out, in one write when the socket takes
- * it: 0, or -1 (why set: words; the caller drops the connection).  Not
- * bounded here, as rabbitmq-c's sends are not: the caller bounds it
- * (push's watchdog).  Safe with heartbeats: rabbitmq-c keeps sending its
- * own from its own sends' count, as often as without these writes.
+ * it: 0, or -1 (why set: words; nothing framed is kept, the caller drops
+ * the connection), or -2 when b->cut was set while it waited (what is
+ * left kept: the next flush goes on from there).  Not bounded here, as
+ * rabbitmq-c's sends are not: the caller bounds it (push's watchdog).
+ * Each write that sends bytes bumps b->moved.  Safe with heartbeats:
+ * rabbitmq-c keeps sending its own from its own sends' count, as often
+ * as without these writes.  A buffer grown past a few MiB is freed.
  */
 int	 mq_broker_flush(struct mq_broker *, const char **);
 /*
  * Waits up to ms for the next frame on the connection: 1 and the frame,
- * 0 on a timeout, -1 when the connection failed (why set: words).  A
- * connection.blocked or connection.unblocked (channel 0) sets or clears
+ * 0 on a timeout, -1 when the connection failed (why set: words); a
+ * frame received bumps b->moved.  A connection.blocked or connection.unblocked (channel 0) sets or clears
  * b->blocked and is returned as any frame.
  */
 int	 mq_broker_frame(struct mq_broker *, amqp_frame_t *, int ms,

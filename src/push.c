@@ -79,7 +79,9 @@ enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE, LOCAL, BURIED, RELEASED };
  */
 static volatile sig_atomic_t wd_fd = -1;	/* the socket; -1: not armed */
 static volatile sig_atomic_t wd_ticks, wd_limit, wd_fired;
-static volatile sig_atomic_t *wd_stop;
+static volatile sig_atomic_t wd_seen;	/* *wd_moved at the last tick */
+static volatile sig_atomic_t wd_soft;	/* a flush: cut first (b->cut) */
+static volatile sig_atomic_t *wd_stop, *wd_moved, *wd_cut;
 
 struct msg {
 	char	 receipt[MQ_RECEIPT_MAX];
@@ -111,6 +113,7 @@ struct push {
 	struct mq_keys	 keys;
 	struct batch	 q[2];	/* outstanding, oldest first: q[0], q[1] */
 	unsigned	 nq;	/* how many */
+	int		 publishing;	/* q[nq] too: its publishes are out */
 	struct batch	*cur;	/* the one being claimed into */
 	unsigned	 batch;
 	uint64_t	 next_tag;
@@ -121,6 +124,8 @@ struct push {
 	uint64_t	 claimed;	/* when the batch being claimed was */
 	uint64_t	 progress;	/* the last publish or confirm (ms) */
 	uint64_t	 kept;		/* the last look at the leases (ms) */
+	uint64_t	 wrote;		/* the last write to the broker (ms) */
+	struct mq_conf_stamp stamp;	/* of conf, as last read */
 	unsigned long long buried;
 	int		 status;
 };
@@ -145,20 +150,43 @@ collect(void *arg, const char *receipt, const char *id)
 	return 0;
 }
 
+/*
+ * Counts the ticks without progress (*wd_moved unchanged): the limit, or
+ * STUCK_TICKS when stopping, is time without progress.  A flush (wd_soft)
+ * is cut first (*wd_cut: it returns, what is left kept, for push to read
+ * the broker's frames); still there STUCK_TICKS later, its socket is shut
+ * down as any other call's.
+ */
 static void
 on_tick(int sig)
 {
-	int fd = wd_fd;
+	int fd = wd_fd, saved = errno;
 
 	(void)sig;
 	if (fd == -1)
 		return;
+	if (*wd_moved != wd_seen) {
+		wd_seen = *wd_moved;
+		wd_ticks = 0;
+		return;
+	}
 	wd_ticks++;
-	if (wd_ticks >= wd_limit || (*wd_stop && wd_ticks >= STUCK_TICKS)) {
+	if (wd_soft == 2) {
+		if (wd_ticks < STUCK_TICKS)
+			return;
+	} else if (wd_ticks < wd_limit &&
+	    !(*wd_stop && wd_ticks >= STUCK_TICKS))
+		return;
+	if (wd_soft == 1) {
+		*wd_cut = 1;
+		wd_soft = 2;
+		wd_ticks = 0;
+	} else {
 		wd_fired = 1;
 		wd_fd = -1;
 		shutdown(fd, SHUT_RDWR);
 	}
+	errno = saved;
 }
 
 /* Arms the watchdog for a call on the broker's socket: limit ms at most. */
@@ -169,6 +197,8 @@ guard(struct push *p, uint64_t limit)
 
 	wd_fired = 0;
 	wd_ticks = 0;
+	wd_soft = 0;
+	wd_seen = *wd_moved;
 	wd_limit = (sig_atomic_t)(limit / TICK_MS + 1);
 	wd_fd = amqp_get_sockfd(p->b->conn);
 	memset(&it, 0, sizeof(it));
@@ -185,6 +215,7 @@ unguard(void)
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	wd_fd = -1;
+	wd_soft = 0;
 	return wd_fired;
 }
 
@@ -253,19 +284,20 @@ open_receipt(struct push *p, struct msg *m, int mine)
 /*
  * The claimed message m's body into p->body: its length, or -1 (errno),
  * or -2 when it is bigger than the broker takes (its size in *size), or
- * -3 (said) when its lease is gone.  Its receipt was opened on the
- * claim's word (open_receipt, mine): a body that does not open, or is no
- * regular file, has its receipt checked then (mq_receipt_open), which
- * tells a lease lost or a bucket made anew.  A leased message's file does
- * not change and is a regular file: a read shorter than asked is its end,
- * so one pread into a buffer big enough is all of it (no read to see
- * EOF); a bigger one doubles the buffer.
+ * -3 (said) when its lease is gone, or -4 (said) when it read short.
+ * Its receipt was opened on the claim's word (open_receipt, mine): a
+ * body that does not open, or is no regular file, has its receipt
+ * checked then (mq_receipt_open), which tells a lease lost or a bucket made anew.  A leased message's file does
+ * not change: read until its st_size is in, as a read may return fewer
+ * bytes than asked before the end (FUSE, NFS); one that ends before that
+ * (-4, said) leaves it unpublished.  The buffer is st_size + 1 at least,
+ * never more than the biggest body (at least BODY_MIN).
  */
 static ssize_t
 read_body(struct push *p, struct msg *m, uint64_t *size)
 {
 	struct stat st;
-	size_t len = 0;
+	size_t len = 0, want;
 	ssize_t r;
 	int fd, checked = 0;
 
@@ -292,23 +324,30 @@ read_body(struct push *p, struct msg *m, uint64_t *size)
 		close(fd);
 		return -2;
 	}
-	for (;;) {
-		if (len == p->cap) {
-			p->cap = p->cap < BODY_MIN ? BODY_MIN : p->cap * 2;
-			p->body = xreallocarray(p->body, p->cap, 1);
-		}
-		if ((r = pread(fd, p->body + len, p->cap - len, (off_t)len)) ==
+	want = (size_t)st.st_size;
+	if (p->cap < want + 1 || p->cap < BODY_MIN) {
+		p->cap = want + 1 < BODY_MIN ? BODY_MIN : want + 1;
+		free(p->body);
+		p->body = xreallocarray(NULL, p->cap, 1);
+	}
+	while (len < want) {
+		if ((r = pread(fd, p->body + len, want - len, (off_t)len)) ==
 		    -1) {
 			if (errno == EINTR)
 				continue;
 			close(fd);
 			return -1;
 		}
-		len += (size_t)r;
-		if (len < p->cap)
+		if (r == 0)
 			break;
+		len += (size_t)r;
 	}
 	close(fd);
+	if (len != want) {
+		warnx("%s: read %zu bytes of %zu: not published",
+		    mq_receipt_shown(&p->sp, m->receipt), len, want);
+		return -4;
+	}
 	return (ssize_t)len;
 }
 
@@ -395,7 +434,7 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 			drop(p, amqp_error_string2(r));
 			return -1;
 		}
-		p->progress = mq_now_ms();
+		p->progress = p->wrote = mq_now_ms();
 	}
 	m->tag = p->next_tag++;
 	m->state = UNSETTLED;
@@ -403,28 +442,62 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 	return 0;
 }
 
+static void drain(struct push *);
+
 /*
  * Writes the publishes framed so far (TCP: mq_broker_flush) under the
- * watchdog, as a publish of that size: stuck past the limit, or stopping
- * and stuck, the socket is shut down and the write ends.  0, or -1 (the
+ * watchdog, the broker's frames read first (drain: a connection.blocked
+ * seen, confirms taken): making no progress for the confirm timeout
+ * (blocked by the broker: BLOCKED_MS), or stopping and stuck, the write
+ * is cut; the frames read again then, and blocked since, it goes on
+ * with BLOCKED_MS; else the connection is dropped.  0, or -1 (the
  * connection dropped, said): what was framed stays unsettled and fails
  * with the connection (released).
  */
 static int
 flush(struct push *p)
 {
-	size_t len = p->b->outlen;
+	struct mq_broker *b = p->b;
+	uint64_t limit;
 	const char *why;
-	char buf[64];
-	int r;
+	char buf[80];
+	int r, fired, blocked;
 
-	if (len == 0)
+	if (b->outlen == 0)
 		return 0;
-	guard(p, confirm_timeout(p) + len / 1048576 * MIB_MS);
-	r = mq_broker_flush(p->b, &why);
-	if (unguard()) {
-		snprintf(buf, sizeof(buf), "a publish made no progress in "
-		    "%llu ms", (unsigned long long)confirm_timeout(p));
+	drain(p);
+	if (b->conn != NULL && b->ch == 0) {
+		/* Closed: its publishes fail with it (none written in part). */
+		if (b->outoff == 0)
+			b->outlen = 0;
+		else
+			drop(p, "the channel closed under a batch");
+		return -1;
+	}
+	if (b->conn == NULL)
+		return -1;
+	for (;;) {
+		blocked = b->blocked;
+		limit = blocked ? BLOCKED_MS : confirm_timeout(p);
+		guard(p, limit);
+		b->cut = 0;
+		wd_soft = 1;
+		r = mq_broker_flush(b, &why);
+		fired = unguard();
+		b->cut = 0;
+		if (r == -2 && !fired && !*b->stop && !blocked) {
+			drain(p);
+			if (b->conn == NULL)
+				return -1;
+			if (b->ch != 0 && b->blocked)
+				continue;	/* blocked: BLOCKED_MS */
+		}
+		break;
+	}
+	if (fired || r == -2) {
+		snprintf(buf, sizeof(buf), blocked ? "blocked by the broker "
+		    "for %llu ms" : "a publish made no progress in %llu ms",
+		    (unsigned long long)limit);
 		drop(p, buf);
 		return -1;
 	}
@@ -432,20 +505,21 @@ flush(struct push *p)
 		drop(p, why);
 		return -1;
 	}
-	p->progress = mq_now_ms();
+	p->progress = p->wrote = mq_now_ms();
 	return 0;
 }
 
 /*
- * Settles the unsettled of every outstanding batch up to tag (multiple)
- * or at tag: ok or not.  Tags grow with the batches: the older first.
+ * Settles the unsettled of every outstanding batch (and the one being
+ * published) up to tag (multiple) or at tag: ok or not.  Tags grow with
+ * the batches: the older first.
  */
 static void
 settle(struct push *p, uint64_t tag, int multiple, int ok)
 {
 	unsigned i, j;
 
-	for (j = 0; j < p->nq; j++) {
+	for (j = 0; j < p->nq + (p->publishing ? 1 : 0); j++) {
 		struct batch *bt = &p->q[j];
 
 		for (i = 0; i < bt->n && bt->unsettled > 0; i++) {
@@ -484,7 +558,7 @@ returned(struct push *p)
 		return -1;
 	}
 	if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-		for (j = 0; j < p->nq; j++)
+		for (j = 0; j < p->nq + (p->publishing ? 1 : 0); j++)
 			for (i = 0; i < p->q[j].n; i++) {
 				struct msg *m = &p->q[j].m[i];
 
@@ -593,6 +667,78 @@ learn_max_size(struct push *p, amqp_bytes_t text)
 }
 
 /*
+ * Answers the broker's channel.close (mq_broker_channel_closed) under the
+ * watchdog: its close-ok send may block.
+ */
+static void
+channel_closed(struct push *p)
+{
+	guard(p, confirm_timeout(p));
+	mq_broker_channel_closed(p->b);
+	if (unguard())
+		drop(p, "a channel's close-ok could not be sent");
+}
+
+/*
+ * One frame from the broker on the publishing side: a confirm settles, a
+ * return fails its message, a channel.close ends the channel (what is
+ * unsettled on it has failed).  0; 1 when something failed on the
+ * broker's side; -1 when the channel or connection went.
+ */
+static int
+handle(struct push *p, amqp_frame_t *f)
+{
+	struct mq_broker *b = p->b;
+
+	if (f->frame_type != AMQP_FRAME_METHOD || f->channel != b->ch ||
+	    b->ch == 0)
+		return 0;
+	switch (f->payload.method.id) {
+	case AMQP_BASIC_ACK_METHOD: {
+		amqp_basic_ack_t *a = f->payload.method.decoded;
+
+		settle(p, a->delivery_tag, a->multiple, 1);
+		p->progress = mq_now_ms();
+		return 0;
+	}
+	case AMQP_BASIC_NACK_METHOD: {
+		amqp_basic_nack_t *a = f->payload.method.decoded;
+
+		settle(p, a->delivery_tag, a->multiple, 0);
+		p->progress = mq_now_ms();
+		return 1;
+	}
+	case AMQP_BASIC_RETURN_METHOD:
+		return returned(p) == -1 ? -1 : 1;
+	case AMQP_CHANNEL_CLOSE_METHOD: {
+		amqp_channel_close_t *c = f->payload.method.decoded;
+
+		warnx("%s: channel closed: %.*s", mq_broker_where(b),
+		    (int)c->reply_text.len, (const char *)c->reply_text.bytes);
+		if (c->reply_code == AMQP_PRECONDITION_FAILED)
+			learn_max_size(p, c->reply_text);
+		channel_closed(p);
+		return -1;
+	}
+	}
+	return 0;
+}
+
+/*
+ * The frames the broker has sent, read without waiting (a publish's
+ * write goes first): a connection.blocked seen, confirms settled.
+ */
+static void
+drain(struct push *p)
+{
+	amqp_frame_t f;
+
+	while (p->b->conn != NULL && p->b->ch != 0 && frame(p, &f, 0) == 1)
+		if (handle(p, &f) == -1)
+			break;
+}
+
+/*
  * Reads the broker's frames until the publishes of the first upto
  * outstanding batches are settled, or the channel or connection is gone,
  * or the confirm timeout passes without progress (no publish, no confirm;
@@ -646,44 +792,13 @@ confirms(struct push *p, unsigned upto)
 			failed = 1;
 			break;
 		}
-		if (f.frame_type != AMQP_FRAME_METHOD || f.channel != b->ch)
-			continue;
-		switch (f.payload.method.id) {
-		case AMQP_BASIC_ACK_METHOD: {
-			amqp_basic_ack_t *a = f.payload.method.decoded;
-
-			settle(p, a->delivery_tag, a->multiple, 1);
-			p->progress = mq_now_ms();
-			break;
-		}
-		case AMQP_BASIC_NACK_METHOD: {
-			amqp_basic_nack_t *a = f.payload.method.decoded;
-
-			settle(p, a->delivery_tag, a->multiple, 0);
-			p->progress = mq_now_ms();
+		if ((r = handle(p, &f)) == -1) {
 			failed = 1;
 			break;
 		}
-		case AMQP_BASIC_RETURN_METHOD:
+		if (r == 1)
 			failed = 1;
-			if (returned(p) == -1)
-				goto out;
-			break;
-		case AMQP_CHANNEL_CLOSE_METHOD: {
-			amqp_channel_close_t *c = f.payload.method.decoded;
-
-			warnx("%s: channel closed: %.*s", mq_broker_where(b),
-			    (int)c->reply_text.len,
-			    (const char *)c->reply_text.bytes);
-			if (c->reply_code == AMQP_PRECONDITION_FAILED)
-				learn_max_size(p, c->reply_text);
-			mq_broker_channel_closed(b);
-			failed = 1;
-			goto out;
-		}
-		}
 	}
-out:
 	/* The channel gone, nothing unsettled on it will be confirmed. */
 	if (b->conn == NULL || b->ch == 0)
 		settle(p, UINT64_MAX, 1, 0);
@@ -754,6 +869,37 @@ release_local(struct push *p, struct batch *bt)
 }
 
 /*
+ * Half the heartbeat since the last write, inside a batch (its bodies
+ * read slowly): what is framed is written, or else a heartbeat frame
+ * sent under the watchdog, so that the broker does not take the
+ * connection for dead.
+ */
+static void
+heartbeat(struct push *p)
+{
+	amqp_frame_t f;
+
+	if (p->b->outlen > 0) {
+		(void)flush(p);
+		return;
+	}
+	memset(&f, 0, sizeof(f));
+	f.frame_type = AMQP_FRAME_HEARTBEAT;
+	f.channel = 0;
+	guard(p, confirm_timeout(p));
+	if (amqp_send_frame(p->b->conn, &f) != AMQP_STATUS_OK) {
+		(void)unguard();
+		drop(p, "a heartbeat could not be sent");
+		return;
+	}
+	if (unguard()) {
+		drop(p, "a heartbeat could not be sent");
+		return;
+	}
+	p->wrote = mq_now_ms();
+}
+
+/*
  * Reads and publishes the batch just claimed (p->cur): not a message
  * whose lease is nearly over (released instead), nor one too big (buried),
  * nor any once stopping (released); the older batch's leases kept.
@@ -766,9 +912,15 @@ publish_batch(struct push *p, struct batch *bt)
 	ssize_t len;
 
 	bt->unsettled = 0;
+	p->publishing = 1;
+	p->wrote = mq_now_ms();
 	mq_broker_hold(p->b, 1);	/* framed, written at once (TCP) */
 	for (i = 0; i < bt->n; i++) {
 		struct msg *m = &bt->m[i];
+
+		if (p->b->conn != NULL && p->b->heartbeat > 0 &&
+		    mq_now_ms() - p->wrote >= (uint64_t)p->b->heartbeat * 500)
+			heartbeat(p);
 
 		if (p->b->conn == NULL || p->b->ch == 0) {
 			m->state = FAILED;
@@ -791,8 +943,10 @@ publish_batch(struct push *p, struct batch *bt)
 			too_big(p, m, size);
 			continue;
 		}
-		if (len == -1) {
-			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+		if (len == -1 || len == -4) {
+			if (len == -1)
+				warn("%s", mq_receipt_shown(&p->sp,
+				    m->receipt));
 			m->state = LOCAL;
 			continue;
 		}
@@ -804,6 +958,7 @@ publish_batch(struct push *p, struct batch *bt)
 	if (p->b->conn != NULL)
 		(void)flush(p);
 	mq_broker_hold(p->b, 0);
+	p->publishing = 0;
 	release_local(p, bt);
 	bt->last = mq_now_ms();
 }
@@ -940,7 +1095,7 @@ service(struct push *p, int ms)
 		if (f.frame_type == AMQP_FRAME_METHOD &&
 		    f.channel == p->b->ch && f.channel != 0 &&
 		    f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD)
-			mq_broker_channel_closed(p->b);
+			channel_closed(p);
 		ms = 0;
 	}
 	return r == -1 ? -1 : 0;
@@ -990,7 +1145,8 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 		if (r == -1)
 			err(MQ_EX_SYS, "%s/%s", p->sp.path, MQ_DIR_NEW);
 		if (r == 1) {
-			mq_conf_xread(&p->sp, &p->conf);
+			/* A conf that does not parse: said once, kept as was. */
+			(void)mq_conf_reread(&p->sp, &p->conf, &p->stamp);
 			break;
 		}
 	}
@@ -1001,15 +1157,16 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 {
 	struct push p;
 	struct mq_waiter w;
-	struct sigaction sa;
+	struct sigaction sa, old;
 	uint64_t wake;
-	int got, live;
+	int got, live, waiting = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.b = b;
 	p.batch = batch;
 	mq_spool_xopen(&p.sp, dir, 0);
-	mq_conf_xread(&p.sp, &p.conf);
+	if (mq_conf_reread(&p.sp, &p.conf, &p.stamp) == -1)
+		exit(MQ_EX_SYS);	/* said */
 	mq_broker_default_queue(b, &p.sp);
 	mq_claimer_init(&p.cl, 1);
 	p.cl.uncounted = 1;
@@ -1021,20 +1178,23 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_keys_init(&p.keys, &p.sp);
 	b->notify_blocked = 1;
 	wd_stop = b->stop;
+	wd_moved = &b->moved;
+	wd_cut = &b->cut;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_tick;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
+	sigaction(SIGALRM, &sa, &old);
 	/* Connected before the first claim: no broker, nothing claimed. */
 	if (mq_broker_connect(b, once, 0) == -1) {
-		mq_spool_close(&p.sp);
-		return *b->stop ? MQ_EX_OK : MQ_EX_SYS;
+		p.status = *b->stop ? MQ_EX_OK : MQ_EX_SYS;
+		goto done;
 	}
 	p.q[0].m = xreallocarray(NULL, batch, sizeof(*p.q[0].m));
 	p.q[1].m = xreallocarray(NULL, batch, sizeof(*p.q[1].m));
 	if (mq_wait_open(&w, &p.sp) == -1)
 		err(MQ_EX_SYS, "%s/%s", p.sp.path, MQ_DIR_NEW);
+	waiting = 1;
 	while (!*b->stop) {
 		live = b->conn != NULL && b->ch != 0 && b->confirming;
 		if (p.nq > 0 && !live) {
@@ -1121,8 +1281,10 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	/* Stopping or failing: everything outstanding is settled first. */
 	if (p.nq > 0)
 		settle_batches(&p, 1);
+done:
 	mq_receipt_close(&p.rc);
-	mq_wait_close(&w);
+	if (waiting)
+		mq_wait_close(&w);
 	mq_keys_close(&p.keys);
 	mq_placer_close(&p.pl);
 	mq_claimer_close(&p.cl);
@@ -1130,7 +1292,9 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	free(p.q[1].m);
 	free(p.body);
 	mq_spool_close(&p.sp);
-	if (p.status != MQ_EX_OK)
+	(void)unguard();
+	sigaction(SIGALRM, &old, NULL);
+	if (p.status != MQ_EX_OK || !waiting)
 		return p.status;
 	return p.pushed > 0 || !once || *b->stop ? MQ_EX_OK : MQ_EX_NONE;
 }

@@ -17,6 +17,8 @@
  *	after=N		leave the first N matching calls alone
  *	nth=N		act on the Nth matching call only (after=N-1 times=1)
  *	times=N		act on N matching calls at most
+ *	short=N		(pread) the call made, reading N bytes at most: a
+ *			short read before the end, as FUSE or NFS may give
  *
  * e.g. MQ_FAULT='fsync:errno=EIO:at=/new/' fails every fsync of a
  * directory under new/, and 'mkdirat:delay=300ms:times=2' stalls the
@@ -70,9 +72,11 @@ static struct spec {
 	long	 delay_ms;
 	char	 at[256];
 	long	 after, times;	/* times < 0: no limit */
+	long	 shortn;	/* > 0: a read of that many bytes at most */
 	long	 seen, done;
 } specs[NSPECS];
 static int nspecs = -1;
+static long shortn;	/* the call being made: short=N of its spec, or 0 */
 
 static void
 die(const char *what, const char *spec)
@@ -120,7 +124,10 @@ parse_one(char *s)
 			snprintf(sp->at, sizeof(sp->at), "%s", val);
 		else if (strcmp(opt, "after") == 0)
 			sp->after = atol(val);
-		else if (strcmp(opt, "times") == 0)
+		else if (strcmp(opt, "short") == 0) {
+			if ((sp->shortn = atol(val)) <= 0)
+				die("bad short", val);
+		} else if (strcmp(opt, "times") == 0)
 			sp->times = atol(val);
 		else if (strcmp(opt, "nth") == 0) {
 			sp->after = atol(val) - 1;
@@ -128,8 +135,8 @@ parse_one(char *s)
 		} else
 			die("unknown option", opt);
 	}
-	if (sp->err == 0 && sp->delay_ms == 0)
-		die("neither errno nor delay", callnames[c]);
+	if (sp->err == 0 && sp->delay_ms == 0 && sp->shortn == 0)
+		die("neither errno, delay nor short", callnames[c]);
 	nspecs++;
 }
 
@@ -195,6 +202,7 @@ fault(enum call c, int fd, const char *name)
 
 	if (nspecs == -1)
 		parse();
+	shortn = 0;
 	for (i = 0; i < nspecs; i++) {
 		sp = &specs[i];
 		if (sp->call != c)
@@ -208,6 +216,8 @@ fault(enum call c, int fd, const char *name)
 		    (sp->times >= 0 && sp->done >= sp->times))
 			continue;
 		sp->done++;
+		if (sp->shortn > 0)
+			shortn = sp->shortn;
 		if (sp->delay_ms > 0) {
 			ts.tv_sec = sp->delay_ms / 1000;
 			ts.tv_nsec = sp->delay_ms % 1000 * 1000000;
@@ -378,6 +388,8 @@ pread(int fd, void *buf, size_t len, off_t off)
 	REAL(pread);
 	if (fault(PREAD, fd, NULL) == -1)
 		return -1;
+	if (shortn > 0 && len > (size_t)shortn)
+		len = (size_t)shortn;
 	return real_(fd, buf, len, off);
 }
 
@@ -387,6 +399,8 @@ pread64(int fd, void *buf, size_t len, off64_t off)
 	REAL(pread64);
 	if (fault(PREAD, fd, NULL) == -1)
 		return -1;
+	if (shortn > 0 && len > (size_t)shortn)
+		len = (size_t)shortn;
 	return real_(fd, buf, len, off);
 }
 
