@@ -17,8 +17,9 @@
  *	after=N		leave the first N matching calls alone
  *	nth=N		act on the Nth matching call only (after=N-1 times=1)
  *	times=N		act on N matching calls at most
- *	short=N		(pread) the call made, reading N bytes at most: a
- *			short read before the end, as FUSE or NFS may give
+ *	short=N		(pread, write) the call made, for N bytes at most: a
+ *			short read before the end, as FUSE or NFS may give;
+ *			a write taken in part, as by a slow link
  *
  * e.g. MQ_FAULT='fsync:errno=EIO:at=/new/' fails every fsync of a
  * directory under new/, and 'mkdirat:delay=300ms:times=2' stalls the
@@ -379,6 +380,8 @@ write(int fd, const void *buf, size_t len)
 	REAL(write);
 	if (fault(WRITE, fd, NULL) == -1)
 		return -1;
+	if (shortn > 0 && len > (size_t)shortn)
+		len = (size_t)shortn;
 	return real_(fd, buf, len);
 }
 

@@ -212,6 +212,21 @@ dead_port() {
 	assert_equal "$(MQ_DIR="$BATS_TEST_TMPDIR/back" stat_of in_flight)" 3
 }
 
+@test "relay push: a body read short before its end (pread of 4096 bytes at most, as FUSE or NFS may give) arrives whole" {
+	awk 'BEGIN { for (i = 0; i < 30000; i++) printf "%09d\n", i }' \
+	    >"$BATS_TEST_TMPDIR/big"
+	id=$(mq-send <"$BATS_TEST_TMPDIR/big")
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="pread:short=4096:at=/$id," \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    run relay push -1 -q shortread "$RELAY_URI"
+	assert_success
+	run relay pull -1 -d "$BATS_TEST_TMPDIR/back" -q shortread "$RELAY_URI"
+	assert_success
+	r=$(MQ_DIR="$BATS_TEST_TMPDIR/back" mq-recv)
+	cmp "$BATS_TEST_TMPDIR/big" "$r"
+}
+
 @test "relay push: a claimed message's body that does not open (ENOENT) has its lease checked, found held: pushed at once, no error" {
 	seq 1 2 | mq-send -l >/dev/null
 	id=$(echo three | mq-send)
@@ -286,6 +301,28 @@ dead_port() {
 	assert_equal "$(stat_of in_flight)" 0
 	assert_equal "$(stat_of dead)" 0
 	rabbit ctl "$RELAY_DIR1" -q delete_queue stuck >/dev/null
+}
+
+@test "relay push: SIGTERM while a slow link takes a batch's write (64 KiB every 100 ms): the write goes on while it moves, the batch pushed, not cut" {
+	make_spool
+	big_lines 1 2097152 >"$BATS_TEST_TMPDIR/line"
+	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
+	    MQ_FAULT="write:short=65536:delay=100ms:at=socket:" \
+	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	    relay_bg push -v -q slowlink "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	mq-send <"$BATS_TEST_TMPDIR/line" >/dev/null
+	relay_until 10 in_flight_is 1
+	# 2 MiB at 64 KiB a write: 3 s of writes, SIGTERM in their midst.
+	sleep 1
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	refute_output --partial "connection lost"
+	assert_output --partial "pushed 1 (confirmed 1, released 0)"
+	assert_equal "$(stat_of ready)" 0
+	assert_equal "$(stat_of in_flight)" 0
+	has_count slowlink 1
 }
 
 @test "relay push: keeps attempts (released once: 1, fresh: 0) and never buries for them" {
@@ -493,6 +530,25 @@ dead_port() {
 	assert_equal "$(stat_of dead)" 0
 }
 
+@test "relay push without -1: a conf broken while it runs is named once, the settings before it kept: it goes on pushing" {
+	make_spool
+	relay_bg push -v -q badconf "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	echo one | mq-send >/dev/null
+	# Visible in 3 s, once conf is broken (no tool sends with it so).
+	echo two | mq-send -D 3 >/dev/null
+	echo "no such setting" >>"$MQ_DIR/conf"
+	touch "$MQ_DIR/new"	# the doorbell: conf read again
+	until_in "$BATS_TEST_TMPDIR/err" "/conf"
+	has_count badconf 2
+	kill -0 "$pid"
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(grep -c "/conf" "$BATS_TEST_TMPDIR/err")" 1
+	printf 'lease=30\n' >"$MQ_DIR/conf"
+	assert_equal "$(stat_of ready)" 0
+}
+
 @test "relay push: SIGTERM mid-run exits 0, nothing left claimed, nothing lost" {
 	seq 1 3000 | mq-send -l >/dev/null
 	relay_bg push -v -n 10 -q term "$RELAY_URI"
@@ -601,6 +657,30 @@ dead_port() {
 	assert_equal "$st" 0
 	assert_equal "$(stat_of ready)" 0
 	assert_equal "$(stat_of in_flight)" 0
+}
+
+@test "relay push: blocked by the broker under a batch's write (16 MiB, disk alarm): seen when the write stalls, waited for, not a lost connection" {
+	make_spool
+	mq-conf lease=10 >/dev/null
+	big_lines 64 262144 >"$BATS_TEST_TMPDIR/lines"
+	alarm=1
+	disk_alarm on
+	relay_bg push -v -q blockedwrite "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	mq-send -l <"$BATS_TEST_TMPDIR/lines" >/dev/null
+	until_in "$BATS_TEST_TMPDIR/err" "blocked by the broker"
+	# Past the confirm timeout (5 s) from the write's stall.
+	sleep 5
+	disk_alarm off
+	alarm=
+	relay_until 30 in_spool_is 0
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	refute_output --partial "connection lost"
+	has_count blockedwrite 64
+	assert_equal "$(stat_of in_flight)" 0
+	rabbit ctl "$RELAY_DIR1" -q delete_queue blockedwrite >/dev/null
 }
 
 @test "relay push -s: a message bigger than the broker takes is dead-lettered (too big for the broker), the rest pushed" {
