@@ -22,11 +22,15 @@
  *
  * Nothing waits for the broker without a bound: rabbitmq-c's sends and a
  * batch's write have no time limit of their own, so a watchdog (SIGALRM)
- * shuts the socket down under a send or write that makes no progress for
- * the confirm timeout, or at once when push is stopping; the broker's
- * connection.blocked stops publishing until connection.unblocked; a 30 s
- * heartbeat is serviced while idle (the batch's writes leave rabbitmq-c's
- * own heartbeats as often as without them).
+ * shuts the socket down under a send or write that makes no progress (no
+ * byte written, no frame read: b->moved) for the confirm timeout, or for
+ * STUCK_TICKS when push is stopping; a batch's write is cut first, the
+ * broker's frames read, and blocked since, it waits BLOCKED_MS.  The
+ * broker's connection.blocked (read before each write too) stops
+ * publishing until connection.unblocked; a 30 s heartbeat is serviced
+ * while idle, and sent every 15 s while a batch's bodies are read (the
+ * batch's writes leave rabbitmq-c's own heartbeats as often as without
+ * them).
  * A batch's leases run from its claim: those awaiting confirms are
  * extended before they run out, and a message whose lease is nearly out
  * is released rather than published.  A message bigger than the broker
