@@ -425,7 +425,8 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 		}
 	} else {
 		/* A send that makes no progress (blocked, half-open): cut. */
-		guard(p, confirm_timeout(p) + len / 1048576 * MIB_MS);
+		guard(p, p->b->blocked ? BLOCKED_MS :
+		    confirm_timeout(p) + len / 1048576 * MIB_MS);
 		r = mq_broker_publish(p->b, amqp_empty_bytes,
 		    amqp_cstring_bytes(p->b->queue), 1, &props, b);
 		if (unguard()) {
