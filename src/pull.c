@@ -750,40 +750,27 @@ settle(struct puller *p, size_t n, size_t held, size_t held_added)
 {
 	struct mq_broker *b = p->b;
 	struct held *h;
-	size_t ok;
+	size_t ok = 0;
 	int st = AMQP_STATUS_OK;
 
-	if (held > 0) {
-		for (ok = 0; ok < n && st == AMQP_STATUS_OK; ok++) {
-			h = &p->hand[ok];
-			if (h->fate == F_HELD || h->fate == F_HELD_HERE)
-				p->pending_tag = h->env.delivery_tag;
-			else if (h->fate == F_FAILED)
-				st = nack(b, h->env.delivery_tag, 0);
-			else
-				st = ack(b, h->env.delivery_tag, 0);
-		}
-		if (st != AMQP_STATUS_OK) {
-			lost(p, "basic.ack or basic.nack failed");
+	if (held == 0) {
+		while (ok < n && p->hand[ok].fate != F_FAILED)
+			ok++;
+		if (ok > 0 && ack(b, p->hand[ok - 1].env.delivery_tag, 1) !=
+		    AMQP_STATUS_OK) {
+			lost(p, "basic.ack failed");
 			return -1;
 		}
-		p->npending += held;
-		p->pending_added += held_added;
-		return 0;
-	}
-	for (ok = 0; ok < n && p->hand[ok].fate != F_FAILED; ok++)
-		;
-	if (ok > 0 && ack(b, p->hand[ok - 1].env.delivery_tag, 1) != AMQP_STATUS_OK) {
-		lost(p, "basic.ack failed");
-		return -1;
 	}
 	/*
-	 * After the first failure, each on its own: a nack with multiple
-	 * would requeue those already here too, for another host to add.
+	 * The rest each on its own: a nack with multiple would requeue those
+	 * already here too, for another host to add.
 	 */
 	for (; ok < n && st == AMQP_STATUS_OK; ok++) {
 		h = &p->hand[ok];
-		if (h->fate == F_FAILED)
+		if (h->fate == F_HELD || h->fate == F_HELD_HERE)
+			p->pending_tag = h->env.delivery_tag;
+		else if (h->fate == F_FAILED)
 			st = nack(b, h->env.delivery_tag, 0);
 		else
 			st = ack(b, h->env.delivery_tag, 0);
@@ -792,6 +779,8 @@ settle(struct puller *p, size_t n, size_t held, size_t held_added)
 		lost(p, "basic.ack or basic.nack failed");
 		return -1;
 	}
+	p->npending += held;
+	p->pending_added += held_added;
 	return 0;
 }
 
