@@ -197,11 +197,21 @@ bench_depth() { # fs
 	small=$(cut -d' ' -f1 "$w/small.t" | median)
 	row "$name" "count $c ready (find new -type f | wc -l)" "$(((e - s) / 1000))" us \
 	    "claim one, 1000 ready" "$small" "-"
-	# mq-stat reads every leaf too, and stats each message for its size.
-	MQ_DIR="$w/deep" spawn -o /dev/null 3 mq-stat >"$w/stat.t"
-	row "$name" "mq-stat, $c messages" "$(cut -d' ' -f1 "$w/stat.t")" us \
-	    "find new -type f | wc -l" "$(((e - s) / 1000))" "-"
-	row "$name" "peak RSS of that mq-stat" "$(cut -d' ' -f2 "$w/stat.t")" KiB \
+	# mq-stat reads every leaf too, and with -b stats each message for
+	# its size; each run paired with a find just before it.
+	for r in $(seq 1 "$R"); do
+		spawn -o /dev/null 1 find "$w/deep/new" -type f >>"$w/find.t"
+		MQ_DIR="$w/deep" spawn -o /dev/null 1 mq-stat >>"$w/stat.t"
+		MQ_DIR="$w/deep" spawn -o /dev/null 1 mq-stat -b >>"$w/statb.t"
+	done
+	for t in find stat statb; do cut -d' ' -f1 "$w/$t.t" >"$w/$t.us"; done
+	RATIO=$(ratios "$w/stat.us" "$w/find.us")
+	row "$name" "mq-stat, $c messages" "$(median <"$w/stat.us")" us \
+	    "find new -type f" "$(median <"$w/find.us")" "<= 1.3"
+	RATIO=$(ratios "$w/statb.us" "$w/find.us")
+	row "$name" "mq-stat -b (bytes: a stat a message), $c messages" "$(median <"$w/statb.us")" us \
+	    "find new -type f" "$(median <"$w/find.us")" "-"
+	row "$name" "peak RSS of that mq-stat -b" "$(cut -d' ' -f2 "$w/statb.t" | sort -n | tail -n 1)" KiB \
 	    "16 MiB" 16384 "<= 1"
 	row "$name" "claim one, $DEPTH ready (mq-recv)" "$(cut -d' ' -f1 "$w/deep.t" | median)" us \
 	    "claim one, 1000 ready" "$small" "<= 2"

@@ -1,7 +1,7 @@
 /*
  * mq-stat: how many messages each spool holds in each state, how old the
- * oldest ready message and the oldest dead letter are, and how many bytes
- * they take, with the settings that differ from the defaults (mq-conf):
+ * oldest ready message and the oldest dead letter are, and (-b) how many
+ * bytes they take, with the settings that differ from the defaults (mq-conf):
  * as a table, as JSON lines, or in the Prometheus text format for
  * node_exporter's textfile collector.  It only reads (stat.c, conf.c).
  */
@@ -17,7 +17,7 @@
 
 enum format { TABLE, JSON, PROMETHEUS };
 
-#define USAGE "usage: mq-stat [-v] [--json | --prometheus] [-d dir ...]\n"
+#define USAGE "usage: mq-stat [-bv] [--json | --prometheus] [-d dir ...]\n"
 
 enum { OPT_JSON = 256, OPT_PROMETHEUS };
 
@@ -29,8 +29,9 @@ struct result {
 
 /* What --help prints after the usage. */
 static const char help[] =
-    "Count the messages of each spool by state; ages and bytes,\n"
-    "and the settings that differ from the defaults (mq-conf).\n"
+    "Count the messages of each spool by state; ages, and the settings\n"
+    "that differ from the defaults (mq-conf).\n"
+    "  -b            also the bytes of the messages (stats every file)\n"
     "  -d dir        a spool (more than one -d for more spools;\n"
     "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "                else ~/.local/state/mq)\n"
@@ -93,6 +94,9 @@ settings_word(char *buf, size_t size, const struct mq_conf *c)
 /* Room for every key, "=" and its longest value (31), and a comma. */
 #define SETTINGS_MAX	(MQ_CONF_NKEYS * (16 + 32 + 1))
 
+/* Whether the sizes were counted (-b): else no bytes are printed. */
+static int with_bytes;
+
 static void
 table(const struct result *r, size_t n, uint64_t now)
 {
@@ -104,17 +108,21 @@ table(const struct result *r, size_t n, uint64_t now)
 		if ((len = strlen(settings_word(set, sizeof(set),
 		    &r[i].conf))) > w)
 			w = len;
-	printf("%7s %7s %9s %7s %7s %13s %12s %12s  %-*s  %s\n", "READY",
-	    "DELAYED", "IN-FLIGHT", "EXPIRED", "DEAD", "OLDEST-READY",
-	    "OLDEST-DEAD", "BYTES", w, "SETTINGS", "SPOOL");
+	printf("%7s %7s %9s %7s %7s %13s %12s", "READY", "DELAYED",
+	    "IN-FLIGHT", "EXPIRED", "DEAD", "OLDEST-READY", "OLDEST-DEAD");
+	if (with_bytes)
+		printf(" %12s", "BYTES");
+	printf("  %-*s  %s\n", w, "SETTINGS", "SPOOL");
 	for (i = 0; i < n; i++) {
 		printf("%7" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
-		    " %7" PRIu64 " %13s %12s %12" PRIu64 "  %-*s  ",
+		    " %7" PRIu64 " %13s %12s",
 		    r[i].st.ready, r[i].st.delayed + r[i].st.blocked,
 		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead,
 		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
-		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now),
-		    r[i].st.bytes, w,
+		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now));
+		if (with_bytes)
+			printf(" %12" PRIu64, r[i].st.bytes);
+		printf("  %-*s  ", w,
 		    settings_word(set, sizeof(set), &r[i].conf));
 		mq_escape(stdout, r[i].path, strlen(r[i].path));
 		putchar('\n');
@@ -170,7 +178,8 @@ json(const struct result *r, size_t n, uint64_t now)
 		    now);
 		json_age("oldest_dead_age_seconds", r[i].st.oldest_dead_ms,
 		    now);
-		printf(",\"bytes\":%" PRIu64, r[i].st.bytes);
+		if (with_bytes)
+			printf(",\"bytes\":%" PRIu64, r[i].st.bytes);
 		json_settings(&r[i].conf);
 		puts("}");
 	}
@@ -270,8 +279,9 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	    "ready message (0 when none).", oldest_ready, 3);
 	gauge(r, n, now, "mq_oldest_dead_age_seconds", "Time since the "
 	    "oldest dead letter died (0 when none).", oldest_dead, 3);
-	gauge(r, n, now, "mq_bytes", "Bytes of the messages in the spool, all "
-	    "states.", bytes, 0);
+	if (with_bytes)
+		gauge(r, n, now, "mq_bytes", "Bytes of the messages in the "
+		    "spool, all states.", bytes, 0);
 	gauge(r, n, now, "mq_paused", "1 when the spool is paused (mq-conf "
 	    "paused=yes), else 0.", paused, 0);
 	gauge(r, n, now, "mq_max_depth", "The most messages waiting that "
@@ -309,9 +319,12 @@ main(int argc, char *argv[])
 	int ch, r, status = MQ_EX_OK;
 
 	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("bvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'b':
+			with_bytes = 1;
+			break;
 		case 'v':
 			break;
 		case 'd':
@@ -347,7 +360,8 @@ main(int argc, char *argv[])
 		/* The ttl tells the expired waiting messages from the ready. */
 		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
 		    (r = settings(&sp, &res[n].conf)) == -1 ||
-		    mq_stat(&sp, now, res[n].conf.ttl_ms, &res[n].st) == -1) {
+		    mq_stat(&sp, now, res[n].conf.ttl_ms, with_bytes,
+		    &res[n].st) == -1) {
 			if (r != -1 && errno == ENOTDIR)
 				warnx("%s: not a spool", dirs[i]);
 			else if (r != -1)

@@ -607,9 +607,10 @@ struct mq_stats {
 	uint64_t blocked;	/* parked behind the head of their group */
 	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
 	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
-	uint64_t bytes;			/* of every message file */
+	uint64_t bytes;			/* of every message file, if asked */
 };
-int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, struct mq_stats *);
+int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, int,
+	    struct mq_stats *);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),

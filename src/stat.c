@@ -5,9 +5,10 @@
  * may be counted in both states or in neither; every count is a snapshot
  * of one directory at a time.
  *
- * Every leaf of new/ and bucket of cur/ is read once, names are not kept
- * (memory does not grow with depth), and a file is stat'ed only for its
- * size.  A waiting message past its time to live (its name and the
+ * Every leaf of new/ and bucket of cur/ is read once and names are not
+ * kept (memory does not grow with depth).  Names alone tell the states
+ * and ages; a file is stat'ed only when its size is asked for (mq-stat
+ * -b), which on a deep spool costs more than the rest of the count.  A waiting message past its time to live (its name and the
  * spool's ttl tell) is counted as dead, as the next claim or sweep will
  * bury it: it is never ready.  The messages parked behind the head of an
  * ordered group (groups/G/, group.c) are counted as blocked.
@@ -28,15 +29,17 @@ struct counter {
 	uint64_t	 now;
 	uint64_t	 ttl;		/* the spool's */
 	uint64_t	*count;		/* where a message of this leaf goes */
+	int		 bytes;		/* stat each file for st->bytes */
 };
 
 static void
-add_bytes(struct mq_stats *st, int dirfd, const char *name)
+add_bytes(struct counter *c, int dirfd, const char *name)
 {
 	struct stat sb;
 
-	if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-		st->bytes += sb.st_size;
+	if (c->bytes &&
+	    fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+		c->st->bytes += sb.st_size;
 }
 
 /* A waiting message past its time to live: dead, not yet buried. */
@@ -62,7 +65,7 @@ count_new(void *arg, int dirfd, const char *name)
 
 	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
 		return 0;
-	add_bytes(c->st, dirfd, name);
+	add_bytes(c, dirfd, name);
 	if (expired(c, &nm))
 		return 0;
 	(*c->count)++;
@@ -157,7 +160,7 @@ count_cur(void *arg, int dirfd, const char *name)
 
 	if (mq_name_parse(name, MQ_CUR, &nm) == -1)
 		return 0;
-	add_bytes(c->st, dirfd, name);
+	add_bytes(c, dirfd, name);
 	/* A lease that has run out leaves a waiting message. */
 	if (nm.ms > c->now)
 		c->st->in_flight++;
@@ -187,16 +190,17 @@ count_dead(void *arg, int dirfd, const char *name)
 	c->st->dead++;
 	if (nm.ms < c->st->oldest_dead_ms)
 		c->st->oldest_dead_ms = nm.ms;
-	add_bytes(c->st, dirfd, name);
+	add_bytes(c, dirfd, name);
 	return 0;
 }
 
 /*
  * Counts every state of the spool as of now (ms); ttl_ms is the spool's
- * time to live (0: none), past which a waiting message counts as dead.
+ * time to live (0: none), past which a waiting message counts as dead;
+ * st->bytes is counted only with bytes set.
  */
 int
-mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms,
+mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms, int bytes,
     struct mq_stats *st)
 {
 	struct counter c;
@@ -208,6 +212,7 @@ mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms,
 	c.st = st;
 	c.now = now;
 	c.ttl = ttl_ms;
+	c.bytes = bytes;
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_tree_walk(&t, sp->new) == -1 ||
 	    mq_dir_each(sp->cur, DT_DIR, count_bucket, &c) == -1 ||

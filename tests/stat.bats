@@ -19,9 +19,9 @@ json_field() { # field: from $output, one JSON object
 	python3 -c 'import json, sys; v = json.loads(sys.argv[1])[sys.argv[2]]; print("null" if v is None else v)' "$output" "$1"
 }
 
-@test "mq-stat --json: counts every state, bytes, and the ages" {
+@test "mq-stat -b --json: counts every state, bytes, and the ages" {
 	every_state
-	run --separate-stderr mq-stat --json
+	run --separate-stderr mq-stat -b --json
 	assert_success
 	[ -z "$stderr" ]
 	assert_equal "$(json_field spool)" "$MQ_DIR"
@@ -51,18 +51,49 @@ json_field() { # field: from $output, one JSON object
 	run mq-stat
 	assert_success
 	assert_equal "${#lines[@]}" 2
+	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +SETTINGS\ +SPOOL$ ]]
+	read -r ready delayed inflight expired dead oready odead settings spool <<<"${lines[1]}"
+	assert_equal "$ready $delayed $inflight $expired $dead $settings $spool" "4 2 2 1 1 - $MQ_DIR"
+	[[ $oready =~ ^[0-9]+s$ ]]
+	[[ $odead =~ ^[0-9]+s$ ]]
+}
+
+@test "mq-stat -b: the table has a BYTES column before the settings" {
+	every_state
+	run mq-stat -b
+	assert_success
+	assert_equal "${#lines[@]}" 2
 	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +BYTES\ +SETTINGS\ +SPOOL$ ]]
 	read -r ready delayed inflight expired dead oready odead bytes settings spool <<<"${lines[1]}"
 	assert_equal "$ready $delayed $inflight $expired $dead $bytes $settings $spool" "4 2 2 1 1 20 - $MQ_DIR"
-	[[ $oready =~ ^[0-9]+s$ ]]
-	[[ $odead =~ ^[0-9]+s$ ]]
+}
+
+@test "mq-stat: without -b no bytes are printed and no message is stat'ed" {
+	seq 1 50 | mq-send -l >/dev/null
+	mq-recv -n 10 -t 600 >/dev/null
+	run mq-stat --json
+	assert_success
+	assert_equal "$(json_field ready)" 40
+	assert_equal "$(json_field bytes 2>/dev/null || echo absent)" absent
+	run mq-stat --prometheus
+	refute_line --partial mq_bytes
+	# One stat a message with -b; without it a few (the spool's own
+	# directories and files), whatever the count.
+	stats() {
+		strace -f -c -e trace=stat,lstat,fstat,newfstatat,statx -o "$BATS_TEST_TMPDIR/st" mq-stat "$@" >/dev/null
+		awk '$NF ~ /stat/ { n += $4 } END { print n + 0 }' "$BATS_TEST_TMPDIR/st"
+	}
+	with=$(stats -b)
+	without=$(stats)
+	[ "$with" -ge 50 ]
+	[ "$without" -lt 20 ]
 }
 
 @test "mq-stat --prometheus: HELP and TYPE once per metric, a sample per state and spool" {
 	every_state
 	other=$BATS_TEST_TMPDIR/other
 	echo z | mq-send -d "$other" >/dev/null
-	run mq-stat --prometheus -d "$MQ_DIR" -d "$other"
+	run mq-stat -b --prometheus -d "$MQ_DIR" -d "$other"
 	assert_success
 	for m in mq_messages mq_oldest_ready_age_seconds mq_oldest_dead_age_seconds mq_bytes; do
 		assert_equal "$(grep -c "^# HELP $m " <<<"$output")" 1
@@ -84,7 +115,7 @@ json_field() { # field: from $output, one JSON object
 @test "mq-stat --prometheus: a quote or backslash in a spool's path is escaped in its label" {
 	d=$BATS_TEST_TMPDIR/a\"b\\c
 	echo x | mq-send -d "$d" >/dev/null
-	run mq-stat --prometheus -d "$d"
+	run mq-stat -b --prometheus -d "$d"
 	assert_success
 	assert_line "mq_bytes{spool=\"$BATS_TEST_TMPDIR/a\\\"b\\\\c\"} 2"
 }
@@ -95,8 +126,10 @@ json_field() { # field: from $output, one JSON object
 	assert_equal "$(json_field ready)" 0
 	assert_equal "$(json_field oldest_ready_age_seconds)" null
 	assert_equal "$(json_field oldest_dead_age_seconds)" null
-	run mq-stat
+	run mq-stat -b
 	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +0\ +-\ +$MQ_DIR$ ]]
+	run mq-stat
+	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +-\ +$MQ_DIR$ ]]
 	run mq-stat --prometheus
 	assert_line "mq_oldest_ready_age_seconds{spool=\"$MQ_DIR\"} 0.000"
 }
@@ -136,16 +169,16 @@ json_field() { # field: from $output, one JSON object
 	run --separate-stderr mq-stat -d "$MQ_DIR" -d "$other"
 	assert_success
 	assert_equal "${#lines[@]}" 3
-	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[1]}"
+	read -r ready _ _ _ _ _ _ settings spool <<<"${lines[1]}"
 	assert_equal "$ready $settings $spool" "1 paused=yes,lease=2.5,max-depth=100 $MQ_DIR"
-	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[2]}"
+	read -r ready _ _ _ _ _ _ settings spool <<<"${lines[2]}"
 	assert_equal "$ready $settings $spool" "0 - $other"
 	# The column is as wide as its widest value: the paths line up.
 	assert_equal "$(( ${#lines[1]} - ${#MQ_DIR} ))" "$(( ${#lines[2]} - ${#other} ))"
 	# Set back to its default, a key is not shown.
 	mq-conf paused=no max-depth= lease=30
 	run mq-stat
-	read -r _ _ _ _ _ _ _ _ settings _ <<<"${lines[1]}"
+	read -r _ _ _ _ _ _ _ settings _ <<<"${lines[1]}"
 	assert_equal "$settings" -
 }
 

@@ -12,7 +12,7 @@ _mq_options() {
 	mq-ack) echo "-0 -v -d -r -x -e -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
 	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
-	mq-stat) echo "-v -d --json --prometheus -h --help -V --version" ;;
+	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-v -d -h --help -V --version" ;;
 	mq-show) echo "-r -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
