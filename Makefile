@@ -197,6 +197,15 @@ bench: all $(BENCHBIN)
 	@sh share/deps.sh bench
 	sh bench/bench.sh
 
+# While developing: the same rows on tmpfs alone, smaller and fewer runs,
+# no deep spool and no broker; figures to compare with each other, not
+# with the targets' record in bench/README.md.
+bench-quick: all bench/floor bench/spawn bench/true-c
+	BENCH_FS=/dev/shm BENCH_RUNS=3 BENCH_N=5000 BENCH_DEPTH=20000 \
+	    BENCH_GROUP_N=5000 BENCH_JOBS=500 \
+	    BENCH_ONLY="rates startup workers depth delayed worker expired maxdepth group prio ls" \
+	    sh bench/bench.sh
+
 UNITS = mq-sweep@.service mq-sweep@.timer mq-worker@.service
 EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/xargs-pool.sh \
@@ -247,4 +256,4 @@ clean:
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 
-.PHONY: all relay amqp-tools build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean
+.PHONY: bench-quick all relay amqp-tools build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean

@@ -899,7 +899,14 @@ function check(r, t, mq, base,   op, v) {
 BEGIN { printf "%-6s %-58s %9s %-6s %-62s %9s %7s %-7s %s\n", "fs", "workload", "mq", "unit",
     "compared with", "value", "ratio", "target", "met" }
 {
-	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, check($8 + 0, $7, $3, $6)
+	m = check($8 + 0, $7, $3, $6)
+	printf "%-6s %-58s %9s %-6s %-62s %9s %7.2f %-7s %s\n", $1, $2, $3, $4, $5, $6, $8, $7, m
+	if (m == "yes") met++
+	else if (m != "") missed[++nmissed] = sprintf("%s %s: %.2f, target %s", $1, $2, $8, $7)
+}
+END {
+	printf "\ntargets: %d met, %d not met\n", met, nmissed
+	for (i = 1; i <= nmissed; i++) printf "  not met: %s\n", missed[i]
 }' "$results"
 if [ -s "$notes" ]; then
 	printf '\n'
