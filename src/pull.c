@@ -1,6 +1,6 @@
 /*
  * pull.c: mq-relay pull, broker -> local spool.  Consumes the queue with
- * manual acks and a prefetch of MAX; each delivery is written into tmp/
+ * manual acks and a prefetch of MAX, at most PREFETCH_MAX; each delivery is written into tmp/
  * under its message-id as the mq ID (a fresh ID when it has none usable),
  * the batch synced, then placed in new/ with what the x-mq-* headers say
  * (priority, group, key, attempts, sent, ttl), the directories synced, and
@@ -67,6 +67,13 @@
 #define ROOM_MS		1000	/* no room: counted again this often */
 #define GIVE_UP_MS	60000	/* -1: no connection that long -> exit 4 */
 #define GATHER_MS	5	/* a batch ends after this long without one */
+/*
+ * Two batches: one written while the next comes.  A larger prefetch buys
+ * nothing, and a quorum queue with as many messages ready gathers all of
+ * them before it sends the first (20,000 with a prefetch of 65535: a
+ * second and more, so that -1 took the queue for empty).
+ */
+#define PREFETCH_MAX	(2 * MQ_BATCH_MAX)
 #define SEND_SECS	30	/* an ack, nack or close-ok stuck this long */
 
 /* The states a delivery's ID is looked for in (not dead/: it can be huge). */
@@ -253,7 +260,8 @@ consume(struct puller *p)
 	amqp_basic_consume_ok_t *ok;
 	amqp_rpc_reply_t r;
 
-	if (amqp_basic_qos(b->conn, b->ch, 0, (uint16_t)p->max, 0) == NULL) {
+	if (amqp_basic_qos(b->conn, b->ch, 0, (uint16_t)(p->max < PREFETCH_MAX ?
+	    p->max : PREFETCH_MAX), 0) == NULL) {
 		r = amqp_get_rpc_reply(b->conn);
 		lost(p, mq_broker_error(r));
 		return -1;
