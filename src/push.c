@@ -813,6 +813,43 @@ confirms(struct push *p, unsigned upto)
 }
 
 /*
+ * What became of m, settled locally (acked, released, buried) while its
+ * receipt is open: 0 when st is MQ_EX_OK; else -1, said (its lease lost,
+ * or a system error: p->status).
+ */
+static int
+settled(struct push *p, struct msg *m, int st)
+{
+	if (st == MQ_EX_OK)
+		return 0;
+	if (st == MQ_EX_LOST)
+		warnx("%s: lease lost", mq_receipt_shown(&p->sp, m->receipt));
+	else {
+		warn("%s", mq_receipt_shown(&p->sp, m->receipt));
+		p->status = MQ_EX_SYS;
+	}
+	return -1;
+}
+
+/* Releases m (its receipt open) through p->pl: 0, or -1 (said). */
+static int
+release_msg(struct push *p, struct msg *m)
+{
+	return settled(p, m, mq_receipt_release(&p->rc, &p->pl,
+	    mq_now_ms()));
+}
+
+/* n released: the placer flushed (new/ synced, its waiters woken). */
+static void
+placed(struct push *p, unsigned n)
+{
+	if (n > 0 && mq_placer_flush(&p->pl) == -1) {
+		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
+		p->status = MQ_EX_SYS;
+	}
+}
+
+/*
  * m is bigger than the broker takes (-s): it would close the channel on
  * every try, for ever.  Dead-lettered, with the reason.
  */
@@ -820,24 +857,17 @@ static void
 too_big(struct push *p, struct msg *m, uint64_t size)
 {
 	char why[128];
-	int n, st;
+	int n;
 
 	n = snprintf(why, sizeof(why), TOO_BIG " (%llu bytes, at most %llu)",
 	    (unsigned long long)size, (unsigned long long)p->b->max_size);
 	warnx("%s: %s: dead-lettered", mq_receipt_shown(&p->sp, m->receipt),
 	    why);
-	if ((st = mq_receipt_bury(&p->rc, why, (size_t)n)) == MQ_EX_OK) {
+	if (settled(p, m, mq_receipt_bury(&p->rc, why, (size_t)n)) == 0) {
 		m->state = BURIED;
 		p->buried++;
-		return;
-	}
-	m->state = GONE;
-	if (st == MQ_EX_LOST)
-		warnx("%s: lease lost", mq_receipt_shown(&p->sp, m->receipt));
-	else {
-		warn("%s", mq_receipt_shown(&p->sp, m->receipt));
-		p->status = MQ_EX_SYS;
-	}
+	} else
+		m->state = GONE;
 }
 
 /* Releases bt's messages not published for a local reason, at once. */
@@ -845,7 +875,6 @@ static void
 release_local(struct push *p, struct batch *bt)
 {
 	unsigned i, n = 0;
-	int st;
 
 	for (i = 0; i < bt->n; i++) {
 		struct msg *m = &bt->m[i];
@@ -855,22 +884,12 @@ release_local(struct push *p, struct batch *bt)
 		m->state = GONE;
 		if (open_receipt(p, m, 0) == -1)
 			continue;
-		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
-		    MQ_EX_OK) {
+		if (release_msg(p, m) == 0) {
 			m->state = RELEASED;
 			n++;
-		} else if (st == MQ_EX_LOST)
-			warnx("%s: lease lost", mq_receipt_shown(&p->sp,
-			    m->receipt));
-		else {
-			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
-			p->status = MQ_EX_SYS;
 		}
 	}
-	if (n > 0 && mq_placer_flush(&p->pl) == -1) {
-		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
-		p->status = MQ_EX_SYS;
-	}
+	placed(p, n);
 }
 
 /*
@@ -978,7 +997,7 @@ finish_batch(struct push *p)
 {
 	struct batch *bt = &p->q[0], spare;
 	unsigned i, confirmed = 0, released = 0, buried = 0;
-	int failed = 0, st;
+	int failed = 0;
 
 	for (i = 0; i < bt->n; i++) {
 		struct msg *m = &bt->m[i];
@@ -1002,34 +1021,16 @@ finish_batch(struct push *p)
 		}
 		if (m->state == CONFIRMED) {
 			confirmed++;
-			if ((st = mq_receipt_ack(&p->rc)) == MQ_EX_LOST)
-				warnx("%s: lease lost",
-				    mq_receipt_shown(&p->sp, m->receipt));
-			else if (st != MQ_EX_OK) {
-				warn("%s", mq_receipt_shown(&p->sp,
-				    m->receipt));
-				p->status = MQ_EX_SYS;
-			}
+			(void)settled(p, m, mq_receipt_ack(&p->rc));
 			continue;
 		}
 		/* Only the broker's failures fail the batch (and the next). */
 		if (m->state != LOCAL)
 			failed = 1;
-		if ((st = mq_receipt_release(&p->rc, &p->pl, mq_now_ms())) ==
-		    MQ_EX_OK)
+		if (release_msg(p, m) == 0)
 			released++;
-		else if (st == MQ_EX_LOST)
-			warnx("%s: lease lost", mq_receipt_shown(&p->sp,
-			    m->receipt));
-		else {
-			warn("%s", mq_receipt_shown(&p->sp, m->receipt));
-			p->status = MQ_EX_SYS;
-		}
 	}
-	if (released > 0 && mq_placer_flush(&p->pl) == -1) {
-		warn("%s/%s", p->sp.path, MQ_DIR_NEW);
-		p->status = MQ_EX_SYS;
-	}
+	placed(p, released);
 	if (p->b->verbose && buried > 0)
 		warnx("pushed %u (confirmed %u, released %u, buried %u)",
 		    bt->n, confirmed, released, buried);
