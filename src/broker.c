@@ -3,7 +3,9 @@
  * passwords kept out of every message and, for those given in argv, out
  * of ps), connecting over TCP or TLS, login, channels, the queue's
  * declaration (passive, else durable and quorum), reconnection with
- * backoff and full jitter, the frames push reads for its confirms.
+ * backoff and full jitter, the frames push reads for its confirms, and
+ * the watchdog that push and pull put over the sends that rabbitmq-c
+ * makes without a time limit.
  * Only mq-relay is linked with this file (and rabbitmq-c).
  */
 #include <sys/socket.h>
@@ -15,6 +17,7 @@
 #include <err.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,9 +40,23 @@
 				   stops answering is a lost connection */
 #define OUT_KEEP	4194304	/* a framing buffer bigger is freed after use */
 #define CHANNEL_LAST	2047	/* RabbitMQ's default channel_max */
+#define TICK_MS		250	/* the watchdog's tick */
+#define STUCK_TICKS	3	/* stopping, or cut: stuck this long, shut */
 #define DEFAULT_CACERT	"/etc/ssl/certs/ca-certificates.crt"
 
 #define URI_FORM	"amqp[s]://[user[:password]@]host[:port][/vhost]"
+
+/*
+ * The watchdog (mq_broker_guard), one for the process: its handler sees
+ * only these and the guarded broker's sig_atomic_t fields (moved, cut,
+ * *stop), wd_b set before wd_fd arms it.
+ */
+static volatile sig_atomic_t wd_fd = -1;	/* the socket; -1: not armed */
+static volatile sig_atomic_t wd_ticks, wd_limit, wd_fired;
+static volatile sig_atomic_t wd_seen;	/* b->moved at the last tick */
+static volatile sig_atomic_t wd_stopping;	/* MQ_GUARD_STOP */
+static volatile sig_atomic_t wd_soft;	/* MQ_GUARD_CUT: 1, then 2 once cut */
+static struct mq_broker *volatile wd_b;
 
 /*
  * Overwrites with 'x' what of s (an argv string) may hold a password:
@@ -507,6 +524,7 @@ mq_broker_declare(struct mq_broker *b)
 void
 mq_broker_drop(struct mq_broker *b, const char *why)
 {
+	wd_fd = -1;	/* its number may be another socket's next */
 	if (b->conn == NULL)
 		return;
 	if (why != NULL && (b->verbose || !b->outage))
@@ -862,4 +880,86 @@ mq_broker_default_queue(struct mq_broker *b, struct mq_spool *sp)
 		errx(MQ_EX_USAGE, "%s: a queue name is at most 255 bytes: "
 		    "use -q", q);
 	b->queue = q;
+}
+
+/*
+ * Counts the ticks without progress (b->moved unchanged): the limit, or
+ * STUCK_TICKS when stopping (MQ_GUARD_STOP), is time without progress.
+ * A flush (MQ_GUARD_CUT) is cut first (b->cut: it returns, what is left
+ * kept, for the caller to read the broker's frames); still there
+ * STUCK_TICKS later, its socket is shut down as any other call's.
+ */
+static void
+on_tick(int sig)
+{
+	struct mq_broker *b = wd_b;
+	int fd = wd_fd, saved = errno;
+
+	(void)sig;
+	if (fd == -1)
+		return;
+	if (b->moved != wd_seen) {
+		wd_seen = b->moved;
+		wd_ticks = 0;
+		return;
+	}
+	wd_ticks++;
+	if (wd_soft == 2) {
+		if (wd_ticks < STUCK_TICKS)
+			return;
+	} else if (wd_ticks < wd_limit &&
+	    !(wd_stopping && *b->stop && wd_ticks >= STUCK_TICKS))
+		return;
+	if (wd_soft == 1) {
+		b->cut = 1;
+		wd_soft = 2;
+		wd_ticks = 0;
+	} else {
+		wd_fired = 1;
+		wd_fd = -1;
+		shutdown(fd, SHUT_RDWR);
+	}
+	errno = saved;
+}
+
+void
+mq_broker_guard(struct mq_broker *b, uint64_t ms, int how)
+{
+	static int installed;
+	struct sigaction sa;
+	struct itimerval it;
+
+	if (!installed) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_tick;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL);
+		installed = 1;
+	}
+	wd_fired = 0;
+	wd_ticks = 0;
+	wd_stopping = (how & MQ_GUARD_STOP) != 0;
+	wd_soft = (how & MQ_GUARD_CUT) != 0;
+	b->cut = 0;
+	wd_b = b;
+	wd_seen = b->moved;
+	wd_limit = (sig_atomic_t)(ms / TICK_MS + 1);
+	wd_fd = amqp_get_sockfd(b->conn);
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_usec = it.it_interval.tv_usec = TICK_MS * 1000;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+int
+mq_broker_unguard(struct mq_broker *b)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	wd_fd = -1;
+	wd_soft = 0;
+	b->cut = 0;
+	return wd_fired;
 }

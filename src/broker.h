@@ -8,7 +8,8 @@
  * the next one), with backoff and jitter between rounds.  Every call that
  * waits for the broker is bounded (5 s): one that stops answering is a
  * lost connection; but publishes, sent as rabbitmq-c sends (without a
- * limit): push bounds them itself (mq_broker_publish, mq_broker_flush).
+ * limit), and pull's acks, nacks and close-oks: their callers bound them
+ * with the watchdog (mq_broker_guard).
  * No function here prints or returns a password: a node is named by its
  * "host:port" (mq_broker_where).
  */
@@ -54,10 +55,11 @@ struct mq_broker {
 	size_t		 outoff;	/* of outlen, written (a flush cut) */
 	int		 holding;	/* MQ_HOLD_* */
 	/*
-	 * Progress, for push's watchdog (a signal handler): bumped by each
-	 * write of mq_broker_flush that sent bytes and each frame received
-	 * (mq_broker_frame).  cut, set by the watchdog, ends a flush (-2)
-	 * at its next wait, what is left of it kept for the next flush.
+	 * Progress, for the watchdog (mq_broker_guard, a signal handler):
+	 * bumped by each write of mq_broker_flush that sent bytes and each
+	 * frame received (mq_broker_frame).  cut, set by the watchdog, ends
+	 * a flush (-2) at its next wait, what is left of it kept for the
+	 * next flush.
 	 */
 	volatile sig_atomic_t moved;
 	volatile sig_atomic_t cut;
@@ -160,6 +162,24 @@ int	 mq_broker_frame(struct mq_broker *, amqp_frame_t *, int ms,
 	    const char **why);
 /* Answers the server's channel.close: the channel is gone (ch 0). */
 void	 mq_broker_channel_closed(struct mq_broker *);
+
+/*
+ * The watchdog, for a call that may block on the broker's socket with no
+ * time limit of its own (rabbitmq-c's sends; mq_broker_flush's write): a
+ * SIGALRM every 250 ms (its handler installed by the first guard) counts
+ * the time without progress (b->moved unchanged); past ms, the socket is
+ * shut down, so that the call returns and the connection is lost.  how:
+ * MQ_GUARD_STOP, stopping (*b->stop) a call stuck 750 ms is cut too;
+ * MQ_GUARD_CUT (a flush), the bound sets b->cut first (the flush returns
+ * -2, what is left kept) and the socket is shut down only when still
+ * stuck 750 ms later.  One guarded call at a time; mq_broker_drop
+ * disarms it (the socket goes).
+ */
+#define MQ_GUARD_STOP	1
+#define MQ_GUARD_CUT	2
+void	 mq_broker_guard(struct mq_broker *, uint64_t ms, int how);
+/* Disarms it (b->cut cleared): 1 when it fired (the socket shut down). */
+int	 mq_broker_unguard(struct mq_broker *);
 
 /*
  * The two directions (push.c, pull.c), each on the spool dir (-d, or

@@ -42,14 +42,12 @@
  * until then); once it succeeds, those deliveries are acked and pull goes
  * on.
  */
-#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +72,7 @@
  * second and more, so that -1 took the queue for empty).
  */
 #define PREFETCH_MAX	(2 * MQ_BATCH_MAX)
-#define SEND_SECS	30	/* an ack, nack or close-ok stuck this long */
+#define SEND_MS		30000	/* an ack, nack or close-ok stuck this long */
 
 /* The states a delivery's ID is looked for in (not dead/: it can be huge). */
 #define HERE_STATES	(1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY | \
@@ -156,53 +154,19 @@ struct puller {
  * rabbitmq-c's socket is non-blocking, and a method it sends (basic.ack,
  * basic.nack, channel.close-ok) waits for room in the socket with no time
  * limit: a broker that stops reading would hold pull for ever (a send
- * timeout, SO_SNDTIMEO, does nothing on such a socket).  So a watchdog
- * (SIGALRM) shuts the socket down when one is stuck SEND_SECS: the send
- * fails, and the connection is lost as any other.
+ * timeout, SO_SNDTIMEO, does nothing on such a socket).  So the watchdog
+ * (mq_broker_guard) shuts the socket down when one is stuck SEND_MS (no
+ * progress is counted under such a send): the send fails, and the
+ * connection is lost as any other.  Stopping changes nothing.
  */
-static volatile sig_atomic_t wd_fd = -1;
-
-static void
-on_stuck(int sig)
-{
-	int fd = wd_fd;
-
-	(void)sig;
-	if (fd != -1) {
-		wd_fd = -1;
-		shutdown(fd, SHUT_RDWR);
-	}
-}
-
-static void
-guard(struct mq_broker *b)
-{
-	struct itimerval it;
-
-	wd_fd = amqp_get_sockfd(b->conn);
-	memset(&it, 0, sizeof(it));
-	it.it_value.tv_sec = SEND_SECS;
-	setitimer(ITIMER_REAL, &it, NULL);
-}
-
-static void
-unguard(void)
-{
-	struct itimerval it;
-
-	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
-	wd_fd = -1;
-}
-
 static int
 ack(struct mq_broker *b, uint64_t tag, int multiple)
 {
 	int st;
 
-	guard(b);
+	mq_broker_guard(b, SEND_MS, 0);
 	st = amqp_basic_ack(b->conn, b->ch, tag, multiple);
-	unguard();
+	(void)mq_broker_unguard(b);
 	return st;
 }
 
@@ -212,9 +176,9 @@ nack(struct mq_broker *b, uint64_t tag, int multiple)
 {
 	int st;
 
-	guard(b);
+	mq_broker_guard(b, SEND_MS, 0);
 	st = amqp_basic_nack(b->conn, b->ch, tag, multiple, 1);
-	unguard();
+	(void)mq_broker_unguard(b);
 	return st;
 }
 
@@ -514,10 +478,10 @@ receive(struct puller *p, uint64_t ms)
 			/* One closed before (the count's): said closed. */
 			amqp_channel_close_ok_t ok;
 
-			guard(b);
+			mq_broker_guard(b, SEND_MS, 0);
 			amqp_send_method(b->conn, frame.channel,
 			    AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
-			unguard();
+			(void)mq_broker_unguard(b);
 			return 0;
 		}
 		/* Its unacked deliveries go back: a new channel, consume. */
@@ -1133,7 +1097,6 @@ int
 mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 {
 	struct puller p;
-	struct sigaction sa;
 	uint64_t room, idle_since, limit;
 	int r, status = MQ_EX_OK, failed = 0;
 
@@ -1148,11 +1111,6 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
 	mq_keys_init(&p.keys, &p.sp);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stuck;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, NULL);
 	idle_since = mq_now_ms();
 	for (;;) {
 		if (stopped(&p))
@@ -1227,9 +1185,9 @@ local:
 	free(p.hand);
 	amqp_bytes_free(p.ctag);
 	if (b->conn != NULL) {
-		guard(b);
+		mq_broker_guard(b, SEND_MS, 0);
 		mq_broker_close(b);
-		unguard();
+		(void)mq_broker_unguard(b);
 	}
 	mq_keys_close(&p.keys);
 	mq_placer_close(&p.pl);

@@ -21,30 +21,27 @@
  * lost since shows at its body's open, and is checked then.
  *
  * Nothing waits for the broker without a bound: rabbitmq-c's sends and a
- * batch's write have no time limit of their own, so a watchdog (SIGALRM)
- * shuts the socket down under a send or write that makes no progress (no
- * byte written, no frame read: b->moved) for the confirm timeout, or for
- * STUCK_TICKS when push is stopping; a batch's write is cut first, the
- * broker's frames read, and blocked since, it waits BLOCKED_MS.  The
- * broker's connection.blocked (read before each write too) stops
- * publishing until connection.unblocked; a 30 s heartbeat is serviced
- * while idle, and sent every 15 s while a batch's bodies are read (the
- * batch's writes leave rabbitmq-c's own heartbeats as often as without
- * them).
+ * batch's write have no time limit of their own, so the watchdog
+ * (mq_broker_guard) shuts the socket down under a send or write that
+ * makes no progress (no byte written, no frame read: b->moved) for the
+ * confirm timeout, or for 750 ms when push is stopping; a batch's write
+ * is cut first, the broker's frames read, and blocked since, it waits
+ * BLOCKED_MS.  The broker's connection.blocked (read before each write
+ * too) stops publishing until connection.unblocked; a 30 s heartbeat is
+ * serviced while idle, and sent every 15 s while a batch's bodies are
+ * read (the batch's writes leave rabbitmq-c's own heartbeats as often as
+ * without them).
  * A batch's leases run from its claim: those awaiting confirms are
  * extended before they run out, and a message whose lease is nearly out
  * is released rather than published.  A message bigger than the broker
  * takes (-s, or the limit its 406 names) is dead-lettered.
  */
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +58,6 @@
 #define BLOCKED_MS	60000	/* blocked by the broker this long: lost */
 #define GIVE_UP_MS	60000	/* -1: without a connection this long, exit */
 #define BODY_MIN	65536	/* the body buffer, at least */
-#define TICK_MS		250	/* the watchdog's tick */
-#define STUCK_TICKS	3	/* stopping: a send stuck this long is cut */
 #define MIB_MS		1000	/* a publish is given this much more per MiB */
 #define FRAMED_MAX	1048576	/* framed publishes written at this size */
 #define TOO_BIG		"too big for the broker"
@@ -73,19 +68,6 @@
  * next claim.  BURIED: too big, dead.
  */
 enum { UNSENT, UNSETTLED, CONFIRMED, FAILED, GONE, LOCAL, BURIED, RELEASED };
-
-/*
- * The watchdog: while a call may block on the broker's socket (a publish
- * that rabbitmq-c sends without a time limit, retrying after EINTR; the
- * heartbeat it sends while waiting for a frame), a SIGALRM every TICK_MS
- * counts; past the limit, or stopping and stuck, the socket is shut down
- * so that the call returns (a lost connection).
- */
-static volatile sig_atomic_t wd_fd = -1;	/* the socket; -1: not armed */
-static volatile sig_atomic_t wd_ticks, wd_limit, wd_fired;
-static volatile sig_atomic_t wd_seen;	/* *wd_moved at the last tick */
-static volatile sig_atomic_t wd_soft;	/* a flush: cut first (b->cut) */
-static volatile sig_atomic_t *wd_stop, *wd_moved, *wd_cut;
 
 struct msg {
 	char	 receipt[MQ_RECEIPT_MAX];
@@ -155,72 +137,14 @@ collect(void *arg, const char *receipt, const char *id)
 }
 
 /*
- * Counts the ticks without progress (*wd_moved unchanged): the limit, or
- * STUCK_TICKS when stopping, is time without progress.  A flush (wd_soft)
- * is cut first (*wd_cut: it returns, what is left kept, for push to read
- * the broker's frames); still there STUCK_TICKS later, its socket is shut
- * down as any other call's.
+ * Arms the watchdog (mq_broker_guard) for a call on the broker's socket:
+ * limit ms without progress at most, and a call stuck while push is
+ * stopping cut at once.
  */
-static void
-on_tick(int sig)
-{
-	int fd = wd_fd, saved = errno;
-
-	(void)sig;
-	if (fd == -1)
-		return;
-	if (*wd_moved != wd_seen) {
-		wd_seen = *wd_moved;
-		wd_ticks = 0;
-		return;
-	}
-	wd_ticks++;
-	if (wd_soft == 2) {
-		if (wd_ticks < STUCK_TICKS)
-			return;
-	} else if (wd_ticks < wd_limit &&
-	    !(*wd_stop && wd_ticks >= STUCK_TICKS))
-		return;
-	if (wd_soft == 1) {
-		*wd_cut = 1;
-		wd_soft = 2;
-		wd_ticks = 0;
-	} else {
-		wd_fired = 1;
-		wd_fd = -1;
-		shutdown(fd, SHUT_RDWR);
-	}
-	errno = saved;
-}
-
-/* Arms the watchdog for a call on the broker's socket: limit ms at most. */
 static void
 guard(struct push *p, uint64_t limit)
 {
-	struct itimerval it;
-
-	wd_fired = 0;
-	wd_ticks = 0;
-	wd_soft = 0;
-	wd_seen = *wd_moved;
-	wd_limit = (sig_atomic_t)(limit / TICK_MS + 1);
-	wd_fd = amqp_get_sockfd(p->b->conn);
-	memset(&it, 0, sizeof(it));
-	it.it_value.tv_usec = it.it_interval.tv_usec = TICK_MS * 1000;
-	setitimer(ITIMER_REAL, &it, NULL);
-}
-
-/* Disarms it; 1 when it fired (the socket was shut down). */
-static int
-unguard(void)
-{
-	struct itimerval it;
-
-	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
-	wd_fd = -1;
-	wd_soft = 0;
-	return wd_fired;
+	mq_broker_guard(p->b, limit, MQ_GUARD_STOP);
 }
 
 /* The confirm timeout: without progress this long, the connection is lost. */
@@ -249,7 +173,6 @@ margin(const struct push *p)
 static void
 drop(struct push *p, const char *why)
 {
-	wd_fd = -1;
 	mq_broker_drop(p->b, *p->b->stop ? NULL : why);
 }
 
@@ -429,7 +352,7 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 		    confirm_timeout(p) + len / 1048576 * MIB_MS);
 		r = mq_broker_publish(p->b, amqp_empty_bytes,
 		    amqp_cstring_bytes(p->b->queue), 1, &props, b);
-		if (unguard()) {
+		if (mq_broker_unguard(p->b)) {
 			snprintf(buf, sizeof(buf), "a publish made no progress "
 			    "in %llu ms", (unsigned long long)confirm_timeout(p));
 			drop(p, buf);
@@ -484,12 +407,9 @@ flush(struct push *p)
 	for (;;) {
 		blocked = b->blocked;
 		limit = blocked ? BLOCKED_MS : confirm_timeout(p);
-		guard(p, limit);
-		b->cut = 0;
-		wd_soft = 1;
+		mq_broker_guard(b, limit, MQ_GUARD_STOP | MQ_GUARD_CUT);
 		r = mq_broker_flush(b, &why);
-		fired = unguard();
-		b->cut = 0;
+		fired = mq_broker_unguard(b);
 		if (r == -2 && !fired && !*b->stop && !blocked) {
 			drain(p);
 			if (b->conn == NULL)
@@ -552,7 +472,7 @@ returned(struct push *p)
 
 	guard(p, confirm_timeout(p));
 	r = amqp_read_message(p->b->conn, p->b->ch, &msg, 0);
-	if (unguard()) {
+	if (mq_broker_unguard(p->b)) {
 		drop(p, "a returned message did not come");
 		if (r.reply_type == AMQP_RESPONSE_NORMAL)
 			amqp_destroy_message(&msg);
@@ -638,7 +558,7 @@ frame(struct push *p, amqp_frame_t *f, int ms)
 
 	guard(p, (uint64_t)ms + confirm_timeout(p));
 	r = mq_broker_frame(p->b, f, ms, &why);
-	if (unguard())
+	if (mq_broker_unguard(p->b))
 		why = "a heartbeat could not be sent";
 	else if (r != -1)
 		return r;
@@ -680,7 +600,7 @@ channel_closed(struct push *p)
 {
 	guard(p, confirm_timeout(p));
 	mq_broker_channel_closed(p->b);
-	if (unguard())
+	if (mq_broker_unguard(p->b))
 		drop(p, "a channel's close-ok could not be sent");
 }
 
@@ -912,11 +832,11 @@ heartbeat(struct push *p)
 	f.channel = 0;
 	guard(p, confirm_timeout(p));
 	if (amqp_send_frame(p->b->conn, &f) != AMQP_STATUS_OK) {
-		(void)unguard();
+		(void)mq_broker_unguard(p->b);
 		drop(p, "a heartbeat could not be sent");
 		return;
 	}
-	if (unguard()) {
+	if (mq_broker_unguard(p->b)) {
 		drop(p, "a heartbeat could not be sent");
 		return;
 	}
@@ -1163,7 +1083,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 {
 	struct push p;
 	struct mq_waiter w;
-	struct sigaction sa, old;
 	uint64_t wake;
 	int got, live, waiting = 0;
 
@@ -1183,14 +1102,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	p.pl.spares = 1;
 	mq_keys_init(&p.keys, &p.sp);
 	b->notify_blocked = 1;
-	wd_stop = b->stop;
-	wd_moved = &b->moved;
-	wd_cut = &b->cut;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_tick;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGALRM, &sa, &old);
 	/* Connected before the first claim: no broker, nothing claimed. */
 	if (mq_broker_connect(b, once, 0) == -1) {
 		p.status = *b->stop ? MQ_EX_OK : MQ_EX_SYS;
@@ -1298,8 +1209,7 @@ done:
 	free(p.q[1].m);
 	free(p.body);
 	mq_spool_close(&p.sp);
-	(void)unguard();
-	sigaction(SIGALRM, &old, NULL);
+	(void)mq_broker_unguard(b);
 	if (p.status != MQ_EX_OK || !waiting)
 		return p.status;
 	return p.pushed > 0 || !once || *b->stop ? MQ_EX_OK : MQ_EX_NONE;
