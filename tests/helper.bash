@@ -108,12 +108,21 @@ parked() {
 # 20 s.  ASan (make SANITIZE=1) would refuse a preloaded library that
 # comes before its runtime; the shim intercepts nothing ASan needs.
 faulty() {
+	local spec=$1
+	shift
+	fault_env "$spec" timeout 20 "$@"
+}
+
+# fault_env SPEC CMD...: CMD with the faults of SPEC as faulty sets them,
+# without its bound: for a command the test starts in the background and
+# stops itself, or a function that starts one (a file's relay_bg).
+fault_env() {
 	local spec=$1 so="$BATS_TEST_DIRNAME/fault.so"
 	shift
 	[ -f "$so" ] || fail "tests/fault.so is not built (make tests/fault.so)"
 	LD_PRELOAD="$so" MQ_FAULT="$spec" \
 	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    timeout 20 "$@"
+	    "$@"
 }
 
 # race_at PROG FUNC ARGS CMD [N]: a race made to happen, for a window too

@@ -168,8 +168,7 @@ stop_relay() {
 	# Each file it opens slowed down (3 ms an openat) so that the pull is still
 	# under way, however loaded the machine, when it is held still (kill
 	# -STOP) and its node killed; then it is let go on.
-	LD_PRELOAD=$BATS_TEST_DIRNAME/fault.so MQ_FAULT='openat:delay=3ms' \
-	    relay_bg pull "$B" -n 65535
+	fault_env 'openat:delay=3ms' relay_bg pull "$B" -n 65535
 	relay_until 120 more_than "$B" 0
 	kill -STOP "$relay"
 	node=$(connected_node pull) || fail "the relay said no connection: $(cat "$BATS_TEST_TMPDIR/pull.err")"

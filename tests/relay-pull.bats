@@ -39,6 +39,14 @@ pull() {
 	timeout 60 mq-relay pull -1 "$@" "$URI"
 }
 
+# pull_bg [options]: mq-relay pull of this test's spool in the
+# background (not holding bats' fd 3), its stderr in
+# $BATS_TEST_TMPDIR/err, its PID in $pid.
+pull_bg() {
+	mq-relay pull "$@" "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	pid=$!
+}
+
 # The bodies of the messages waiting, each into $1/ID.
 bodies() {
 	local r id
@@ -256,8 +264,8 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 @test "pull: -n 5 keeps at most 5 waiting, the rest on the broker; a worker draining lets all 20 arrive" {
 	local i n max=0 st
 	put -c 20 </dev/null
-	mq-relay pull -n 5 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	pull_bg -n 5
 	# Until 5 are waiting (bounded), then a while longer: never more.
 	for ((i = 0; i < 100; i++)); do
 		n=$(find "$MQ_DIR/new" -type f 2>/dev/null | wc -l)
@@ -407,8 +415,8 @@ wait_files() {
 @test "pull: a connection closed by the broker: named, reconnected, it carries on" {
 	local st=0
 	put -c 3 </dev/null
-	mq-relay pull "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	pull_bg
 	wait_files 3
 	rabbit ctl "$RELAY_DIR1" -q close_all_connections "test"
 	put -c 4 </dev/null
@@ -452,8 +460,8 @@ held_back() {
 @test "pull: while the spool is full it holds nothing (the rest ready on the broker, none unacked); room made, all arrive, none twice" {
 	local got=0 i r st
 	put -c 10 </dev/null
-	mq-relay pull -n 3 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	pull_bg -n 3
 	wait_files 3
 	relay_until 20 held_back 7 || fail "ready $(ready), unacked $(unacked)"
 	assert_equal "$(files | wc -l)" 3
@@ -479,8 +487,8 @@ held_back() {
 @test "pull: max-depth set while pull runs: it stops there, the rest on the broker; lifted, the rest arrive" {
 	local st
 	put -c 2 </dev/null
-	mq-relay pull -n 100 "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	pull_bg -n 100
 	wait_files 2
 	mq-conf max-depth=4
 	put -c 6 </dev/null
@@ -510,10 +518,8 @@ held_back() {
 	[[ $stderr == *"Permission denied"* ]] || fail "stderr: $stderr"
 	assert_equal "$(ready)" 3
 	# Without -1: it keeps trying, with pauses, and says it once.
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" MQ_FAULT="$spec" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    mq-relay pull "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	fault_env "$spec" pull_bg
 	sleep 3.5	# three tries at least, at 1 s pauses
 	kill -0 "$pid" || fail "pull ended: $(cat "$BATS_TEST_TMPDIR/err")"
 	stop_bounded "$pid"
@@ -561,11 +567,8 @@ held_back() {
 	done
 	# The batch's sync and its second try fail, and the first try after
 	# the pause; the next succeeds.
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="fsync:errno=EIO:at=$MQ_DIR/new:times=3" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    mq-relay pull -v "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	local pid=$!
+	local pid
+	fault_env "fsync:errno=EIO:at=$MQ_DIR/new:times=3" pull_bg -v
 	relay_until 20 grep -q "synced at last" "$BATS_TEST_TMPDIR/err" ||
 	    fail "$(cat "$BATS_TEST_TMPDIR/err")"
 	stop_bounded "$pid"
@@ -586,11 +589,8 @@ held_back() {
 	echo 2 | put -g g -i "$NOW_HEX.1.000000000a02"
 	# The second is parked; its sync fails, and so does every syncfs of
 	# groups/: what was placed stays held, the retries say so.
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="fsync:errno=EIO:at=$MQ_DIR/groups/g/ syncfs:errno=EIO:at=$MQ_DIR/groups" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    mq-relay pull -v "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" &
-	pid=$!
+	fault_env "fsync:errno=EIO:at=$MQ_DIR/groups/g/ syncfs:errno=EIO:at=$MQ_DIR/groups" \
+	    pull_bg -v
 	relay_until 20 grep -q "synced at last\|not synced yet" "$BATS_TEST_TMPDIR/err" ||
 	    fail "$(cat "$BATS_TEST_TMPDIR/err")"
 	stop_bounded "$pid"

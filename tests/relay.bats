@@ -216,10 +216,8 @@ dead_port() {
 	awk 'BEGIN { for (i = 0; i < 30000; i++) printf "%09d\n", i }' \
 	    >"$BATS_TEST_TMPDIR/big"
 	id=$(mq-send <"$BATS_TEST_TMPDIR/big")
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="pread:short=4096:at=/$id," \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    run relay push -1 -q shortread "$RELAY_URI"
+	run faulty "pread:short=4096:at=/$id," \
+	    mq-relay push -1 -q shortread "$RELAY_URI"
 	assert_success
 	run relay pull -1 -d "$BATS_TEST_TMPDIR/back" -q shortread "$RELAY_URI"
 	assert_success
@@ -230,10 +228,8 @@ dead_port() {
 @test "relay push: a claimed message's body that does not open (ENOENT) has its lease checked, found held: pushed at once, no error" {
 	seq 1 2 | mq-send -l >/dev/null
 	id=$(echo three | mq-send)
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="openat:errno=ENOENT:nth=1:at=/$id," \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    run relay push -1 -v -q bodyopen "$RELAY_URI"
+	run faulty "openat:errno=ENOENT:nth=1:at=/$id," \
+	    mq-relay push -1 -v -q bodyopen "$RELAY_URI"
 	assert_success
 	assert_output --partial "pushed 3 (confirmed 3, released 0)"
 	refute_output --partial "No such file"
@@ -246,9 +242,7 @@ dead_port() {
 	seq 1 2 | mq-send -l >/dev/null
 	id=$(echo three | mq-send)
 	# The body's open held back 3 s, while the claimed file goes.
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="openat:delay=3s:nth=1:at=/$id," \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	fault_env "openat:delay=3s:nth=1:at=/$id," \
 	    relay_bg push -1 -v -q leaselost "$RELAY_URI"
 	relay_until 10 in_flight_is 3
 	find "$MQ_DIR/cur" -name "$id,*" -delete
@@ -266,10 +260,8 @@ dead_port() {
 	seq 1 5 | mq-send -l >/dev/null
 	# rabbitmq-c sends with send(2): only push's own write(2) of the
 	# batch's frames to the socket fails.
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="write:errno=EIO:nth=1:at=socket:" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	    run relay push -1 -v -q wfail "$RELAY_URI"
+	run faulty "write:errno=EIO:nth=1:at=socket:" \
+	    mq-relay push -1 -v -q wfail "$RELAY_URI"
 	assert_success
 	assert_output --partial "127.0.0.1:$RELAY_PORT1: connection lost: input/output error"
 	assert_equal "$(grep -c "connected to" <<<"$output")" 2
@@ -306,9 +298,7 @@ dead_port() {
 @test "relay push: SIGTERM while a slow link takes a batch's write (64 KiB every 100 ms): the write goes on while it moves, the batch pushed, not cut" {
 	make_spool
 	big_lines 1 2097152 >"$BATS_TEST_TMPDIR/line"
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="write:short=65536:delay=100ms:at=socket:" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	fault_env "write:short=65536:delay=100ms:at=socket:" \
 	    relay_bg push -v -q slowlink "$RELAY_URI"
 	until_in "$BATS_TEST_TMPDIR/err" "connected to"
 	mq-send <"$BATS_TEST_TMPDIR/line" >/dev/null
@@ -516,9 +506,7 @@ dead_port() {
 
 @test "relay push without -1: a claim that fails is named, then after a pause it goes on: all pushed" {
 	seq 1 3 | mq-send -l >/dev/null
-	LD_PRELOAD="$BATS_TEST_DIRNAME/fault.so" \
-	    MQ_FAULT="renameat:errno=EIO:nth=1:at=$MQ_DIR/new/" \
-	    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	fault_env "renameat:errno=EIO:nth=1:at=$MQ_DIR/new/" \
 	    relay_bg push -v -q claimfail "$RELAY_URI"
 	has_count claimfail 3
 	stop_relay "$pid"
