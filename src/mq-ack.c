@@ -120,26 +120,6 @@ static const char *const done[] = {
 	[EXTEND] = "extended",
 };
 
-/*
- * An ack looks at nothing first, as the floor it is measured against (an
- * unlink a message): a lease lost shows as ENOENT from the unlink, and
- * only then does mq_receipt_open tell it from a bucket removed and made
- * anew since rc's was opened (then the ack is tried again).  The name
- * alone goes: a symbolic link planted in cur/ is not followed.
- */
-static int
-ack(struct acker *a, const char *receipt, const char **why)
-{
-	int st;
-
-	if ((st = mq_receipt_claimed(&a->sp, receipt, &a->rc, why)) !=
-	    MQ_EX_OK || (st = mq_receipt_ack(&a->rc)) != MQ_EX_LOST)
-		return st;
-	if ((st = mq_receipt_open(&a->sp, receipt, &a->rc, why)) != MQ_EX_OK)
-		return st;
-	return mq_receipt_ack(&a->rc);
-}
-
 static int
 handle(struct acker *a, const char *receipt)
 {
@@ -156,12 +136,11 @@ handle(struct acker *a, const char *receipt)
 	}
 	if ((st = spool_for(a, receipt, dir)) != MQ_EX_OK)
 		return st;
-	if (a->mode == DONE)
-		st = ack(a, receipt, &why);
-	else if ((st = mq_receipt_open(&a->sp, receipt, rc, &why)) ==
-	    MQ_EX_OK) {
+	st = mq_receipt_open(&a->sp, receipt, rc, &why);
+	if (st == MQ_EX_OK) {
 		switch (a->mode) {
 		case DONE:
+			st = mq_receipt_ack(rc);
 			break;
 		case RELEASE:
 			st = mq_receipt_release(rc, &a->pl, a->now + a->ms);
