@@ -155,8 +155,9 @@ int	 mq_broker_flush(struct mq_broker *, const char **);
 /*
  * Waits up to ms for the next frame on the connection: 1 and the frame,
  * 0 on a timeout, -1 when the connection failed (why set: words); a
- * frame received bumps b->moved.  A connection.blocked or connection.unblocked (channel 0) sets or clears
- * b->blocked and is returned as any frame.
+ * frame received bumps b->moved.  A connection.blocked or
+ * connection.unblocked (channel 0) sets or clears b->blocked and is
+ * returned as any frame.
  */
 int	 mq_broker_frame(struct mq_broker *, amqp_frame_t *, int ms,
 	    const char **why);

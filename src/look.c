@@ -188,8 +188,8 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
  * a leaf with more is read again for each next LEAF_KEEP names in order,
  * the first LEAF_KEEP after the last one handed out, kept in a heap (the
  * greatest on top) while the leaf is read (a name that is not a
- * message's takes a place, and is passed over when handed out).  Memory stays that of
- * LEAF_KEEP names whatever the leaf holds; a leaf of n is read
+ * message's takes a place, and is passed over when handed out).  Memory
+ * stays that of LEAF_KEEP names whatever the leaf holds; a leaf of n is read
  * n / LEAF_KEEP times, rounded up.
  */
 #define LEAF_KEEP	24576

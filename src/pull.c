@@ -1,9 +1,9 @@
 /*
- * pull.c: mq-relay pull, broker -> local spool.  Consumes the queue with
- * manual acks and a prefetch of MAX, at most PREFETCH_MAX; each delivery is written into tmp/
- * under its message-id as the mq ID (a fresh ID when it has none usable),
- * the batch synced, then placed in new/ with what the x-mq-* headers say
- * (priority, group, key, attempts, sent, ttl), the directories synced, and
+ * pull.c: mq-relay pull, broker -> local spool.  Consumes the queue with manual
+ * acks and a prefetch of MAX (PREFETCH_MAX at most); each delivery is written
+ * into tmp/ under its message-id as the mq ID (a fresh ID when it has none
+ * usable), the batch synced, then placed in new/ with what the x-mq-* headers
+ * say (priority, group, key, attempts, sent, ttl), the directories synced, and
  * only then is the batch acked to the broker (one basic.ack, multiple).
  *
  * A delivery whose ID is already in the spool (waiting, parked or in
@@ -490,7 +490,9 @@ receive(struct puller *p, uint64_t ms)
 		warnx("%s: channel closed: %s", mq_broker_where(b),
 		    mq_broker_error(r));
 		gone(p);
+		mq_broker_guard(b, SEND_MS, 0);
 		mq_broker_channel_closed(b);
+		(void)mq_broker_unguard(b);
 		return -1;
 	case AMQP_CONNECTION_CLOSE_METHOD:
 		r.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;

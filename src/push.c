@@ -209,16 +209,16 @@ open_receipt(struct push *p, struct msg *m, int mine)
 }
 
 /*
- * The claimed message m's body into p->body: its length, or -1 (errno),
- * or -2 when it is bigger than the broker takes (its size in *size), or
- * -3 (said) when its lease is gone, or -4 (said) when it read short.
- * Its receipt was opened on the claim's word (open_receipt, mine): a
- * body that does not open, or is no regular file, has its receipt
- * checked then (mq_receipt_open), which tells a lease lost or a bucket made anew.  A leased message's file does
- * not change: read until its st_size is in, as a read may return fewer
- * bytes than asked before the end (FUSE, NFS); one that ends before that
- * (-4, said) leaves it unpublished.  The buffer is st_size + 1 at least,
- * never more than the biggest body (at least BODY_MIN).
+ * The claimed message m's body into p->body: its length, or -1 (errno), or -2
+ * when it is bigger than the broker takes (its size in *size), or -3 (said)
+ * when its lease is gone, or -4 (said) when it read short.  Its receipt was
+ * opened on the claim's word (open_receipt, mine): a body that does not open,
+ * or is no regular file, has its receipt checked then (mq_receipt_open), which
+ * tells a lease lost or a bucket made anew.  A leased message's file does not
+ * change: read until its st_size is in, as a read may return fewer bytes than
+ * asked before the end (FUSE, NFS); one that ends before that (-4, said) leaves
+ * it unpublished.  The buffer is st_size + 1 at least, never more than the
+ * biggest body (at least BODY_MIN).
  */
 static ssize_t
 read_body(struct push *p, struct msg *m, uint64_t *size)

@@ -8,9 +8,10 @@
  * Every leaf of new/ and bucket of cur/ is read once and names are not
  * kept (memory does not grow with depth).  Names alone tell the states
  * and ages; a file is stat'ed only when its size is asked for (mq-stat
- * -b), which on a deep spool costs more than the rest of the count.  A waiting message past its time to live (its name and the
- * spool's ttl tell) is counted as dead, as the next claim or sweep will
- * bury it: it is never ready.  The messages parked behind the head of an
+ * -b), which on a deep spool costs more than the rest of the count.  A
+ * waiting message past its time to live (its name and the spool's ttl
+ * tell) is counted as dead, as the next claim or sweep will bury it: it
+ * is never ready.  The messages parked behind the head of an
  * ordered group (groups/G/, group.c) are counted as blocked.
  */
 #include <sys/stat.h>

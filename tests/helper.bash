@@ -110,7 +110,7 @@ parked() {
 faulty() {
 	local spec=$1
 	shift
-	fault_env "$spec" timeout 20 "$@"
+	fault_env "$spec" timeout -k 5 20 "$@"
 }
 
 # fault_env SPEC CMD...: CMD with the faults of SPEC as faulty sets them,

@@ -24,6 +24,14 @@ setup() {
 	URI=$RELAY_URI
 }
 
+# Whatever a test left running in the background (pull_bg: $pulls).
+teardown() {
+	local p
+	for p in ${pulls:-}; do
+		kill -9 "$p" 2>/dev/null || true
+	done
+}
+
 # put [amqp-put options]: one message (body on stdin) on this test's queue.
 put() {
 	timeout 30 "$PUT" -u "$URI" -q "$Q" "$@"
@@ -41,10 +49,12 @@ pull() {
 
 # pull_bg [options]: mq-relay pull of this test's spool in the
 # background (not holding bats' fd 3), its stderr in
-# $BATS_TEST_TMPDIR/err, its PID in $pid.
+# $BATS_TEST_TMPDIR/err, its PID in $pid and added to $pulls (teardown
+# kills what is left).
 pull_bg() {
 	mq-relay pull "$@" "$URI" >/dev/null 2>"$BATS_TEST_TMPDIR/err" 3>&- &
 	pid=$!
+	pulls="${pulls:-} $pid"
 }
 
 # The bodies of the messages waiting, each into $1/ID.
@@ -323,8 +333,9 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 @test "pull: SIGTERM exits 0, nothing lost (spool + queue = all)" {
 	local i n st=0
 	put -c 300 </dev/null
-	mq-relay pull -n 1000 "$URI" >/dev/null 2>&1 &
+	mq-relay pull -n 1000 "$URI" >/dev/null 2>&1 3>&- &
 	local pid=$!
+	pulls=$pid
 	for ((i = 0; i < 200; i++)); do
 		n=$(find "$MQ_DIR/new" -type f 2>/dev/null | wc -l)
 		[ "$n" -eq 0 ] || break
