@@ -25,6 +25,7 @@
  * by CONF_GAP_MS at least, which bounds their cost and the delay alike.
  */
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -33,6 +34,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <paths.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -78,6 +80,42 @@ struct job {
 	char	 last[LAST_MAX];
 };
 
+/*
+ * What starting a job needs, made in the worker before it forks (see
+ * spawn): the command's file, and the job's environment, which is the
+ * worker's own without the names below, then this job's values of them.
+ */
+enum { E_ID, E_RECEIPT, E_ATTEMPT, E_PRIORITY, E_DEATHS, E_GROUP, E_KEY,
+    E_DIR, E_NVARS };
+static const char *const varnames[E_NVARS] = { "MQ_ID", "MQ_RECEIPT",
+    "MQ_ATTEMPT", "MQ_PRIORITY", "MQ_DEATHS", "MQ_GROUP", "MQ_KEY", "MQ_DIR" };
+
+struct launch {
+	char	*path;		/* argv[0]'s file, or NULL: to be found */
+	int	 searched;	/* path was found in $PATH */
+	char	**shargv;	/* sh path arg ...: for a script without #! */
+	char	**envp;
+	size_t	 nenv;		/* of the worker's own, kept */
+	pid_t	 parent;	/* the worker */
+	char	 id[sizeof("MQ_ID=") + MQ_ID_LEN];
+	char	 receipt[sizeof("MQ_RECEIPT=") + PATH_MAX];
+	char	 attempt[sizeof("MQ_ATTEMPT=") + 10];
+	char	 prio[sizeof("MQ_PRIORITY=") + 10];
+	char	 deaths[sizeof("MQ_DEATHS=") + 10];
+	char	 group[sizeof("MQ_GROUP=") + MQ_GROUP_MAX];
+	char	 key[sizeof("MQ_KEY=") + MQ_KEY_MAX];
+	char	*dir;		/* MQ_DIR=, the spool's real path */
+};
+
+/* What the child does between vfork and exec: all of it made before. */
+struct kid {
+	const char *path;
+	char	*const *argv, *const *envp, *const *shargv;
+	int	 body, out, err, report;
+	sigset_t mask;		/* to be restored */
+	pid_t	 parent;
+};
+
 struct worker {
 	const struct mq_work *opt;
 	struct mq_spool	*sp;
@@ -99,6 +137,7 @@ struct worker {
 	uint64_t	 conf_due;	/* read it again then; NEVER: no need */
 	uint64_t	 now;
 	sigset_t	 sigs;		/* the signals we handle */
+	struct launch	 ln;
 };
 
 static int sigpipe[2] = { -1, -1 };
@@ -156,45 +195,183 @@ move_fd(int from, int to)
 	return dup2(from, to) == -1 ? -1 : 0;
 }
 
-static void __dead
-child(struct worker *wk, struct job *j, int body, int out, int errw,
-    int report, const sigset_t *mask, pid_t parent)
+/*
+ * The environment of every job: the worker's, without the names a job
+ * gets its own values of (one the worker inherited, say MQ_GROUP, is not
+ * this message's), with room for them at its end.
+ */
+static void
+launch_init(struct launch *l, const char *real)
 {
-	char attempt[16], prio[4], deaths[16];
+	size_t n = 0, i, k, len;
+
+	memset(l, 0, sizeof(*l));
+	l->parent = getpid();
+	for (i = 0; environ[i] != NULL; i++)
+		;
+	l->envp = xreallocarray(NULL, i + E_NVARS + 1, sizeof(*l->envp));
+	for (i = 0; environ[i] != NULL; i++) {
+		for (k = 0; k < E_NVARS; k++) {
+			len = strlen(varnames[k]);
+			if (strncmp(environ[i], varnames[k], len) == 0 &&
+			    environ[i][len] == '=')
+				break;
+		}
+		if (k == E_NVARS)
+			l->envp[n++] = environ[i];
+	}
+	l->nenv = n;
+	len = strlen("MQ_DIR=") + strlen(real) + 1;
+	l->dir = xmalloc(len);
+	snprintf(l->dir, len, "MQ_DIR=%s", real);
+}
+
+static void
+launch_free(struct launch *l)
+{
+	free(l->envp);
+	free(l->dir);
+	free(l->path);
+	free(l->shargv);
+}
+
+/* The environment for j, in l->envp. */
+static void
+launch_env(struct launch *l, const struct job *j)
+{
+	char **e = l->envp + l->nenv;
+
+	snprintf(l->id, sizeof(l->id), "MQ_ID=%s", j->id);
+	snprintf(l->receipt, sizeof(l->receipt), "MQ_RECEIPT=%s", j->receipt);
+	snprintf(l->attempt, sizeof(l->attempt), "MQ_ATTEMPT=%u", j->attempt);
+	snprintf(l->prio, sizeof(l->prio), "MQ_PRIORITY=%u", j->prio);
+	snprintf(l->deaths, sizeof(l->deaths), "MQ_DEATHS=%u", j->deaths);
+	*e++ = l->id;
+	*e++ = l->receipt;
+	*e++ = l->attempt;
+	*e++ = l->prio;
+	*e++ = l->deaths;
+	if (j->group[0] != '\0') {
+		snprintf(l->group, sizeof(l->group), "MQ_GROUP=%s", j->group);
+		*e++ = l->group;
+	}
+	if (j->key[0] != '\0') {
+		snprintf(l->key, sizeof(l->key), "MQ_KEY=%s", j->key);
+		*e++ = l->key;
+	}
+	*e++ = l->dir;
+	*e = NULL;
+}
+
+/*
+ * Finds argv[0] as execvp(3) would: a name with a slash is used as it is,
+ * else the first regular file that may be executed in a directory of
+ * $PATH (an empty one: the current directory), in order.  Found once, and
+ * again only when its exec fails (spawn).  -1 with errno: EACCES when
+ * something of that name was found that cannot be run, else ENOENT.
+ */
+static int
+launch_find(struct launch *l, char *const argv[])
+{
+	char cspath[PATH_MAX], buf[PATH_MAX];
+	const char *path, *p, *end, *name = argv[0];
+	size_t dlen, nlen = strlen(name), n;
+	int eacces = 0;
+	struct stat st;
+
+	free(l->path);
+	l->path = NULL;
+	l->searched = 0;
+	if (nlen == 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (strchr(name, '/') != NULL)
+		l->path = xstrdup(name);
+	else {
+		if ((path = getenv("PATH")) == NULL) {
+			if (confstr(_CS_PATH, cspath, sizeof(cspath)) == 0)
+				strlcpy(cspath, "/bin:/usr/bin", sizeof(cspath));
+			path = cspath;
+		}
+		for (p = path; l->path == NULL; p = end + 1) {
+			if ((end = strchr(p, ':')) == NULL)
+				end = p + strlen(p);
+			dlen = end - p;
+			if (dlen + 1 + nlen < sizeof(buf)) {
+				memcpy(buf, p, dlen);
+				n = dlen;
+				if (dlen > 0)
+					buf[n++] = '/';
+				memcpy(buf + n, name, nlen + 1);
+				if (stat(buf, &st) == 0) {
+					if (S_ISREG(st.st_mode) &&
+					    access(buf, X_OK) == 0)
+						l->path = xstrdup(buf);
+					else
+						eacces = 1;
+				} else if (errno == EACCES)
+					eacces = 1;
+			}
+			if (*end == '\0')
+				break;
+		}
+		if (l->path == NULL) {
+			errno = eacces ? EACCES : ENOENT;
+			return -1;
+		}
+		l->searched = 1;
+	}
+	/* As execvp, a file without #! that the system cannot run is sh's. */
+	for (n = 0; argv[n] != NULL; n++)
+		;
+	free(l->shargv);
+	l->shargv = xreallocarray(NULL, n + 2, sizeof(*l->shargv));
+	l->shargv[0] = _PATH_BSHELL;
+	l->shargv[1] = l->path;
+	memcpy(l->shargv + 2, argv + 1, n * sizeof(*argv));
+	return 0;
+}
+
+/*
+ * The child of vfork: it shares the worker's memory until its exec, so it
+ * writes none of it (errno aside, which the worker does not read after a
+ * vfork that succeeded), calls nothing that allocates or takes a lock, and
+ * makes only system calls.  Signal handlers are its own: those of the
+ * worker are put back to the default first, so that no signal arriving
+ * before the exec runs one of them (they are blocked until then, too).
+ */
+static void __dead __attribute__((__noinline__))
+child(const struct kid *k)
+{
+	struct sigaction sa;
 	size_t i;
 	int e;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
-		signal(handled[i], SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	signal(SIGPIPE, SIG_DFL);
+		sigaction(handled[i], &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
 	/* Its own group: a Ctrl-C meant for the worker lets jobs finish. */
 	setpgid(0, 0);
-	if (mq_die_with_parent() == -1 || getppid() != parent)
-		_exit(127);
-	snprintf(attempt, sizeof(attempt), "%u", j->attempt);
-	snprintf(prio, sizeof(prio), "%u", j->prio);
-	snprintf(deaths, sizeof(deaths), "%u", j->deaths);
-	if (move_fd(body, STDIN_FILENO) == -1 ||
-	    (out != -1 && move_fd(out, STDOUT_FILENO) == -1) ||
-	    move_fd(errw, STDERR_FILENO) == -1 ||
-	    setenv("MQ_ID", j->id, 1) == -1 ||
-	    setenv("MQ_RECEIPT", j->receipt, 1) == -1 ||
-	    setenv("MQ_ATTEMPT", attempt, 1) == -1 ||
-	    setenv("MQ_PRIORITY", prio, 1) == -1 ||
-	    setenv("MQ_DEATHS", deaths, 1) == -1 ||
-	    /* One the worker inherited is not this message's. */
-	    (j->group[0] != '\0' ? setenv("MQ_GROUP", j->group, 1) :
-	    unsetenv("MQ_GROUP")) == -1 ||
-	    (j->key[0] != '\0' ? setenv("MQ_KEY", j->key, 1) :
-	    unsetenv("MQ_KEY")) == -1 ||
-	    setenv("MQ_DIR", wk->sp->real, 1) == -1)
+	if (mq_die_with_parent() == -1)
 		goto fail;
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	execvp(wk->opt->argv[0], wk->opt->argv);
+	if (getppid() != k->parent)
+		_exit(127);
+	if (move_fd(k->body, STDIN_FILENO) == -1 ||
+	    (k->out != -1 && move_fd(k->out, STDOUT_FILENO) == -1) ||
+	    move_fd(k->err, STDERR_FILENO) == -1)
+		goto fail;
+	sigprocmask(SIG_SETMASK, &k->mask, NULL);
+	execve(k->path, k->argv, k->envp);
+	if (errno == ENOEXEC)
+		execve(_PATH_BSHELL, k->shargv, k->envp);
 fail:
 	e = errno;
-	(void)write(report, &e, sizeof(e));
+	(void)write(k->report, &e, sizeof(e));
 	_exit(127);
 }
 
@@ -202,57 +379,95 @@ fail:
  * Starts the command for j with body on its standard input.  Like
  * posix_spawn, it returns only once the command runs or has failed to
  * (-1, errno set), which a pipe closed on exec tells.
+ *
+ * vfork, not fork: a fork copies the worker's page tables and makes each
+ * page it writes afterwards a copy-on-write fault, which on a machine with
+ * dear page faults costs more than the job's own start; a vforked child
+ * borrows the worker's memory until it execs, so whatever it needs is
+ * made before (launch_env, launch_find) and it only makes system calls
+ * (child).  Not posix_spawn, which does the same inside (clone with
+ * CLONE_VM|CLONE_VFORK on glibc) but cannot set the parent-death signal
+ * that takes a job with a killed worker (mq_die_with_parent).
  */
 static int
 spawn(struct worker *wk, struct job *j, int body)
 {
+	struct launch *l = &wk->ln;
+	struct kid k;
 	sigset_t old;
-	int outp[2] = { -1, -1 }, errp[2], rep[2], e, saved;
-	pid_t pid, parent = getpid();
+	int outp[2] = { -1, -1 }, errp[2], rep[2], e, tries;
+	pid_t pid;
 	ssize_t n;
 
-	if (wk->opt->tag && cloexec_pipe(outp, 1) == -1)
-		return -1;
-	if (cloexec_pipe(errp, 1) == -1 || cloexec_pipe(rep, 0) == -1) {
-		saved = errno;
-		if (outp[0] != -1) {
-			close(outp[0]);
-			close(outp[1]);
+	launch_env(l, j);
+	for (tries = 0;; tries++) {
+		if (l->path == NULL && launch_find(l, wk->opt->argv) == -1)
+			return -1;
+		if (wk->opt->tag && cloexec_pipe(outp, 1) == -1)
+			return -1;
+		if (cloexec_pipe(errp, 1) == -1 || cloexec_pipe(rep, 0) == -1) {
+			e = errno;
+			if (outp[0] != -1) {
+				close(outp[0]);
+				close(outp[1]);
+			}
+			errno = e;
+			return -1;
 		}
-		errno = saved;
-		return -1;
-	}
-	/* No handler of ours may run in the child before exec. */
-	sigprocmask(SIG_BLOCK, &wk->sigs, &old);
-	pid = fork();
-	if (pid == 0)
-		child(wk, j, body, outp[1], errp[1], rep[1], &old, parent);
-	saved = errno;
-	if (pid > 0)
-		setpgid(pid, pid);	/* so that a kill of the group can't miss */
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (outp[1] != -1)
-		close(outp[1]);
-	close(errp[1]);
-	close(rep[1]);
-	e = 0;
-	if (pid > 0) {
-		while ((n = read(rep[0], &e, sizeof(e))) == -1 &&
-		    errno == EINTR)
-			;
-		if (n == (ssize_t)sizeof(e)) {
-			while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-				;
-			pid = -1;
-		} else
+		k.path = l->path;
+		k.argv = wk->opt->argv;
+		k.envp = l->envp;
+		k.shargv = l->shargv;
+		k.body = body;
+		k.out = outp[1];
+		k.err = errp[1];
+		k.report = rep[1];
+		k.parent = l->parent;
+		/* No handler of ours may run in the child before exec. */
+		sigprocmask(SIG_BLOCK, &wk->sigs, &k.mask);
+		old = k.mask;
+		pid = vfork();
+		if (pid == 0)
+			child(&k);
+		e = errno;
+		/*
+		 * The child is in its own group (setpgid) by now, as vfork
+		 * returns once it has exec'd or exited.
+		 */
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (outp[1] != -1)
+			close(outp[1]);
+		close(errp[1]);
+		close(rep[1]);
+		if (pid > 0) {
 			e = 0;
-	} else
-		e = saved;
-	close(rep[0]);
-	if (pid <= 0) {
+			while ((n = read(rep[0], &e, sizeof(e))) == -1 &&
+			    errno == EINTR)
+				;
+			if (n == (ssize_t)sizeof(e)) {
+				while (waitpid(pid, NULL, 0) == -1 &&
+				    errno == EINTR)
+					;
+				pid = -1;
+			}
+		}
+		close(rep[0]);
+		if (pid > 0)
+			break;
 		if (outp[0] != -1)
 			close(outp[0]);
 		close(errp[0]);
+		outp[0] = outp[1] = -1;
+		/*
+		 * The file found in $PATH before may have gone since, or
+		 * another come first: looked for again once, as execvp would.
+		 */
+		if (tries == 0 && l->searched && (e == ENOENT || e == EACCES ||
+		    e == ENOTDIR)) {
+			free(l->path);
+			l->path = NULL;
+			continue;
+		}
 		errno = e;
 		return -1;
 	}
@@ -808,6 +1023,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
 	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
 		err(MQ_EX_SYS, "%s", sp->path);
+	launch_init(&wk.ln, sp->real);
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
 	signals_setup(&wk.sigs);
 	/* Watch before the first look, so that no ring falls in between. */
@@ -947,6 +1163,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	mq_keys_close(&wk.keys);
 	close(sigpipe[0]);
 	close(sigpipe[1]);
+	launch_free(&wk.ln);
 	free(wk.jobs);
 	free(pfd);
 	if (wk.status != MQ_EX_OK)

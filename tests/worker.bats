@@ -221,8 +221,13 @@ end"
 	echo x | mq-send >/dev/null
 	# The message is taken from under the running job, as by a worker
 	# that claimed it after this one stalled past its lease.
+	# A heartbeat that renames it between the find and the mv makes the
+	# mv miss: then it is looked for again.
 	run -5 --separate-stderr mq-recv -t 0.3 -- sh -c '
-		find "$MQ_DIR/cur" -name "$MQ_ID,*" -exec mv {} "$W/taken" \;
+		until [ -e "$W/taken" ]; do
+			find "$MQ_DIR/cur" -name "$MQ_ID,*" \
+			    -exec mv {} "$W/taken" \; 2>/dev/null
+		done
 		sleep 0.5'
 	[[ $stderr == *"cur/"*": lease lost"* ]]
 	assert_file_exist "$W/taken"
@@ -329,6 +334,53 @@ e2"
 	assert_equal "$(count cur)" 0
 	run mq-recv
 	assert_success
+}
+
+@test "worker: a job gets the worker's environment with its own MQ_* once each, none of the worker's" {
+	echo x | mq-send >"$W/id"
+	MQ_ID=stale MQ_RECEIPT=stale MQ_ATTEMPT=9 MQ_PRIORITY=7 MQ_DEATHS=3 \
+	    MQ_GROUP=stale MQ_KEY=stale FOO='a b' \
+	    run -0 --separate-stderr mq-recv -- sh -c 'env >"$W/env"'
+	for v in MQ_ID MQ_RECEIPT MQ_ATTEMPT MQ_PRIORITY MQ_DEATHS MQ_DIR; do
+		assert_equal "$(grep -c "^$v=" "$W/env")" 1
+	done
+	assert_equal "$(grep -c '^MQ_GROUP=\|^MQ_KEY=' "$W/env")" 0
+	grep -qx "MQ_ID=$(cat "$W/id")" "$W/env"
+	grep -qx 'MQ_ATTEMPT=1' "$W/env"
+	grep -qx 'MQ_PRIORITY=0' "$W/env"
+	grep -qx 'MQ_DEATHS=0' "$W/env"
+	grep -qx "MQ_DIR=$(cd "$MQ_DIR" && pwd -P)" "$W/env"
+	grep -q "^MQ_RECEIPT=$(cd "$MQ_DIR" && pwd -P)/cur/" "$W/env"
+	grep -qx 'FOO=a b' "$W/env"
+}
+
+@test "worker: the command is looked for in PATH as execvp does: past one that cannot be run, a script without #! run by sh" {
+	mkdir "$W/a" "$W/b"
+	printf 'echo b "$1" >>"$W/ran"\n' >"$W/b/job"
+	chmod +x "$W/b/job"
+	printf 'echo a >>"$W/ran"\n' >"$W/a/job"	# not executable: passed over
+	printf '1\n2\n' | mq-send -l >/dev/null
+	PATH="$W/a:$W/b:$PATH" run -0 --separate-stderr mq-recv -- job arg
+	assert_equal "$(cat "$W/ran")" "b arg
+b arg"
+	echo x | mq-send >/dev/null
+	run -4 --separate-stderr mq-recv -- no-such-command-here
+	[[ $stderr == "mq-recv: no-such-command-here: No such file or directory"* ]]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 1
+}
+
+@test "worker: a command moved to another directory of PATH while the worker runs is found there" {
+	mkdir "$W/a" "$W/b"
+	# The first job moves its own command from a/ to b/.
+	printf 'echo "$(cat)" >>"$W/ran"; mv "$W/a/job" "$W/b/job" 2>/dev/null; :\n' >"$W/a/job"
+	chmod +x "$W/a/job"
+	printf '1\n2\n3\n' | mq-send -l >/dev/null
+	PATH="$W/a:$W/b:$PATH" run -0 --separate-stderr mq-recv -- job
+	assert_equal "$(cat "$W/ran")" "1
+2
+3"
+	assert_exist "$W/b/job"
 }
 
 @test "worker: a worker killed with SIGKILL takes its job with it; the message comes back" {
