@@ -47,6 +47,12 @@
 #define RING_TICK_MS	2000
 
 /*
+ * A claimer that claims again and again (cl->lazy) lists cur/ for expired
+ * leases at least this often while it keeps finding work in new/.
+ */
+#define EXPIRED_GAP_MS	1000
+
+/*
  * What a claim run shares: the lease to give, the cur/ bucket it goes to,
  * and where to report receipts.
  */
@@ -58,7 +64,8 @@ struct run {
 	int		 want, got;
 	int		 moved;		/* out of new/ or cur/ another way */
 	int		 promoted;	/* a group's head buried: its next is due */
-	struct mq_bucket bucket;
+	struct mq_bucket *bucket;	/* cl's when it keeps, else own */
+	struct mq_bucket own;
 	mq_claim_fn	 fn;
 	void		*arg;
 	uint64_t	 wake;
@@ -97,7 +104,7 @@ claim_one(struct run *c, int from, const char *name,
 		return -1;
 	nm.ms = c->deadline;
 	nm.attempts = old->attempts + (c->cl->uncounted ? 0 : 1);
-	if (mq_lease(c->sp, from, name, &nm, &c->bucket, newname,
+	if (mq_lease(c->sp, from, name, &nm, c->bucket, newname,
 	    sizeof(newname)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	/*
@@ -107,7 +114,7 @@ claim_one(struct run *c, int from, const char *name,
 	 * behind the head (group.c).
 	 */
 	if (nm.group[0] != '\0') {
-		switch (mq_group_claimed(c->sp, c->bucket.fd, newname, &nm,
+		switch (mq_group_claimed(c->sp, c->bucket->fd, newname, &nm,
 		    old->attempts)) {
 		case -1:
 			return errno == ENOENT ? 0 : -1;
@@ -117,7 +124,7 @@ claim_one(struct run *c, int from, const char *name,
 		}
 	}
 	if (mq_receipt_format(receipt, sizeof(receipt), c->sp,
-	    c->bucket.name, newname) == -1)
+	    c->bucket->name, newname) == -1)
 		return -1;
 	c->got++;
 	if (c->fn(c->arg, receipt, nm.id) == -1)
@@ -223,13 +230,16 @@ mq_claimer_init(struct mq_claimer *cl, int keep)
 	memset(cl, 0, sizeof(*cl));
 	cl->keep = keep;
 	cl->leaf = -1;
+	cl->bucket.fd = -1;
 }
 
+/* Closes what cl keeps; also in a claim, which then opens it again. */
 void
 mq_claimer_close(struct mq_claimer *cl)
 {
 	struct mq_names kept;
 
+	mq_closefd(&cl->bucket.fd);
 	if (cl->leaf == -1)
 		return;
 	close(cl->leaf);
@@ -393,6 +403,26 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 }
 
 /*
+ * Claims up to limit expired leases for the run c.  A lazy claimer notes
+ * when cur/ was listed and the earliest lease it saw running, or that it
+ * is to be listed at the next claim when this one may have left some.
+ */
+static int
+expired(struct run *c, int limit)
+{
+	struct mq_claimer *cl = c->cl;
+	uint64_t wake = UINT64_MAX;
+	int r;
+
+	r = mq_expired_scan(c->sp, c->now, limit, claim_expired, c, &wake);
+	if (wake < c->wake)
+		c->wake = wake;
+	cl->cur_at = c->now;
+	cl->cur_due = r == -1 || r >= limit ? 0 : wake;
+	return r;
+}
+
+/*
  * Claims up to want visible messages with a lease of lease_ms: expired
  * leases first (they have waited longest), then new/ by priority, oldest
  * first within one; those whose time to live (theirs, or cl->ttl_ms) has
@@ -403,7 +433,8 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
  * next call, so that one claim at a time does not list and sort a whole
  * leaf each time; anything sent since at its priority sorts after those
  * names, as new leaves are keyed later than a due one, and anything of a
- * higher priority is claimed first (kept_usable).  With cl->ring, a call
+ * higher priority is claimed first (kept_usable).  With cl->lazy, cur/
+ * is not listed each time (see above).  With cl->ring, a call
  * that claimed or buried anything rings the doorbell.  Returns the number
  * claimed or -1.
  */
@@ -414,7 +445,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 {
 	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0, 0 };
 	struct run c;
-	int r;
+	int r, lazy;
 
 	memset(&c, 0, sizeof(c));
 	c.sp = sp;
@@ -423,7 +454,14 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.deadline = c.now + lease_ms;
 	c.max = max;
 	c.want = want;
-	c.bucket.fd = -1;
+	/*
+	 * A lazy claimer keeps its bucket of cur/ open too: a worker's
+	 * leases mostly fall in the one of its last claim.  One removed
+	 * since (empty, by a settlement or a sweep) costs a failed rename
+	 * and is made again (mq_lease).
+	 */
+	c.own.fd = -1;
+	c.bucket = cl->lazy ? &cl->bucket : &c.own;
 	c.fn = fn;
 	c.arg = arg;
 	c.wake = UINT64_MAX;
@@ -432,7 +470,17 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	    strlen(MQ_REASON_EXPIRED));
 	t.arg = &c;
 	t.now = c.now;
-	r = mq_expired_scan(sp, c.now, want, claim_expired, &c, &c.wake);
+	/*
+	 * cur/ is listed first, unless lazy and no lease seen when it was
+	 * last listed can have run out since, nor EXPIRED_GAP_MS have passed
+	 * (a lease made since, or made shorter, is known only to a listing);
+	 * then it is listed after new/, and only if that falls short: a
+	 * claimer that goes idle has looked at everything, as one that lists
+	 * it each time would have.
+	 */
+	lazy = cl->lazy && c.now < cl->cur_due &&
+	    c.now - cl->cur_at < EXPIRED_GAP_MS;
+	r = lazy ? 0 : expired(&c, want);
 	if (r != -1 && c.got < c.want && cl->leaf != -1) {
 		if (kept_usable(&c))
 			r = claim_kept(&c);
@@ -455,7 +503,9 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 		c.now = t.now = mq_now_ms();
 		r = mq_tree_walk(&t, sp->new);
 	}
-	mq_closefd(&c.bucket.fd);
+	if (r != -1 && c.got < c.want && lazy)
+		r = expired(&c, c.want - c.got);
+	mq_closefd(&c.own.fd);
 	/* Room was made: senders waiting for it (max-depth) count again. */
 	if (cl->ring && (c.got > 0 || c.moved))
 		(void)mq_ring(sp);

@@ -190,8 +190,8 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
 
 /*
  * As mq_receipt_open, for a receipt of the caller's own claim just made
- * (mq_claim handed it over): its lease is not looked at, as the claim
- * moved a regular file there; a lease lost since shows as ENOENT from
+ * (mq_claim handed it over) or of its own lease since (worker mode): its
+ * lease is not looked at, as the claim moved a regular file there; a lease lost since shows as ENOENT from
  * what is done with it next (mq_receipt_body, the ack, the release), as
  * does the bucket kept open when it was removed and made anew meanwhile:
  * mq_receipt_open then tells which.  One system call less a message.
@@ -364,12 +364,21 @@ mq_receipt_extend(struct mq_receipt *rc, uint64_t deadline, char *out,
 	return settled(mq_receipt_format(out, size, rc->sp, b.name, newname));
 }
 
-/* Removes the bucket of the last lease settled now, if it is empty. */
+/*
+ * Removes the bucket of the last lease settled now, if it is empty.  The
+ * bucket kept open is closed if that was it: a claim may make it anew,
+ * and a lease selected in it without a look (mq_receipt_claimed) must not
+ * be looked for in the one removed.
+ */
 void
 mq_receipt_prune(struct mq_receipt *rc)
 {
-	if (rc->pruned[0] != '\0')
-		unlinkat(rc->sp->cur, rc->pruned, AT_REMOVEDIR);
+	if (rc->pruned[0] != '\0' &&
+	    unlinkat(rc->sp->cur, rc->pruned, AT_REMOVEDIR) == 0 &&
+	    strcmp(rc->pruned, rc->bname) == 0) {
+		mq_closefd(&rc->bucket);
+		rc->bname[0] = '\0';
+	}
 	rc->pruned[0] = '\0';
 }
 

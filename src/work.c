@@ -583,39 +583,75 @@ free_slot(struct worker *wk)
 	return NULL;
 }
 
-/* Opens the receipt's bucket in wk->rc; 0, or -1 with the lease lost. */
+enum op { OP_ACK, OP_RELEASE, OP_BURY, OP_EXTEND };
+
+/* What settle is to do, with what. */
+struct how {
+	enum op	 op;
+	uint64_t when;		/* release: due; extend: the new deadline */
+	const char *reason;	/* bury */
+	char	*out;		/* extend: the new receipt */
+	size_t	 size;
+};
+
 static int
-receipt(struct worker *wk, struct job *j)
+apply(struct worker *wk, const struct how *h)
 {
-	const char *why;
 	int st;
 
-	st = mq_receipt_open(wk->sp, j->receipt, &wk->rc, &why);
-	if (st == MQ_EX_OK)
-		return 0;
-	if (st == MQ_EX_SYS)
-		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
-	else
-		warnx("%s: %s", mq_receipt_shown(wk->sp, j->receipt), why);
-	if (st == MQ_EX_SYS)
-		wk->status = MQ_EX_SYS;
-	return -1;
+	switch (h->op) {
+	case OP_ACK:
+		return mq_receipt_ack(&wk->rc);
+	case OP_RELEASE:
+		if ((st = mq_receipt_release(&wk->rc, &wk->pl, h->when)) ==
+		    MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
+			st = MQ_EX_SYS;
+		return st;
+	case OP_BURY:
+		return mq_receipt_bury(&wk->rc, h->reason, strlen(h->reason));
+	default:
+		return mq_receipt_extend(&wk->rc, h->when, h->out, h->size);
+	}
 }
 
 /*
- * Says why settling j's message failed (st; errno with MQ_EX_SYS), or
- * removes the bucket it left if empty: a worker's settlements come one
- * at a time, not as a batch.  Returns st.
+ * Does h with j's lease; returns the mq_exit status (errno set with
+ * MQ_EX_SYS, *why with MQ_EX_USAGE).  The lease is not looked at first
+ * (mq_receipt_claimed): the worker made it, and a lease lost since shows
+ * as ENOENT from the rename or unlink of its own name, which then moves
+ * nothing (another's lease of the message has another name: its deadline
+ * and attempt).  Only then is it looked at (mq_receipt_open), as the
+ * bucket kept open may be one removed since and made anew by a claim: if
+ * the lease is there after all, h is done again.
  */
 static int
-settled(struct worker *wk, struct job *j, int st)
+settle(struct worker *wk, struct job *j, const struct how *h,
+    const char **why)
 {
-	if (st == MQ_EX_OK)
-		mq_receipt_prune(&wk->rc);
-	else if (st == MQ_EX_LOST)
-		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
-	else {
-		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+	int st;
+
+	*why = "";
+	if ((st = mq_receipt_claimed(wk->sp, j->receipt, &wk->rc, why)) !=
+	    MQ_EX_OK || (st = apply(wk, h)) != MQ_EX_LOST)
+		return st;
+	if ((st = mq_receipt_open(wk->sp, j->receipt, &wk->rc, why)) !=
+	    MQ_EX_OK)
+		return st;
+	return apply(wk, h);
+}
+
+/* Says why settling j's message failed (st from settle).  Returns st. */
+static int
+settled(struct worker *wk, struct job *j, int st, const char *why)
+{
+	const char *shown = mq_receipt_shown(wk->sp, j->receipt);
+
+	if (st == MQ_EX_LOST)
+		warnx("%s: lease lost", shown);
+	else if (st == MQ_EX_USAGE)
+		warnx("%s: %s", shown, why);
+	else if (st != MQ_EX_OK) {
+		warn("%s", shown);
 		wk->status = MQ_EX_SYS;
 	}
 	return st;
@@ -625,14 +661,13 @@ settled(struct worker *wk, struct job *j, int st)
 static void
 release(struct worker *wk, struct job *j, uint64_t due)
 {
+	struct how h = { OP_RELEASE, due, NULL, NULL, 0 };
+	const char *why;
+
 	int st;
 
-	if (receipt(wk, j) == -1)
-		return;
-	if ((st = mq_receipt_release(&wk->rc, &wk->pl, due)) == MQ_EX_OK &&
-	    mq_placer_flush(&wk->pl) == -1)
-		st = MQ_EX_SYS;
-	settled(wk, j, st);
+	st = settle(wk, j, &h, &why);
+	settled(wk, j, st, why);
 }
 
 /* Leases are extended every third of their length. */
@@ -648,7 +683,8 @@ start(void *arg, const char *rcpt, const char *id)
 {
 	struct worker *wk = arg;
 	struct job *j = free_slot(wk);
-	int body, got;
+	const char *why;
+	int body, got, st;
 
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->err.fd = -1;
@@ -659,8 +695,24 @@ start(void *arg, const char *rcpt, const char *id)
 		return -1;
 	}
 	wk->claimed++;
-	if (receipt(wk, j) == -1)
+	/*
+	 * The claim has just put a regular file there: its lease is not
+	 * looked at, but for a body that cannot be opened (ENOENT: lost, or
+	 * the bucket kept open was made anew since; see settle).
+	 */
+	if ((st = mq_receipt_claimed(wk->sp, j->receipt, &wk->rc, &why)) !=
+	    MQ_EX_OK) {
+		settled(wk, j, st, why);
 		return 0;
+	}
+	if ((body = mq_receipt_body(&wk->rc)) == -1 && errno == ENOENT) {
+		if ((st = mq_receipt_open(wk->sp, j->receipt, &wk->rc,
+		    &why)) != MQ_EX_OK) {
+			settled(wk, j, st, why);
+			return 0;
+		}
+		body = mq_receipt_body(&wk->rc);
+	}
 	j->attempt = wk->rc.n.attempts;
 	j->prio = wk->rc.n.prio;
 	j->deaths = wk->rc.n.deaths;
@@ -672,7 +724,6 @@ start(void *arg, const char *rcpt, const char *id)
 			    wk->rc.n.keyhash);
 		j->key[0] = '\0';
 	}
-	body = mq_receipt_body(&wk->rc);
 	if (body == -1 || spawn(wk, j, body) == -1) {
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
@@ -748,21 +799,24 @@ failure(const struct worker *wk, const struct job *j, int ws, char *buf,
 static void
 bury(struct worker *wk, struct job *j, const char *reason, const char *shown)
 {
-	if (receipt(wk, j) == -1)
-		return;
-	if (settled(wk, j, mq_receipt_bury(&wk->rc, reason,
-	    strlen(reason))) == MQ_EX_OK)
+	struct how h = { OP_BURY, 0, reason, NULL, 0 };
+	const char *why;
+	int st;
+
+	st = settle(wk, j, &h, &why);
+	if (settled(wk, j, st, why) == MQ_EX_OK)
 		warnx("%s: dead-lettered: %s", j->id, shown);
 }
 
 static void
 ack(struct worker *wk, struct job *j)
 {
-	if (receipt(wk, j) == -1) {
-		wk->failed = 1;
-		return;
-	}
-	if (settled(wk, j, mq_receipt_ack(&wk->rc)) != MQ_EX_OK) {
+	struct how h = { OP_ACK, 0, NULL, NULL, 0 };
+	const char *why;
+	int st;
+
+	st = settle(wk, j, &h, &why);
+	if (settled(wk, j, st, why) != MQ_EX_OK) {
 		wk->failed = 1;
 		return;
 	}
@@ -827,7 +881,8 @@ reap(struct worker *wk)
 	pid_t pid;
 	int ws, i;
 
-	while ((pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+	/* Every child is a running job: none left, none to ask for. */
+	while (wk->running > 0 && (pid = waitpid(-1, &ws, WNOHANG)) > 0) {
 		for (i = 0; i < wk->opt->slots; i++) {
 			if (wk->jobs[i].pid == pid) {
 				finish(wk, &wk->jobs[i], ws);
@@ -842,25 +897,23 @@ static void
 heartbeat(struct worker *wk, struct job *j)
 {
 	char out[PATH_MAX];
+	struct how h = { OP_EXTEND, 0, NULL, out, sizeof(out) };
+	const char *why;
 	int st;
 
 	j->beat = wk->now + beat_ms(wk);
 	if (j->lost)
 		return;
-	if (receipt(wk, j) == -1) {
-		j->lost = 1;
-		return;
-	}
-	st = mq_receipt_extend(&wk->rc, wk->now + wk->lease_ms, out,
-	    sizeof(out));
-	if (st == MQ_EX_LOST) {
-		warnx("%s: lease lost", mq_receipt_shown(wk->sp, j->receipt));
-		j->lost = 1;
-		return;
-	}
+	h.when = wk->now + wk->lease_ms;
+	st = settle(wk, j, &h, &why);
 	/* A heartbeat missed is tried again at the next. */
-	if (st != MQ_EX_OK) {
+	if (st == MQ_EX_SYS) {
 		warn("%s", mq_receipt_shown(wk->sp, j->receipt));
+		return;
+	}
+	if (st != MQ_EX_OK) {
+		settled(wk, j, st, why);
+		j->lost = 1;
 		return;
 	}
 	strlcpy(j->receipt, out, sizeof(j->receipt));
@@ -936,13 +989,16 @@ signals_read(struct worker *wk, int *child)
 	unsigned char buf[64];
 	ssize_t n, i;
 
-	while ((n = read(sigpipe[0], buf, sizeof(buf))) > 0)
+	do {
+		if ((n = read(sigpipe[0], buf, sizeof(buf))) <= 0)
+			break;
 		for (i = 0; i < n; i++) {
 			if (buf[i] == SIGCHLD)
 				*child = 1;
 			else
 				on_stop(wk);
 		}
+	} while (n == (ssize_t)sizeof(buf));	/* else it is empty now */
 }
 
 static int64_t
@@ -1018,6 +1074,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	mq_keys_init(&wk.keys, sp);
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	mq_claimer_init(&wk.cl, 1);
+	wk.cl.lazy = 1;
 	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
 	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
 	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
@@ -1080,6 +1137,12 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 				break;
 			if (empty && wk.now - idle_since >= opt->idle_ms)
 				break;
+			/*
+			 * The bucket of the last lease settled goes once idle:
+			 * while busy, the next claims' leases mostly fall in
+			 * it, and one settled in another removes it then.
+			 */
+			mq_receipt_prune(&wk.rc);
 		} else
 			idle_since = wk.now;
 

@@ -234,6 +234,46 @@ end"
 	assert_equal "$(count cur)" 0
 }
 
+@test "worker: an ack that finds the lease gone (the message claimed again meanwhile) says so and removes nothing" {
+	echo x | mq-send >/dev/null
+	# Another lease of the message, as by a worker that claimed it after
+	# this one's ran out: same bucket, another attempt.
+	run -5 --separate-stderr mq-recv -- sh -c '
+		f=$(find "$MQ_DIR/cur" -name "$MQ_ID,*")
+		mv "$f" "${f%,*},2"'
+	[[ $stderr == *"cur/"*": lease lost"* ]]
+	assert_equal "$(count cur)" 1
+	find "$MQ_DIR/cur" -name '*,2' | grep -q .
+}
+
+@test "worker: a lease whose bucket was removed and made anew while its job ran is still extended and acked" {
+	echo x | mq-send >/dev/null
+	# The job moves its lease out, removes the bucket, makes it again and
+	# moves the lease back, as an emptied bucket pruned and made anew by
+	# another claim: what the worker kept open of it is gone.  The lease
+	# is long enough for its first heartbeat to come after that.
+	run -0 --separate-stderr mq-recv -t 6 -- sh -c '
+		f=$(find "$MQ_DIR/cur" -name "$MQ_ID,*")
+		d=${f%/*}
+		mv "$f" "$W/lease" && rmdir "$d" && mkdir "$d" && mv "$W/lease" "$f"
+		sleep 2.5'
+	[[ $stderr != *"lease lost"* ]]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 0
+}
+
+@test "worker: an expired lease is handed out again while the worker is busy with waiting messages" {
+	echo expired | mq-send >/dev/null
+	r=$(mq-recv -t 0.5)
+	seq 1 20 | mq-send -l >/dev/null
+	run -0 --separate-stderr mq-recv -- sh -c 'echo "$(cat) $MQ_ATTEMPT" >>"$W/ran"; sleep 0.1'
+	assert_equal "$(wc -l <"$W/ran")" 21
+	grep -qx 'expired 2' "$W/ran"
+	# Not left until the waiting messages are done.
+	[ "$(tail -n 1 "$W/ran")" != "expired 2" ]
+	run -3 mq-ack "$r"
+}
+
 @test "worker: -n N claims N messages in all, then exits" {
 	seq 1 10 | mq-send -l >/dev/null
 	run mq-recv -n 3 -P 2 -- sh -c 'echo "$(cat)" >>"$W/done"'
