@@ -64,7 +64,7 @@ struct run {
 	int		 want, got;
 	int		 moved;		/* out of new/ or cur/ another way */
 	int		 promoted;	/* a group's head buried: its next is due */
-	struct mq_bucket *bucket;	/* cl's when it keeps, else own */
+	struct mq_bucket *bucket;	/* cl's when lazy, else own */
 	struct mq_bucket own;
 	mq_claim_fn	 fn;
 	void		*arg;
