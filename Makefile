@@ -11,7 +11,14 @@ ZSHCOMPDIR = $(PREFIX)/share/zsh/site-functions
 SYSTEMDDIR = $(PREFIX)/lib/systemd/system
 
 CC = cc
-CFLAGS = -std=c17 -O2 -g -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
+# CFLAGS, CPPFLAGS and LDFLAGS are the builder's (a packager passes
+# dpkg-buildflags' hardening through them); the language, the warnings and
+# the feature macros that the code needs are MQ_CFLAGS, kept whatever
+# CFLAGS is given.
+CFLAGS = -O2 -g
+CPPFLAGS =
+LDFLAGS =
+MQ_CFLAGS = -std=c17 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
 	-D_DEFAULT_SOURCE
 # make SANITIZE=1: build with AddressSanitizer and UBSan (set for make check
 # too, and the suite runs under them).
@@ -59,7 +66,8 @@ relay: src/libmq.a
 $(RELAYOBJ): src/mq.h src/compat.h src/broker.h
 # Compiled with rabbitmq-c's own flags (its include directory).
 RELAY_CFLAGS = `pkg-config --cflags librabbitmq`
-RELAY_CC = $(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) $(RELAY_CFLAGS)
+RELAY_CC = $(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) \
+	$(BSD_CFLAGS) $(RELAY_CFLAGS)
 src/mq-relay.o: src/mq-relay.c
 	$(RELAY_CC) -c -o $@ src/mq-relay.c
 src/broker.o: src/broker.c
@@ -105,7 +113,7 @@ $(BIN): src/libmq.a
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/$(@F).o src/libmq.a $(BSD_LIBS)
 
 .c.o:
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
 
 FUZZ_SECS = 600
 FUZZ_CC = clang
@@ -122,12 +130,12 @@ fuzz: tests/fuzz/fuzz-name
 	    -print_final_stats=1 tests/fuzz/corpus tests/fuzz/seeds
 
 tests/name-test: tests/name-test.c src/libmq.a
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
 	    tests/name-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
 tests/key-test: tests/key-test.c src/libmq.a
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
 	    tests/key-test.c \
 	    src/libmq.a $(BSD_LIBS)
 
@@ -135,10 +143,12 @@ tests/key-test: tests/key-test.c src/libmq.a
 # messages back with amqp-get, tests/relay-pull.bats puts them with
 # amqp-put), built, like mq-relay, only when librabbitmq is found.
 tests/amqp-get: tests/amqp-get.c
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) -o $@ tests/amqp-get.c \
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) \
+	    -o $@ tests/amqp-get.c \
 	    `pkg-config --libs librabbitmq`
 tests/amqp-put: tests/amqp-put.c
-	$(CC) $(CFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) -o $@ tests/amqp-put.c \
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(RELAY_CFLAGS) \
+	    -o $@ tests/amqp-put.c \
 	    `pkg-config --libs librabbitmq`
 amqp-tools:
 	@if pkg-config --exists librabbitmq 2>/dev/null; then \
