@@ -188,6 +188,31 @@ demo:
 deps:
 	@sh share/deps.sh test
 
+# The version is MQ_VERSION in src/mq.h, and only there: every tool's -V
+# prints it, make dist names its tarball after it, and debian/rules refuses
+# to build a package whose debian/changelog says another.
+VERSION_OF = sed -n 's/^\#define MQ_VERSION[^"]*"\([^"]*\)".*/\1/p' src/mq.h
+version:
+	@$(VERSION_OF)
+
+# make dist: mq-VERSION.tar.gz of the files git tracks (as they are in the
+# work tree), the same bytes on every run: names sorted, the mtime of the
+# last commit (or SOURCE_DATE_EPOCH), owner and modes fixed, gzip -n.
+dist:
+	@top=`git rev-parse --show-toplevel 2>/dev/null` && \
+	    [ "`cd "$$top" && pwd -P`" = "`pwd -P`" ] || { echo "make dist:" \
+	    "`pwd`: not a git checkout: the tarball is made of the files" \
+	    "git tracks (git ls-files)" >&2; exit 1; }
+	@v=`$(VERSION_OF)` && [ -n "$$v" ] || { echo "make dist:" \
+	    "src/mq.h: no MQ_VERSION" >&2; exit 1; }; \
+	epoch=$${SOURCE_DATE_EPOCH:-`git log -1 --format=%ct`} && \
+	git ls-files -z | LC_ALL=C sort -z | tar --create --null \
+	    --no-recursion --files-from=- --transform="s,^,mq-$$v/," \
+	    --sort=name --mtime="@$$epoch" --owner=0 --group=0 \
+	    --numeric-owner --mode=go-w,a+rX --format=gnu | \
+	    gzip -n -9 >mq-$$v.tar.gz.tmp && mv mq-$$v.tar.gz.tmp mq-$$v.tar.gz && \
+	echo "mq-$$v.tar.gz"
+
 BENCHBIN = bench/floor bench/spawn bench/true-c bench/amqp-confirm
 bench/floor: bench/floor.c
 	$(CC) -O2 -o $@ bench/floor.c
@@ -266,4 +291,5 @@ clean:
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 
-.PHONY: bench-quick all relay amqp-tools build-deps bench check check-valgrind fuzz torture lint demo deps install uninstall clean
+.PHONY: all relay amqp-tools build-deps bench bench-quick check check-valgrind fuzz torture lint demo deps \
+	version dist install uninstall clean

@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#define MQ_VERSION	"0.1.0"
+#define MQ_VERSION	"0.2.0"
 
 /* State directories of a spool. */
 #define MQ_DIR_TMP	"tmp"
