@@ -20,11 +20,15 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # mq-show's streaming is checked), and for mq-relay's tests: librabbitmq-dev
 # (rabbitmq-c: without it mq-relay is not built), rabbitmq-server (the tests
 # start private nodes on loopback, tests/rabbit; the system's own service is
-# not used) and openssl (a throw-away CA and certificate for the TLS test).
+# not used) and openssl (a throw-away CA and certificate for the TLS test),
+# and for the Debian packages' test (tests/package.bats builds them, checks
+# them and installs them into a throw-away root): dpkg-dev
+# (dpkg-buildpackage), debhelper (debian/rules is dh's) and lintian; no
+# fakeroot, as debian/control says Rules-Requires-Root: no.
 test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
     e2fsprogs mount man-db sqlite3 prometheus time librabbitmq-dev
-    rabbitmq-server openssl"
+    rabbitmq-server openssl dpkg-dev debhelper lintian"
 relay="$build librabbitmq-dev"
 bench="$test python3-dirq"
 need=$test
