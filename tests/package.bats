@@ -99,13 +99,14 @@ files_of() {
 }
 
 @test "package: installed into a throwaway root, make demo's scenario runs from its paths; a purge leaves only dpkg's own files" {
+	# dpkg gives the files to root as it unpacks them, which only root can.
+	[ "$(id -u)" -eq 0 ] || skip "installing into a root needs root (dpkg chowns what it unpacks)"
 	root=$BATS_TEST_TMPDIR/root
 	mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/log"
 	touch "$root/var/lib/dpkg/status"
 	# The root has no libc6 package (the host's libc runs the programs);
 	# dpkg's log goes into the root, not the host's /var/log.
 	opts=(--root="$root" --log="$root/var/log/dpkg.log" --force-depends)
-	[ "$(id -u)" -eq 0 ] || opts+=(--force-not-root)
 	run dpkg "${opts[@]}" -i "$mq_deb" "$relay_deb"
 	assert_success
 	# The units name the installed programs.
