@@ -47,12 +47,6 @@
 #define RING_TICK_MS	2000
 
 /*
- * A claimer that claims again and again (cl->lazy) lists cur/ for expired
- * leases at least this often while it keeps finding work in new/.
- */
-#define EXPIRED_GAP_MS	1000
-
-/*
  * What a claim run shares: the lease to give, the cur/ bucket it goes to,
  * and where to report receipts.
  */
@@ -402,23 +396,16 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	return r == -1 ? -1 : r == 1 ? MQ_TREE_USED : MQ_TREE_STOP;
 }
 
-/*
- * Claims up to limit expired leases for the run c.  A lazy claimer notes
- * when cur/ was listed and the earliest lease it saw running, or that it
- * is to be listed at the next claim when this one may have left some.
- */
+/* Claims up to limit expired leases for the run c. */
 static int
 expired(struct run *c, int limit)
 {
-	struct mq_claimer *cl = c->cl;
 	uint64_t wake = UINT64_MAX;
 	int r;
 
 	r = mq_expired_scan(c->sp, c->now, limit, claim_expired, c, &wake);
 	if (wake < c->wake)
 		c->wake = wake;
-	cl->cur_at = c->now;
-	cl->cur_due = r == -1 || r >= limit ? 0 : wake;
 	return r;
 }
 
@@ -433,9 +420,10 @@ expired(struct run *c, int limit)
  * next call, so that one claim at a time does not list and sort a whole
  * leaf each time; anything sent since at its priority sorts after those
  * names, as new leaves are keyed later than a due one, and anything of a
- * higher priority is claimed first (kept_usable).  With cl->lazy, cur/
- * is not listed each time (see above).  With cl->ring, a call
- * that claimed or buried anything rings the doorbell.  Returns the number
+ * higher priority is claimed first (kept_usable).  With cl->lazy, the
+ * bucket of cur/ the last lease went to is kept open for the next call.
+ * With cl->ring, a call that claimed or buried anything rings the
+ * doorbell.  Returns the number
  * claimed or -1.
  */
 int
@@ -445,7 +433,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 {
 	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0, 0 };
 	struct run c;
-	int r, lazy;
+	int r;
 
 	memset(&c, 0, sizeof(c));
 	c.sp = sp;
@@ -471,16 +459,11 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	t.arg = &c;
 	t.now = c.now;
 	/*
-	 * cur/ is listed first, unless lazy and no lease seen when it was
-	 * last listed can have run out since, nor EXPIRED_GAP_MS have passed
-	 * (a lease made since, or made shorter, is known only to a listing);
-	 * then it is listed after new/, and only if that falls short: a
-	 * claimer that goes idle has looked at everything, as one that lists
-	 * it each time would have.
+	 * cur/ is listed first, at every claim: a lease made or shortened
+	 * by another process since the last claim is known only to a
+	 * listing, and expired leases go first.
 	 */
-	lazy = cl->lazy && c.now < cl->cur_due &&
-	    c.now - cl->cur_at < EXPIRED_GAP_MS;
-	r = lazy ? 0 : expired(&c, want);
+	r = expired(&c, want);
 	if (r != -1 && c.got < c.want && cl->leaf != -1) {
 		if (kept_usable(&c))
 			r = claim_kept(&c);
@@ -503,8 +486,6 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 		c.now = t.now = mq_now_ms();
 		r = mq_tree_walk(&t, sp->new);
 	}
-	if (r != -1 && c.got < c.want && lazy)
-		r = expired(&c, c.want - c.got);
 	mq_closefd(&c.own.fd);
 	/* Room was made: senders waiting for it (max-depth) count again. */
 	if (cl->ring && (c.got > 0 || c.moved))

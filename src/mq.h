@@ -369,14 +369,7 @@ struct mq_claimer {
 	struct timespec stamp;	/* new/'s mtime before the walk that kept it */
 	int	 racy;		/* that mtime may hide a later change */
 	struct mq_bucket bucket;	/* of cur/, of the last lease (lazy) */
-	/*
-	 * Lazy: cur/ is listed for expired leases only when one can have run
-	 * out since it was last listed (mq_claim; worker mode), which was at
-	 * cur_at, when the earliest lease it saw ran to cur_due.
-	 */
-	int	 lazy;
-	uint64_t cur_at;
-	uint64_t cur_due;
+	int	 lazy;	/* keeps its bucket of cur/ open (worker mode) */
 };
 void	 mq_claimer_init(struct mq_claimer *, int);
 void	 mq_claimer_close(struct mq_claimer *);

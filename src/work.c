@@ -355,14 +355,22 @@ child(const struct kid *k)
 	int e;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
 	sigemptyset(&sa.sa_mask);
+	/*
+	 * Its own group: a Ctrl-C meant for the worker lets jobs finish.  One
+	 * that came before the child left the worker's group is pending
+	 * (blocked) here: ignored first, it is dropped, not delivered at the
+	 * unblocking before exec.
+	 */
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	setpgid(0, 0);
+	sa.sa_handler = SIG_DFL;
 	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
 		sigaction(handled[i], &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGPIPE, &sa, NULL);
-	/* Its own group: a Ctrl-C meant for the worker lets jobs finish. */
-	setpgid(0, 0);
 	if (mq_die_with_parent() == -1)
 		goto fail;
 	if (getppid() != k->parent)

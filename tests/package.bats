@@ -28,7 +28,10 @@ setup_file() {
 	else
 		(cd "$top" && tar -cf - --exclude=./.git .)
 	fi | (cd "$build/mq" && tar -xf -)
-	(cd "$build/mq" && dpkg-buildpackage -us -uc -b) >"$build/log" 2>&1 || {
+	# Built as a packager would, whatever this make check was given
+	# (make check SANITIZE=1 passes it down in MAKEFLAGS).
+	(cd "$build/mq" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE \
+	    dpkg-buildpackage -us -uc -b) >"$build/log" 2>&1 || {
 		echo "# dpkg-buildpackage failed (log in $build/log):" >&3
 		tail -n 30 "$build/log" | sed 's/^/# /' >&3
 	}
