@@ -668,12 +668,13 @@ reasons() {
 }
 
 @test "depth: messages past the spool's ttl do not count; the count buries them as expired" {
-	mq-conf max-depth=3 ttl=1
+	# A ttl of 5 s, and the clock moved ahead past it (ahead) rather
+	# than slept through: a loaded machine keeps its margin.
+	mq-conf max-depth=3 ttl=5
 	run -6 --separate-stderr mq-send -l < <(seq 1 5)
 	assert_equal "${#lines[@]}" 3
-	sleep 1.2
-	# mq-stat has them dead; the send finds room, and makes it real.
-	run --separate-stderr mq-send <<<new
+	# Past the ttl they are dead; the send finds room, and makes it real.
+	run --separate-stderr ahead 6 mq-send <<<new
 	assert_success
 	assert_equal "${#lines[@]}" 1
 	id=${lines[0]}
@@ -682,10 +683,11 @@ reasons() {
 	assert_equal "$(count new)" 1
 	[ -n "$(find "$MQ_DIR/new" -type f -name "$id,*")" ]
 	# A spool ttl does not go back: two more fit, then it is full again.
-	mq-send <<<a >/dev/null
-	mq-send <<<b >/dev/null
-	run -6 mq-send <<<c
-	assert_equal "$(bodies | tr -s '\n' ' ')" "new a b "
+	# (on the same clock as new's send, its time.)
+	ahead 6 mq-send <<<a >/dev/null
+	ahead 6 mq-send <<<b >/dev/null
+	run -6 ahead 6 mq-send <<<c
+	assert_equal "$(ahead 6 bash -c "$(declare -f bodies); bodies" | tr -s '\n' ' ')" "new a b "
 }
 
 @test "depth: messages past their own --ttl do not count (no spool ttl)" {
@@ -751,7 +753,9 @@ entry() {
 
 @test "depth: a cached leaf whose messages expire is listed again, though its mtime is unchanged" {
 	mq-conf max-depth=3
-	ids=$(seq 1 3 | mq-send -l --ttl 1)
+	# A ttl of 5 s, passed by moving the clock ahead (ahead), not by a
+	# sleep: a loaded machine keeps its margin.
+	ids=$(seq 1 3 | mq-send -l --ttl 5)
 	leaf=$(leaf_of 1)
 	first=$(head -n 1 <<<"$ids")
 	sent=$(($(printf '%d' "0x${first%%.*}") / 1000000))
@@ -761,16 +765,15 @@ entry() {
 	run -6 mq-send <<<x
 	mtime=$(stat -c %y "$leaf")
 	e=$(entry "$leaf")
-	assert_equal "$(cut -d ' ' -f 4- <<<"$e")" "$sent $((sent + 1000)) 3"
+	assert_equal "$(cut -d ' ' -f 4- <<<"$e")" "$sent $((sent + 5000)) 3"
 	run -6 mq-send <<<x
-	sleep 1.1
 	# Nothing changed the leaf, and the cache still names its mtime.
 	assert_equal "$(stat -c %y "$leaf")" "$mtime"
 	assert_equal "$(entry "$leaf")" "$e"
-	run mq-send <<<y
+	run ahead 6 mq-send <<<y
 	assert_success
 	assert_equal "$(reasons)" "expired 3;"
-	assert_equal "$(bodies)" y
+	assert_equal "$(ahead 6 bash -c "$(declare -f bodies); bodies")" y
 }
 
 @test "depth: a spool ttl set after the cache was written is honoured" {
