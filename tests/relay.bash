@@ -14,9 +14,9 @@
 
 RABBIT="$BATS_TEST_DIRNAME/rabbit"
 
-# rabbit ARGS: tests/rabbit, bounded (start waits at most 90 s itself).
+# rabbit ARGS: tests/rabbit, bounded (start waits at most 180 s itself).
 rabbit() {
-	timeout -k 5 150 sh "$RABBIT" "$@"
+	timeout -k 5 240 sh "$RABBIT" "$@"
 }
 
 # The nodes this file started, one DIR a line, for relay_teardown.

@@ -113,10 +113,11 @@ now_ms() {
 }
 
 @test "ttl: mq-sweep buries an expired lease past its ttl instead of putting it back" {
-	id=$(echo a | mq-send --ttl 0.3)
+	# The claim must come before the ttl: one of 5 s, and the clock moved
+	# past it, not a short one slept through (a slow run outlasts it).
+	id=$(echo a | mq-send --ttl 5)
 	mq-recv -t 0.1 >/dev/null
-	sleep 0.5
-	run --separate-stderr mq-sweep -v
+	run --separate-stderr ahead 10 mq-sweep -v
 	assert_success
 	[[ $stderr == *"$id: dead: expired"* ]]
 	assert_equal "$(count new)" 0
@@ -125,10 +126,9 @@ now_ms() {
 }
 
 @test "ttl: mq-recv buries an expired lease past its ttl rather than hand it out again" {
-	echo a | mq-send --ttl 0.3 >/dev/null
+	echo a | mq-send --ttl 5 >/dev/null
 	mq-recv -t 0.1 >/dev/null
-	sleep 0.5
-	run -1 mq-recv
+	run -1 ahead 10 mq-recv
 	assert_equal "$(count cur)" 0
 	assert_equal "$(reasons)" expired
 }
