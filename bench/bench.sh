@@ -134,7 +134,7 @@ bench_rates() { # fs
 	    "one mq-send per message, durable" "$(m mq-single)" ">= 5"
 	RATIO=$(ratios "$w/mq-claim1000" "$w/floor-claim")
 	row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
-	    "floor, rename+unlink" "$(m floor-claim)" ">= 0.5"
+	    "floor, rename+unlink" "$(m floor-claim)" ">= 0.6"
 	RATIO=$(ratios "$w/mq-claim100" "$w/floor-claim")
 	row "$name" "claim+ack (mq-recv -n 100 | mq-ack)" "$(m mq-claim100)" msg/s \
 	    "floor, rename+unlink" "$(m floor-claim)" "-"
@@ -389,11 +389,14 @@ bench_worker() { # fs: worker mode, short jobs, -P 1 2 4 8
 			rate 40 "$s" "$e" >>"$w/sleep$p"
 		done
 	done
+	# Near the floor at -P 1; at -P 2 on two cores, the worker's own work
+	# goes on while a job runs.
 	for p in 1 2 4 8; do
+		case $p in 1) goal=">= 0.85" ;; 2) goal=">= 0.95" ;; *) goal=- ;; esac
 		RATIO=$(ratios "$w/P$p" "$w/floor")
 		row "$name" "worker mode -P $p, $k jobs of true (mq-recv -- true)" \
 		    "$(median <"$w/P$p")" jobs/s "posix_spawn of true, one after another" \
-		    "$(median <"$w/floor")" "-"
+		    "$(median <"$w/floor")" "$goal"
 	done
 	for p in 2 4 8; do
 		RATIO=$(ratios "$w/P$p" "$w/P1")
