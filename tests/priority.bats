@@ -204,8 +204,9 @@ only_path() {
 	assert_success
 	[[ $output == *'"ready":3,"delayed":2,'* ]]
 	age=$(sed -n 's/.*"oldest_ready_age_seconds":\([0-9]*\).*/\1/p' <<<"$output")
-	[ -n "$age" ] && [ "$age" -ge 100 ] &&
-	    [ "$age" -le $((100 + $(date +%s) - t0 + 1)) ]
+	[ -n "$age" ]
+	[ "$age" -ge 100 ]
+	[ "$age" -le $((100 + $(date +%s) - t0 + 1)) ]
 }
 
 @test "priority: mq-sweep expires messages past their ttl in every priority's tree" {

@@ -14,9 +14,10 @@
 
 RABBIT="$BATS_TEST_DIRNAME/rabbit"
 
-# rabbit ARGS: tests/rabbit, bounded (start waits at most 180 s itself).
+# rabbit ARGS: tests/rabbit, bounded (start waits at most 180 s itself, and
+# its last check and stop up to a minute more, before it says why).
 rabbit() {
-	timeout -k 5 240 sh "$RABBIT" "$@"
+	timeout -k 5 300 sh "$RABBIT" "$@"
 }
 
 # The nodes this file started, one DIR a line, for relay_teardown.
