@@ -128,7 +128,7 @@ stop_relay() {
 	# second is no time for a kill).
 	relay_send 1 "$A"
 	# shellcheck disable=SC2086
-	run -0 timeout 60 mq-relay push -1 -d "$A" -q "$Q" $RELAY_URIS
+	run -0 timeout -k 5 60 mq-relay push -1 -d "$A" -q "$Q" $RELAY_URIS
 	sleep 2
 	relay_send "$N" "$A"
 	# Small batches: the kill comes after some confirms, before the last.
@@ -150,7 +150,7 @@ stop_relay() {
 	stop_relay
 	restart_node "$node"
 	# Pulled from a node that was never killed.
-	run -0 timeout 300 mq-relay pull -1 -n 65535 -d "$B" -q "$Q" \
+	run -0 timeout -k 5 300 mq-relay pull -1 -n 65535 -d "$B" -q "$Q" \
 	    "amqp://guest:guest@127.0.0.1:$(v=RELAY_PORT$((node % 3 + 1)); echo "${!v}")"
 	relay_compare "$B" "cluster push, node $node killed"
 	echo "push: messages $((N + 1)), kills 1 (node $node, $left not yet confirmed, $claimed in flight), lost $lost, duplicates $dups, seconds from the kill to the next confirmed message $reconnect" |
@@ -163,7 +163,7 @@ stop_relay() {
 	local node got reconnect d at
 	relay_send "$N" "$A"
 	# shellcheck disable=SC2086
-	run -0 timeout 300 mq-relay push -1 -d "$A" -q "$Q" $RELAY_URIS
+	run -0 timeout -k 5 300 mq-relay push -1 -d "$A" -q "$Q" $RELAY_URIS
 	sleep 2
 	# Each file it opens slowed down (3 ms an openat) so that the pull is still
 	# under way, however loaded the machine, when it is held still (kill

@@ -32,11 +32,11 @@ short_lease() {
 }
 
 push() {
-	timeout 300 mq-relay push "$@" -d "$A" -q "$Q" "$RELAY_URI"
+	timeout -k 5 300 mq-relay push "$@" -d "$A" -q "$Q" "$RELAY_URI"
 }
 
 pull() {
-	timeout 300 mq-relay pull "$@" -d "$B" -q "$Q" "$RELAY_URI"
+	timeout -k 5 300 mq-relay pull "$@" -d "$B" -q "$Q" "$RELAY_URI"
 }
 
 # The relay in the background, its PID (the relay's own: it is what the
@@ -136,7 +136,7 @@ more_than() {
 	end=$((SECONDS + 180))
 	while [ "$(sort -u "$done" | wc -l)" -lt 1000 ] && [ $SECONDS -lt $end ]; do
 		st=0
-		timeout 60 mq-recv -w 1 -d "$B" -- sh -c 'echo "$MQ_ID" >>"$1"' _ "$done" || st=$?
+		timeout -k 5 60 mq-recv -w 1 -d "$B" -- sh -c 'echo "$MQ_ID" >>"$1"' _ "$done" || st=$?
 		[ $st -le 1 ] || fail "mq-recv exited $st"
 	done
 	cut -d ' ' -f 1 "$BATS_TEST_TMPDIR/sent" | LC_ALL=C sort >"$BATS_TEST_TMPDIR/want"

@@ -34,17 +34,17 @@ teardown() {
 
 # put [amqp-put options]: one message (body on stdin) on this test's queue.
 put() {
-	timeout 30 "$PUT" -u "$URI" -q "$Q" "$@"
+	timeout -k 5 30 "$PUT" -u "$URI" -q "$Q" "$@"
 }
 
 # The messages ready on the broker's queue.
 ready() {
-	timeout 30 "$PUT" -u "$URI" -q "$Q" -C
+	timeout -k 5 30 "$PUT" -u "$URI" -q "$Q" -C
 }
 
 # pull [options]: mq-relay pull -1 of this test's spool, bounded.
 pull() {
-	timeout 60 mq-relay pull -1 "$@" "$URI"
+	timeout -k 5 60 mq-relay pull -1 "$@" "$URI"
 }
 
 # pull_bg [options]: mq-relay pull of this test's spool in the
@@ -204,7 +204,7 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	# The same message again, taken by a consumer that drops the
 	# connection without acking: the broker redelivers it, flagged.
 	echo once | put -i "$id"
-	run timeout 30 "$PUT" -u "$URI" -q "$Q" -R
+	run timeout -k 5 30 "$PUT" -u "$URI" -q "$Q" -R
 	assert_success
 	assert_output "$id"
 	run --separate-stderr pull -v
@@ -324,7 +324,7 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	# -d, and a relative path: the base name of its real path.
 	echo again | put
 	cd "$BATS_TEST_TMPDIR/not/yet/$Q"
-	run timeout 60 mq-relay pull -1 -d . "$URI"
+	run timeout -k 5 60 mq-relay pull -1 -d . "$URI"
 	assert_success
 	run drain
 	assert_output "again"
@@ -401,7 +401,7 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	# Stopped in the batch's sync, SIGTERM delivered, then let go; the
 	# program itself, not a valgrind wrapper.
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    run timeout -k 5 60 gdb -q -batch -ex 'set breakpoint pending on' \
 	    -ex 'break mq_tmp_sync' -ex "run pull -n 1000 $URI" \
 	    -ex delete -ex 'signal SIGTERM' --args "$(bin_of mq-relay)" </dev/null
 	assert_output --partial "Breakpoint 1,"

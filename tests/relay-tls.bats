@@ -24,12 +24,12 @@ setup() {
 
 @test "mq-relay over amqps:// with MQ_RELAY_CACERT: push then pull, every message arrives" {
 	relay_send 50 "$A"
-	MQ_RELAY_CACERT=$CA run -0 --separate-stderr timeout 60 mq-relay push -1 -v -d "$A" -q "$Q" "$TLS"
+	MQ_RELAY_CACERT=$CA run -0 --separate-stderr timeout -k 5 60 mq-relay push -1 -v -d "$A" -q "$Q" "$TLS"
 	[[ $stderr == *"connected to localhost:$((RELAY_PORT1 + 1))"* ]] || fail "$stderr"
 	[[ $stderr != *guest@* && $stderr != *:guest* ]] || fail "a password: $stderr"
 	assert_equal "$(messages "$A")" 0
 	assert_equal "$(queue_count "$RELAY_DIR1" "$Q")" 50
-	MQ_RELAY_CACERT=$CA run -0 timeout 60 mq-relay pull -1 -d "$B" -q "$Q" "$TLS"
+	MQ_RELAY_CACERT=$CA run -0 timeout -k 5 60 mq-relay pull -1 -d "$B" -q "$Q" "$TLS"
 	relay_compare "$B" "over TLS"
 	assert_equal "$lost" 0
 	assert_equal "$dups" 0
@@ -41,24 +41,24 @@ setup() {
 	before=$(find "$A/new" -type f | sort)
 	# A CA of the test's own that did not sign the server's certificate.
 	export MQ_RELAY_CACERT="$BATS_FILE_TMPDIR/certs/otherca.pem"
-	run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
+	run -4 --separate-stderr timeout -k 5 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
 	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): SSL peer cert verification failed"* ]] || fail "$stderr"
 	[[ $stderr != *guest@* && $stderr != *:guest* ]] || fail "a password: $stderr"
 	assert_equal "$output" ""
 	# Nothing claimed: the same files, attempts unchanged, cur/ empty.
 	assert_equal "$(find "$A/new" -type f | sort)" "$before"
 	assert_equal "$(find "$A/cur" -type f | wc -l | tr -d ' ')" 0
-	run -4 --separate-stderr timeout 60 mq-relay pull -1 -d "$B" -q "$Q" "$TLS"
+	run -4 --separate-stderr timeout -k 5 60 mq-relay pull -1 -d "$B" -q "$Q" "$TLS"
 	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): SSL peer cert verification failed"* ]] || fail "$stderr"
 	assert_equal "$(messages "$B")" 0
 	# Without MQ_RELAY_CACERT (the system's CAs): refused too.
 	unset MQ_RELAY_CACERT
-	run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
+	run -4 --separate-stderr timeout -k 5 60 mq-relay push -1 -d "$A" -q "$Q" "$TLS"
 	[[ $stderr == *"localhost:$((RELAY_PORT1 + 1)): "* ]] || fail "$stderr"
 	assert_equal "$(find "$A/new" -type f | sort)" "$before"
 	# The plain port of the same node works: the failure was the
 	# certificate's.
-	run -0 timeout 60 mq-relay push -1 -d "$A" -q "$Q" "$RELAY_URI"
+	run -0 timeout -k 5 60 mq-relay push -1 -d "$A" -q "$Q" "$RELAY_URI"
 	assert_equal "$(queue_count "$RELAY_DIR1" "$Q")" 5
 }
 
@@ -66,7 +66,7 @@ setup() {
 	relay_send 5 "$A"
 	before=$(find "$A/new" -type f | sort)
 	# The right CA, but the certificate names localhost, not 127.0.0.1.
-	MQ_RELAY_CACERT=$CA run -4 --separate-stderr timeout 60 mq-relay push -1 -d "$A" -q "$Q" \
+	MQ_RELAY_CACERT=$CA run -4 --separate-stderr timeout -k 5 60 mq-relay push -1 -d "$A" -q "$Q" \
 	    "amqps://guest:guest@127.0.0.1:$((RELAY_PORT1 + 1))"
 	[[ $stderr == *"127.0.0.1:$((RELAY_PORT1 + 1)): SSL hostname verification failed"* ]] || fail "$stderr"
 	assert_equal "$output" ""
