@@ -73,6 +73,13 @@ row() {
 }
 # median of the run-by-run ratios of two files of one number per run
 ratios() { paste "$1" "$2" | awk '{ printf "%.4f\n", $1 / $2 }' | median; }
+# paired: fs, workload, file of mq's figures (one a run), unit, what it is
+# compared with, file of its figures, target: a row of the two medians and
+# the median of the run-by-run ratios.
+paired() {
+	RATIO=$(ratios "$3" "$6")
+	row "$1" "$2" "$(median <"$3")" "$4" "$5" "$(median <"$6")" "$7"
+}
 say() { printf '%s\n' "$*" >&2; }
 # note: a line said now and printed again under the table.
 note() { say "$*"; printf '%s\n' "$*" >>"$notes"; }
@@ -122,29 +129,22 @@ bench_rates() { # fs
 	m() { median <"$w/$1"; }
 	paste "$w/floor-fsync" "$w/floor-syncfs" |
 	    awk '{ print ($1 > $2 ? $1 : $2) }' >"$w/floor-durable"
-	RATIO=$(ratios "$w/mq-send" "$w/floor-send")
-	row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
-	    "floor, no sync" "$(m floor-send)" ">= 0.6"
-	RATIO=$(ratios "$w/mq-durable" "$w/floor-durable")
-	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
+	paired "$name" "send, no sync (mq-send -l -S)" "$w/mq-send" msg/s \
+	    "floor, no sync" "$w/floor-send" ">= 0.6"
+	paired "$name" "send, durable (mq-send -l)" "$w/mq-durable" msg/s \
 	    "best durable floor (fsync each: $(m floor-fsync), syncfs: $(m floor-syncfs))" \
-	    "$(m floor-durable)" ">= 0.8"
-	RATIO=$(ratios "$w/mq-durable" "$w/mq-single")
-	row "$name" "send, durable (mq-send -l)" "$(m mq-durable)" msg/s \
-	    "one mq-send per message, durable" "$(m mq-single)" ">= 5"
-	RATIO=$(ratios "$w/mq-claim1000" "$w/floor-claim")
-	row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
-	    "floor, rename+unlink" "$(m floor-claim)" ">= 0.6"
-	RATIO=$(ratios "$w/mq-claim100" "$w/floor-claim")
-	row "$name" "claim+ack (mq-recv -n 100 | mq-ack)" "$(m mq-claim100)" msg/s \
-	    "floor, rename+unlink" "$(m floor-claim)" "-"
+	    "$w/floor-durable" ">= 0.8"
+	paired "$name" "send, durable (mq-send -l)" "$w/mq-durable" msg/s \
+	    "one mq-send per message, durable" "$w/mq-single" ">= 5"
+	paired "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$w/mq-claim1000" msg/s \
+	    "floor, rename+unlink" "$w/floor-claim" ">= 0.6"
+	paired "$name" "claim+ack (mq-recv -n 100 | mq-ack)" "$w/mq-claim100" msg/s \
+	    "floor, rename+unlink" "$w/floor-claim" "-"
 	if [ -n "$PY" ]; then
-		RATIO=$(ratios "$w/mq-claim1000" "$w/dirq-get")
-		row "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$(m mq-claim1000)" msg/s \
-		    "python3-dirq lock+get+remove" "$(m dirq-get)" ">= 1"
-		RATIO=$(ratios "$w/mq-send" "$w/dirq-add")
-		row "$name" "send, no sync (mq-send -l -S)" "$(m mq-send)" msg/s \
-		    "python3-dirq add" "$(m dirq-add)" "-"
+		paired "$name" "claim+ack (mq-recv -n 1000 | mq-ack)" "$w/mq-claim1000" msg/s \
+		    "python3-dirq lock+get+remove" "$w/dirq-get" ">= 1"
+		paired "$name" "send, no sync (mq-send -l -S)" "$w/mq-send" msg/s \
+		    "python3-dirq add" "$w/dirq-add" "-"
 	fi
 	rm -rf "$w"
 }
@@ -205,12 +205,10 @@ bench_depth() { # fs
 		MQ_DIR="$w/deep" spawn -o /dev/null 1 mq-stat -b >>"$w/statb.t"
 	done
 	for t in find stat statb; do cut -d' ' -f1 "$w/$t.t" >"$w/$t.us"; done
-	RATIO=$(ratios "$w/stat.us" "$w/find.us")
-	row "$name" "mq-stat, $c messages" "$(median <"$w/stat.us")" us \
-	    "find new -type f" "$(median <"$w/find.us")" "<= 1.3"
-	RATIO=$(ratios "$w/statb.us" "$w/find.us")
-	row "$name" "mq-stat -b (bytes: a stat a message), $c messages" "$(median <"$w/statb.us")" us \
-	    "find new -type f" "$(median <"$w/find.us")" "-"
+	paired "$name" "mq-stat, $c messages" "$w/stat.us" us \
+	    "find new -type f" "$w/find.us" "<= 1.3"
+	paired "$name" "mq-stat -b (bytes: a stat a message), $c messages" "$w/statb.us" us \
+	    "find new -type f" "$w/find.us" "-"
 	row "$name" "peak RSS of that mq-stat -b" "$(cut -d' ' -f2 "$w/statb.t" | sort -n | tail -n 1)" KiB \
 	    "16 MiB" 16384 "<= 1"
 	row "$name" "claim one, $DEPTH ready (mq-recv)" "$(cut -d' ' -f1 "$w/deep.t" | median)" us \
@@ -357,12 +355,10 @@ bench_workers() { # fs: one worker against two
 	dups=$(cat "$w"/log.2.* | sed 's,.*/,,; s/,.*//' | sort | uniq -d | wc -l)
 	all=$(cat "$w"/log.2.* | wc -l)
 	[ "$all" -eq "$N" ] || say "$name: 2 workers claimed $all of $N"
-	RATIO=$(ratios "$w/rate.2" "$w/rate.1")
-	row "$name" "claim+ack, 2 workers (lease lost: ${lost:-0}, duplicates: $dups)" \
-	    "$(median <"$w/rate.2")" msg/s "1 worker" "$(median <"$w/rate.1")" ">= 1.6"
-	RATIO=$(ratios "$w/rate.sep" "$w/rate.1")
-	row "$name" "claim+ack, 2 workers on 2 separate spools (control)" \
-	    "$(median <"$w/rate.sep")" msg/s "1 worker" "$(median <"$w/rate.1")" "-"
+	paired "$name" "claim+ack, 2 workers (lease lost: ${lost:-0}, duplicates: $dups)" \
+	    "$w/rate.2" msg/s "1 worker" "$w/rate.1" ">= 1.6"
+	paired "$name" "claim+ack, 2 workers on 2 separate spools (control)" \
+	    "$w/rate.sep" msg/s "1 worker" "$w/rate.1" "-"
 	rm -rf "$w"
 }
 
@@ -393,22 +389,18 @@ bench_worker() { # fs: worker mode, short jobs, -P 1 2 4 8
 	# goes on while a job runs.
 	for p in 1 2 4 8; do
 		case $p in 1) goal=">= 0.85" ;; 2) goal=">= 0.95" ;; *) goal=- ;; esac
-		RATIO=$(ratios "$w/P$p" "$w/floor")
-		row "$name" "worker mode -P $p, $k jobs of true (mq-recv -- true)" \
-		    "$(median <"$w/P$p")" jobs/s "posix_spawn of true, one after another" \
-		    "$(median <"$w/floor")" "$goal"
+		paired "$name" "worker mode -P $p, $k jobs of true (mq-recv -- true)" \
+		    "$w/P$p" jobs/s "posix_spawn of true, one after another" \
+		    "$w/floor" "$goal"
 	done
 	for p in 2 4 8; do
-		RATIO=$(ratios "$w/P$p" "$w/P1")
-		row "$name" "worker mode -P $p, $k jobs of true" "$(median <"$w/P$p")" jobs/s \
-		    "worker mode -P 1" "$(median <"$w/P1")" "-"
+		paired "$name" "worker mode -P $p, $k jobs of true" "$w/P$p" jobs/s \
+		    "worker mode -P 1" "$w/P1" "-"
 	done
-	RATIO=$(ratios "$w/sleep4" "$w/sleep1")
-	row "$name" "worker mode -P 4, 40 jobs of sleep 0.1" "$(median <"$w/sleep4")" jobs/s \
-	    "worker mode -P 1" "$(median <"$w/sleep1")" ">= 3"
-	RATIO=$(ratios "$w/sleep8" "$w/sleep1")
-	row "$name" "worker mode -P 8, 40 jobs of sleep 0.1" "$(median <"$w/sleep8")" jobs/s \
-	    "worker mode -P 1" "$(median <"$w/sleep1")" ">= 6"
+	paired "$name" "worker mode -P 4, 40 jobs of sleep 0.1" "$w/sleep4" jobs/s \
+	    "worker mode -P 1" "$w/sleep1" ">= 3"
+	paired "$name" "worker mode -P 8, 40 jobs of sleep 0.1" "$w/sleep8" jobs/s \
+	    "worker mode -P 1" "$w/sleep1" ">= 6"
 	rm -rf "$w"
 }
 
@@ -462,14 +454,12 @@ bench_maxdepth() { # fs
 		say "$name: maxdepth, run $r of $R"
 		pairs lim "$w/lim" mq-send free "$w/free" mq-send
 	done
-	RATIO=$(ratios "$w/lim.durable" "$w/free.durable")
-	row "$name" "send 1000 (mq-send -l), $full queued, max-depth $max" \
-	    "$(median <"$w/lim.durable")" us "the same, no max-depth" \
-	    "$(median <"$w/free.durable")" "<= 1.3"
-	RATIO=$(ratios "$w/lim.nosync" "$w/free.nosync")
-	row "$name" "send 1000 (mq-send -l -S), $full queued, max-depth $max" \
-	    "$(median <"$w/lim.nosync")" us "the same, no max-depth" \
-	    "$(median <"$w/free.nosync")" "<= 1.3"
+	paired "$name" "send 1000 (mq-send -l), $full queued, max-depth $max" \
+	    "$w/lim.durable" us "the same, no max-depth" \
+	    "$w/free.durable" "<= 1.3"
+	paired "$name" "send 1000 (mq-send -l -S), $full queued, max-depth $max" \
+	    "$w/lim.nosync" us "the same, no max-depth" \
+	    "$w/free.nosync" "<= 1.3"
 	rm -rf "$w/lim" "$w/free"
 	if [ -z "${BENCH_BASE:-}" ]; then
 		say "$name: maxdepth: no BENCH_BASE, no row for $DEPTH queued"
@@ -482,14 +472,12 @@ bench_maxdepth() { # fs
 		say "$name: maxdepth at $DEPTH, run $r of $R"
 		pairs this "$w/deep" mq-send base "$w/deep" "$BENCH_BASE/mq-send"
 	done
-	RATIO=$(ratios "$w/this.durable" "$w/base.durable")
-	row "$name" "send 1000 (mq-send -l), $DEPTH queued, no max-depth" \
-	    "$(median <"$w/this.durable")" us "mq-send of $BENCH_BASE" \
-	    "$(median <"$w/base.durable")" "<= 1.1"
-	RATIO=$(ratios "$w/this.nosync" "$w/base.nosync")
-	row "$name" "send 1000 (mq-send -l -S), $DEPTH queued, no max-depth" \
-	    "$(median <"$w/this.nosync")" us "mq-send of $BENCH_BASE" \
-	    "$(median <"$w/base.nosync")" "<= 1.1"
+	paired "$name" "send 1000 (mq-send -l), $DEPTH queued, no max-depth" \
+	    "$w/this.durable" us "mq-send of $BENCH_BASE" \
+	    "$w/base.durable" "<= 1.1"
+	paired "$name" "send 1000 (mq-send -l -S), $DEPTH queued, no max-depth" \
+	    "$w/this.nosync" us "mq-send of $BENCH_BASE" \
+	    "$w/base.nosync" "<= 1.1"
 	rm -rf "$w"
 }
 
@@ -536,12 +524,10 @@ bench_prio() { # fs: a claim at depth with the messages over 10 priorities
 		say "$name: priorities, nine delayed trees above, run $r of $R"
 		MQ_DIR="$w/plain" spawn -o /dev/null "$k" mq-recv -t 3600 | cut -d' ' -f1 >>"$w/above.t"
 	done
-	RATIO=$(ratios "$w/prio.t" "$w/plain.t")
-	row "$name" "claim one, $DEPTH queued over 10 priorities" "$(median <"$w/prio.t")" us \
-	    "claim one, $DEPTH queued, no priorities (same run)" "$(median <"$w/plain.t")" "<= 1.2"
-	RATIO=$(ratios "$w/above.t" "$w/plain.t")
-	row "$name" "claim one, $DEPTH at priority 0, 9 delayed trees above" "$(median <"$w/above.t")" us \
-	    "claim one, $DEPTH queued, no priorities (same run)" "$(median <"$w/plain.t")" "-"
+	paired "$name" "claim one, $DEPTH queued over 10 priorities" "$w/prio.t" us \
+	    "claim one, $DEPTH queued, no priorities (same run)" "$w/plain.t" "<= 1.2"
+	paired "$name" "claim one, $DEPTH at priority 0, 9 delayed trees above" "$w/above.t" us \
+	    "claim one, $DEPTH queued, no priorities (same run)" "$w/plain.t" "-"
 	rm -rf "$w"
 }
 
@@ -566,9 +552,8 @@ bench_ls() { # fs: mq-ls of BENCH_DEPTH messages against find, and its memory
 	done
 	/usr/bin/time -f %M -o "$w/rss" mq-ls -d "$w/q" >/dev/null
 	s=$(now); mq-ls -l -d "$w/q" >/dev/null; e=$(now)
-	RATIO=$(ratios "$w/ls.t" "$w/find.t")
-	row "$name" "mq-ls, $c messages" "$(median <"$w/ls.t")" us \
-	    "find SPOOL -type f | wc -l (same runs)" "$(median <"$w/find.t")" "<= 2"
+	paired "$name" "mq-ls, $c messages" "$w/ls.t" us \
+	    "find SPOOL -type f | wc -l (same runs)" "$w/find.t" "<= 2"
 	row "$name" "peak RSS of that mq-ls" "$(tail -n 1 "$w/rss")" KiB \
 	    "4 MiB" 4096 "<= 1"
 	row "$name" "mq-ls -l (opens, stats, reads each), $c messages" "$(((e - s) / 1000))" us \
@@ -823,39 +808,34 @@ bench_relay() { # fs
 			return 0
 		fi
 	done
-	RATIO=$(ratios "$w/push.relay" "$w/push.client")
-	row "$name" "relay push, batches of 100 (mq-relay push -n 100)" \
-	    "$(median <"$w/push.relay")" msg/s \
+	paired "$name" "relay push, batches of 100 (mq-relay push -n 100)" \
+	    "$w/push.relay" msg/s \
 	    "rabbitmq-c confirmed publish, batches of 100" \
-	    "$(median <"$w/push.client")" ">= 0.8"
+	    "$w/push.client" ">= 0.8"
 	# What push must do locally per message bounds it: on a disk, below
 	# the broker's rate.
-	RATIO=$(ratios "$w/push.relay" "$w/push.floor")
-	row "$name" "relay push, batches of 100 (mq-relay push -n 100)" \
-	    "$(median <"$w/push.relay")" msg/s \
+	paired "$name" "relay push, batches of 100 (mq-relay push -n 100)" \
+	    "$w/push.relay" msg/s \
 	    "its local floor: claim+ack (mq-recv -n 100 | mq-ack)" \
-	    "$(median <"$w/push.floor")" "-"
+	    "$w/push.floor" "-"
 	# Why the disk's push row cannot meet its target here: push deletes
 	# a file a message (its ack), and that alone is below 0.8 of the
 	# broker's rate on this disk (ext4 mounted with discard).
 	awk '{ printf "%.0f\n", 0.8 * $1 }' "$w/push.client" >"$w/push.target"
-	RATIO=$(ratios "$w/push.unlink" "$w/push.target")
-	row "$name" "floor: unlink of a ${RELAY_SIZE}-byte file (floor unlink)" \
-	    "$(median <"$w/push.unlink")" msg/s \
+	paired "$name" "floor: unlink of a ${RELAY_SIZE}-byte file (floor unlink)" \
+	    "$w/push.unlink" msg/s \
 	    "0.8 x rabbitmq-c confirmed publish (push's target)" \
-	    "$(median <"$w/push.target")" "-"
+	    "$w/push.target" "-"
 	if [ -n "$RELAY_BASE" ]; then
-		RATIO=$(ratios "$w/push.base" "$w/push.client")
-		row "$name" "relay push, base binary (BENCH_RELAY_BASE)" \
-		    "$(median <"$w/push.base")" msg/s \
+		paired "$name" "relay push, base binary (BENCH_RELAY_BASE)" \
+		    "$w/push.base" msg/s \
 		    "rabbitmq-c confirmed publish, batches of 100" \
-		    "$(median <"$w/push.client")" ">= 0.8"
+		    "$w/push.client" ">= 0.8"
 	fi
-	RATIO=$(ratios "$w/pull.relay" "$w/pull.client")
-	row "$name" "relay pull, 2 a run (mq-relay pull -n $((RELAY_N + 1)))" \
-	    "$(median <"$w/pull.relay")" msg/s \
+	paired "$name" "relay pull, 2 a run (mq-relay pull -n $((RELAY_N + 1)))" \
+	    "$w/pull.relay" msg/s \
 	    "mq-send -l durable, 2 a run (the four in ABBA order)" \
-	    "$(median <"$w/pull.client")" ">= 0.5"
+	    "$w/pull.client" ">= 0.5"
 	rm -rf "$w"
 }
 

@@ -2,9 +2,15 @@ load helper
 
 # Ordered groups: mq-send -g GROUP.
 
-# The body of one claimed message (its receipt in $r), or fails.
+# The body of one claimed message (its receipt in $r), or fails.  "ahead
+# SECS" first: mq-recv runs with the clock that far ahead (faketime).
 recv_one() {
-	r=$(mq-recv "$@")
+	local clock=()
+	if [ "${1:-}" = ahead ]; then
+		clock=(ahead "$2")
+		shift 2
+	fi
+	r=$("${clock[@]}" mq-recv "$@")
 	body=$(cat "$r")
 }
 
@@ -180,8 +186,7 @@ recv_one() {
 	# cannot see it run out before the turn is seen held.
 	mq-recv -t 5 >/dev/null
 	run -1 mq-recv
-	r=$(ahead 10 mq-recv)
-	body=$(cat "$r")
+	recv_one ahead 10
 	assert_equal "$body" a1
 	mq-ack "$r"
 	recv_one
@@ -195,8 +200,7 @@ recv_one() {
 	run -1 mq-recv
 	# Its last extension of the lease ran for 5 s at most: the clock moves
 	# past it (a 1 s lease could run out before the turn is seen held).
-	r=$(ahead 10 mq-recv)
-	body=$(cat "$r")
+	recv_one ahead 10
 	assert_equal "$body" a1
 	mq-ack "$r"
 	recv_one
