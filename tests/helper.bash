@@ -147,7 +147,7 @@ race_at() {
 		cont+=(-ex continue)
 	done
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 60 gdb -q -batch -ex 'set breakpoint pending on' \
+	    run timeout -k 5 60 gdb -q -batch -ex 'set breakpoint pending on' \
 	    -ex "break $fn" -ex "run $args" -ex "shell $cmd" "${cont[@]}" \
 	    --args "$(bin_of "$prog")" </dev/null
 }

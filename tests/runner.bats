@@ -1,6 +1,6 @@
 load helper
 
-@test "tests/run: a file that hangs is ended after MQ_TEST_FILE_SECS, counts as failed, and the run goes on" {
+@test "tests/run: a file that hangs is ended after MQ_TEST_FILE_SECS, counts as failed, names what it still ran, and the run goes on" {
 	mkdir -p "$BATS_TEST_TMPDIR/t"
 	printf '@test "passes" { true; }\n@test "hangs" { sleep 1000 & wait; }\n' \
 	    >"$BATS_TEST_TMPDIR/t/a-hang.bats"
@@ -8,10 +8,13 @@ load helper
 	# A clean environment: what this bats run exports (and its PATH) would
 	# mislead the inner one.
 	run -1 timeout 120 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$HOME" \
-	    MQ_TEST_FILE_SECS=3 sh "$BATS_TEST_DIRNAME/run" \
+	    MQ_TEST_FILE_SECS=8 sh "$BATS_TEST_DIRNAME/run" \
 	    "$BATS_TEST_TMPDIR/t/a-hang.bats" "$BATS_TEST_TMPDIR/t/b-after.bats"
 	assert_line "ok 1 passes"
-	assert_line --partial "a-hang.bats: ran out of time after 3 s"
+	assert_line --partial "a-hang.bats: ran out of time after 8 s; it still ran:"
+	# Noted 2 s before the bound: the test's own process and what it waits for.
+	assert_line --regexp '^#   [0-9]+ [0-9]+ bash .*bats-exec-test .*a-hang\.bats'
+	assert_line --regexp '^#   [0-9]+ [0-9]+ sleep 1000 $'
 	assert_line "ok 1 after"
 	assert_equal "${lines[-1]}" "2 passed, 1 failed"
 }
@@ -54,7 +57,9 @@ load helper
 	assert_equal "${lines[4]}" "ok 1 short"
 }
 
-@test "tests/run: MQ_TEST_JOBS that is not a number is refused" {
+@test "tests/run: MQ_TEST_JOBS or MQ_TEST_FILE_SECS that is not a number is refused" {
 	run -2 env MQ_TEST_JOBS=x sh "$BATS_TEST_DIRNAME/run" /dev/null
 	assert_output --partial "MQ_TEST_JOBS=x"
+	run -2 env MQ_TEST_FILE_SECS=20m sh "$BATS_TEST_DIRNAME/run" /dev/null
+	assert_output --partial "MQ_TEST_FILE_SECS=20m"
 }
