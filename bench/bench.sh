@@ -126,13 +126,12 @@ bench_rates() { # fs
 		fi
 		rm -rf "$d"
 	done
-	m() { median <"$w/$1"; }
 	paste "$w/floor-fsync" "$w/floor-syncfs" |
 	    awk '{ print ($1 > $2 ? $1 : $2) }' >"$w/floor-durable"
 	paired "$name" "send, no sync (mq-send -l -S)" "$w/mq-send" msg/s \
 	    "floor, no sync" "$w/floor-send" ">= 0.6"
 	paired "$name" "send, durable (mq-send -l)" "$w/mq-durable" msg/s \
-	    "best durable floor (fsync each: $(m floor-fsync), syncfs: $(m floor-syncfs))" \
+	    "best durable floor (fsync each: $(median <"$w/floor-fsync"), syncfs: $(median <"$w/floor-syncfs"))" \
 	    "$w/floor-durable" ">= 0.8"
 	paired "$name" "send, durable (mq-send -l)" "$w/mq-durable" msg/s \
 	    "one mq-send per message, durable" "$w/mq-single" ">= 5"

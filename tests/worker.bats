@@ -423,6 +423,26 @@ b arg"
 	assert_exist "$W/b/job"
 }
 
+@test "worker: the command's path is found once: one replaced in place runs new, one put earlier in PATH later is not seen" {
+	mkdir "$W/a" "$W/b"
+	# The first job puts a job in a/, earlier in PATH, and replaces its own
+	# file in b/ (a new file renamed over it).
+	cat >"$W/b/job" <<-'EOF'
+	echo "b1 $(cat)" >>"$W/ran"
+	printf 'echo "a $(cat)" >>"$W/ran"\n' >"$W/a/job"
+	chmod +x "$W/a/job"
+	printf 'echo "b2 $(cat)" >>"$W/ran"\n' >"$W/b/job.new"
+	chmod +x "$W/b/job.new"
+	mv "$W/b/job.new" "$W/b/job"
+	EOF
+	chmod +x "$W/b/job"
+	printf '1\n2\n3\n' | mq-send -l >/dev/null
+	PATH="$W/a:$W/b:$PATH" run -0 --separate-stderr mq-recv -- job
+	assert_equal "$(cat "$W/ran")" "b1 1
+b2 2
+b2 3"
+}
+
 @test "worker: a worker killed with SIGKILL takes its job with it; the message comes back" {
 	[ "$(uname)" = Linux ] || skip "only Linux kills a job with its worker"
 	echo x | mq-send >/dev/null
