@@ -111,7 +111,8 @@ struct launch {
 struct kid {
 	const char *path;
 	char	*const *argv, *const *envp, *const *shargv;
-	int	 body, out, err, report;
+	int	 body, out, err;
+	volatile int *failed;	/* the child's errno when it could not exec */
 	sigset_t mask;		/* to be restored */
 	pid_t	 parent;
 };
@@ -341,9 +342,9 @@ launch_find(struct launch *l, char *const argv[])
 
 /*
  * The child of vfork: it shares the worker's memory until its exec, so it
- * writes none of it (errno aside, which the worker does not read after a
- * vfork that succeeded), calls nothing that allocates or takes a lock, and
- * makes only system calls.  Signal handlers are its own: those of the
+ * writes none of it but *k->failed when it cannot exec (and errno, which
+ * the worker does not read after a vfork that succeeded), calls nothing
+ * that allocates or takes a lock, and makes only system calls.  Signal handlers are its own: those of the
  * worker are put back to the default first, so that no signal arriving
  * before the exec runs one of them (they are blocked until then, too).
  */
@@ -352,7 +353,6 @@ child(const struct kid *k)
 {
 	struct sigaction sa;
 	size_t i;
-	int e;
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
@@ -384,17 +384,17 @@ child(const struct kid *k)
 	if (errno == ENOEXEC)
 		execve(_PATH_BSHELL, k->shargv, k->envp);
 fail:
-	e = errno;
-	if (write(k->report, &e, sizeof(e)) == -1) {
-		/* The parent sees the 127 without the errno: nothing more to do. */
-	}
+	*k->failed = errno;
 	_exit(127);
 }
 
 /*
  * Starts the command for j with body on its standard input.  Like
  * posix_spawn, it returns only once the command runs or has failed to
- * (-1, errno set), which a pipe closed on exec tells.
+ * (-1, errno set): vfork returns when the child has exec'd or exited, and
+ * a child that could not exec left its errno in the memory it shared
+ * with the worker, as glibc's posix_spawn does (no pipe to make, read and
+ * close for each job).
  *
  * vfork, not fork: a fork copies the worker's page tables and makes each
  * page it writes afterwards a copy-on-write fault, which on a machine with
@@ -411,9 +411,9 @@ spawn(struct worker *wk, struct job *j, int body)
 	struct launch *l = &wk->ln;
 	struct kid k;
 	sigset_t old;
-	int outp[2] = { -1, -1 }, errp[2], rep[2], e, tries;
+	int outp[2] = { -1, -1 }, errp[2], e, tries;
+	volatile int failed;
 	pid_t pid;
-	ssize_t n;
 
 	launch_env(l, j);
 	for (tries = 0;; tries++) {
@@ -421,7 +421,7 @@ spawn(struct worker *wk, struct job *j, int body)
 			return -1;
 		if (wk->opt->tag && cloexec_pipe(outp, 1) == -1)
 			return -1;
-		if (cloexec_pipe(errp, 1) == -1 || cloexec_pipe(rep, 0) == -1) {
+		if (cloexec_pipe(errp, 1) == -1) {
 			e = errno;
 			if (outp[0] != -1) {
 				close(outp[0]);
@@ -437,7 +437,8 @@ spawn(struct worker *wk, struct job *j, int body)
 		k.body = body;
 		k.out = outp[1];
 		k.err = errp[1];
-		k.report = rep[1];
+		k.failed = &failed;
+		failed = 0;
 		k.parent = l->parent;
 		/* No handler of ours may run in the child before exec. */
 		sigprocmask(SIG_BLOCK, &wk->sigs, &k.mask);
@@ -454,20 +455,12 @@ spawn(struct worker *wk, struct job *j, int body)
 		if (outp[1] != -1)
 			close(outp[1]);
 		close(errp[1]);
-		close(rep[1]);
-		if (pid > 0) {
-			e = 0;
-			while ((n = read(rep[0], &e, sizeof(e))) == -1 &&
-			    errno == EINTR)
+		if (pid > 0 && failed != 0) {
+			e = failed;
+			while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
 				;
-			if (n == (ssize_t)sizeof(e)) {
-				while (waitpid(pid, NULL, 0) == -1 &&
-				    errno == EINTR)
-					;
-				pid = -1;
-			}
+			pid = -1;
 		}
-		close(rep[0]);
 		if (pid > 0)
 			break;
 		if (outp[0] != -1)
