@@ -38,9 +38,6 @@ RELAY_SIZE=${BENCH_RELAY_SIZE:-100}
 RELAY_BASE=${BENCH_RELAY_BASE:-}
 [ -z "$RELAY_BASE" ] || [ -x "$RELAY_BASE" ] || { echo "bench.sh: BENCH_RELAY_BASE: $RELAY_BASE is not executable" >&2; exit 2; }
 results=$(mktemp)
-# What a process start costs here, which the rows that start processes
-# depend on: stated above the table, as the machine's own figure.
-exec_us=$(spawn 200 true-c | cut -d' ' -f1)
 notes=$(mktemp)
 # The RabbitMQ node of the relay rows (its directory), stopped on the way
 # out whatever happens.
@@ -58,6 +55,10 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT
+# What a process start costs here, which the rows that start processes
+# depend on: stated above the table, as the machine's own figure.
+exec_us=$(spawn 200 true-c) || { echo "bench.sh: spawn of true-c failed" >&2; exit 2; }
+exec_us=${exec_us%% *}
 trap 'exit 143' TERM
 
 now() { date +%s%N; }
@@ -870,7 +871,7 @@ fi
 
 printf '\nmq bench: N=%s, %s runs; values are medians; ratio = mq / compared\n' "$N" "$R"
 printf '(for rates, the median of the ratios taken run by run)\n'
-printf 'this machine: an exec of a trivial C program takes %s us (posix_spawn, median of 200, at the start)\n' "$exec_us"
+printf 'this machine: a run of a trivial C program takes %s us (posix_spawn to its end, median of 200, at the start)\n' "$exec_us"
 awk -F'\t' '
 function check(r, t, mq, base,   op, v) {
 	if (t == "-" ) return ""

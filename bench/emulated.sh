@@ -1,18 +1,20 @@
 #!/bin/sh
-# bench/emulated.sh: make bench's rows on a machine where starting a
+# bench/emulated.sh: rows of bench/bench.sh on a machine where starting a
 # process is dear.  The rows run inside a Debian 12 guest under qemu's
 # software emulation (TCG, 2 virtual CPUs): there every instruction is
 # dear, and a process start dearest of all, as page faults, the loader
 # and the kernel's exec path are all emulated (an exec of a trivial C
 # program: about 30 ms, against under 1 ms on the host).  What counts for
 # a target such as claim+ack against the system-call floor is what an
-# exec costs in messages of the floor; the start-up rows state it.
+# exec costs in messages of the floor: the table's head line and start-up
+# rows give the exec's cost, its rates rows the floor's.
 # KVM is not used on purpose: with it, a guest is as fast as its host.
 #
 # Usage (as root): sh bench/emulated.sh
-# Environment: as bench/bench.sh (BENCH_ONLY, default "startup rates
-# worker"; BENCH_RUNS, default 3; BENCH_JOBS, default 500; BENCH_FS,
-# default tmpfs and the guest's ext4 disk), and
+# Environment: these four of bench/bench.sh, passed to the guest (the
+# others are not): BENCH_ONLY (default "startup rates worker"),
+# BENCH_RUNS (3), BENCH_JOBS (500), BENCH_FS (tmpfs and the guest's ext4
+# disk: "/dev/shm /root/mq/bench/tmp"); and
 #   BENCH_VM_DIR     cache of the guest's root (default /var/tmp/mq-bench-vm)
 #   BENCH_VM_SECS    bound of the whole guest run (default 3600)
 #   BENCH_VM_MIRROR  Debian mirror (default http://deb.debian.org/debian)
@@ -38,7 +40,10 @@ for c in qemu-system-x86_64 debootstrap mkfs.ext4; do
 	command -v "$c" >/dev/null ||
 	    die "$c not found: apt-get install qemu-system-x86 debootstrap e2fsprogs"
 done
-case $secs in '' | *[!0-9]*) die "BENCH_VM_SECS: a whole number of seconds" ;; esac
+case $secs in '' | *[!0-9]* | 0*) die "BENCH_VM_SECS: a whole number of seconds, 1 or more" ;; esac
+for v in "$only" "$runs" "$jobs" "$fslist"; do
+	case $v in *[\"\$\`]*) die "BENCH_ONLY, BENCH_RUNS, BENCH_JOBS, BENCH_FS: no quote, \$ or \`" ;; esac
+done
 
 root=$vm/root
 if [ ! -e "$root/.complete" ]; then
@@ -82,9 +87,16 @@ sleep 60
 EOF
 chmod 755 "$root/mq-bench-init"
 
+files=$(mktemp)
+share=
+# Whatever ends the run, the share and the 8 GB image do not stay.
+trap 'rm -rf "$files" "$share" "$vm/disk.img"' EXIT
+trap 'exit 130' INT TERM
+git -C "$top" ls-files -z >"$files" || die "$top: not a git checkout (its tracked files are what the guest runs)"
 rm -rf "$root/root/mq"
 mkdir -p "$root/root/mq"
-(cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$root/root/mq"
+(cd "$top" && tar --null -T "$files" -cf -) | tar -xf - -C "$root/root/mq" ||
+    die "copying the tracked files to the guest's root failed"
 chroot "$root" sh -c 'cd /root/mq && make -s all bench/floor bench/spawn bench/true-c' \
     >"$vm/build.log" 2>&1 || die "the build in the guest's root failed: see $vm/build.log"
 
@@ -92,8 +104,11 @@ share=$(mktemp -d "$vm/share.XXXXXX")
 cat >"$share/job.sh" <<EOF
 cd /root/mq
 echo "guest: \$(nproc) CPUs, kernel \$(uname -r), emulated"
+s=0
 BENCH_ONLY="$only" BENCH_RUNS="$runs" BENCH_JOBS="$jobs" BENCH_FS="$fslist" \
-    sh bench/bench.sh 2>&1 | grep -v ', run [0-9]* of '
+    sh bench/bench.sh >/tmp/bench.out 2>&1 || s=\$?
+grep -v ', run [0-9]* of ' /tmp/bench.out
+exit \$s
 EOF
 echo "emulated.sh: making the disk image" >&2
 rm -f "$vm/disk.img"
@@ -107,9 +122,9 @@ timeout -k 10 "$secs" qemu-system-x86_64 -accel tcg,thread=multi -cpu max \
     -drive "file=$vm/disk.img,format=raw,if=virtio" \
     -virtfs "local,path=$share,mount_tag=share,security_model=none" \
     -nographic -no-reboot >"$vm/console.log" 2>&1 || status=$?
-rm -f "$vm/disk.img"
+[ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
+    echo "emulated.sh: the guest did not end within $secs s (BENCH_VM_SECS)" >&2
 [ -s "$share/out.log" ] || die "the guest wrote nothing (qemu: $status): see $vm/console.log"
 cat "$share/out.log"
 grep -q '^guest: job exit status 0$' "$share/out.log" || status=1
-rm -rf "$share"
 [ "$status" -eq 0 ] || die "the guest's run failed (status $status)"

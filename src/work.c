@@ -343,10 +343,11 @@ launch_find(struct launch *l, char *const argv[])
 /*
  * The child of vfork: it shares the worker's memory until its exec, so it
  * writes none of it but *k->failed when it cannot exec (and errno, which
- * the worker does not read after a vfork that succeeded), calls nothing
- * that allocates or takes a lock, and makes only system calls.  Signal handlers are its own: those of the
- * worker are put back to the default first, so that no signal arriving
- * before the exec runs one of them (they are blocked until then, too).
+ * the worker does not use after a vfork that succeeded), calls nothing
+ * that allocates or takes a lock, and makes only system calls.  Signal
+ * handlers are its own: those of the worker are put back to the default
+ * first, so that no signal arriving before the exec runs one of them
+ * (they are blocked until then, too).
  */
 static void __dead __attribute__((__noinline__))
 child(const struct kid *k)
