@@ -55,11 +55,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT
+trap 'exit 143' TERM
 # What a process start costs here, which the rows that start processes
 # depend on: stated above the table, as the machine's own figure.
 exec_us=$(spawn 200 true-c) || { echo "bench.sh: spawn of true-c failed" >&2; exit 2; }
 exec_us=${exec_us%% *}
-trap 'exit 143' TERM
 
 now() { date +%s%N; }
 # median of the numbers on standard input
