@@ -90,6 +90,7 @@
 #define MQ_ATTEMPTS_MAX	1000000
 #define MQ_DEATHS_MAX	999999	/* a name's ,dN: the deaths its history holds */
 #define MQ_SECS_MAX	1000000000LL	/* about 31 years */
+#define MQ_SECS_TOO_LARGE	"too large (the most is 1000000000)"
 #define MQ_DEFAULT_LEASE_MS	30000
 #define MQ_DEFAULT_MAX	5
 

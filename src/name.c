@@ -420,6 +420,9 @@ mq_is_cur_bucket(const char *s)
 
 /*
  * Seconds as "N" or "N.F" (up to ms) into ms; strtonum-style error text.
+ * The bound is on the whole value, fraction included: a name's ttl and
+ * every deadline are read back under the same MQ_SECS_MAX, and a value
+ * that passed here but not there would name a file no tool knows.
  */
 int
 mq_secs_parse(const char *s, uint64_t *ms, const char **errstr)
@@ -432,15 +435,22 @@ mq_secs_parse(const char *s, uint64_t *ms, const char **errstr)
 
 	dot = strchr(s, '.');
 	wlen = dot ? (size_t)(dot - s) : strlen(s);
-	if (wlen == 0 || wlen >= sizeof(whole) || !all(s, wlen, digit)) {
+	if (wlen == 0 || !all(s, wlen, digit)) {
 		*errstr = "invalid";
+		return -1;
+	}
+	if (wlen >= sizeof(whole)) {
+		*errstr = MQ_SECS_TOO_LARGE;
 		return -1;
 	}
 	memcpy(whole, s, wlen);
 	whole[wlen] = '\0';
 	secs = strtonum(whole, 0, MQ_SECS_MAX, errstr);
-	if (*errstr != NULL)
+	if (*errstr != NULL) {
+		if (strcmp(*errstr, "too large") == 0)
+			*errstr = MQ_SECS_TOO_LARGE;
 		return -1;
+	}
 	if (dot != NULL) {
 		frac = dot + 1;
 		flen = strlen(frac);
@@ -450,6 +460,10 @@ mq_secs_parse(const char *s, uint64_t *ms, const char **errstr)
 		}
 		for (i = 0; i < 3; i++)
 			f = f * 10 + (i < flen ? frac[i] - '0' : 0);
+	}
+	if ((uint64_t)secs * 1000 + f > (uint64_t)MQ_SECS_MAX * 1000) {
+		*errstr = MQ_SECS_TOO_LARGE;
+		return -1;
 	}
 	*ms = (uint64_t)secs * 1000 + f;
 	*errstr = NULL;

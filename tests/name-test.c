@@ -265,6 +265,31 @@ main(void)
 	ok(mq_secs_parse("30", &v, &errstr) == 0 && v == 30000, "30 s");
 	ok(mq_secs_parse("0.25", &v, &errstr) == 0 && v == 250, "0.25 s");
 	ok(mq_secs_parse("1.5", &v, &errstr) == 0 && v == 1500, "1.5 s");
+	ok(mq_secs_parse("1000000000", &v, &errstr) == 0 &&
+	    v == 1000000000000ULL &&
+	    mq_secs_parse("1000000000.000", &v, &errstr) == 0 &&
+	    mq_secs_parse("999999999.999", &v, &errstr) == 0,
+	    "seconds up to the bound are taken");
+	ok(mq_secs_parse("1000000000.001", &v, &errstr) == -1 &&
+	    strstr(errstr, "too large") != NULL &&
+	    mq_secs_parse("1000000001", &v, &errstr) == -1 &&
+	    mq_secs_parse("12345678901234567890", &v, &errstr) == -1 &&
+	    strstr(errstr, "too large") != NULL,
+	    "seconds past the bound are too large, fraction included");
+	{
+		/* What the parser takes, a name holds and gives back. */
+		struct mq_name tn, back;
+		char buf[MQ_NAME_MAX];
+
+		memset(&tn, 0, sizeof(tn));
+		strlcpy(tn.id, "18ec9688cb923ac3.2475.fd4836da3b66",
+		    sizeof(tn.id));
+		tn.sent = 1795975865689ULL;
+		(void)mq_secs_parse("1000000000", &tn.ttl, &errstr);
+		ok(mq_name_format(buf, sizeof(buf), MQ_NEW, &tn) == 0 &&
+		    mq_name_parse(buf, MQ_NEW, &back) == 0 &&
+		    back.ttl == tn.ttl, "the largest ttl taken is a name's");
+	}
 	{
 		static const char *bad[] = { "", "-1", "+1", "1.", ".5",
 		    "1.2345", "1e3", "0x10", "99999999999", "1 ", " 1", "1.-1" };
