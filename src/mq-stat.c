@@ -275,8 +275,8 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 			printf(",state=\"%s\"} %" PRIu64 "\n", states[s], v[s]);
 		}
 	}
-	gauge(r, n, now, "mq_oldest_ready_age_seconds", "Age of the oldest "
-	    "ready message (0 when none).", oldest_ready, 3);
+	gauge(r, n, now, "mq_oldest_ready_age_seconds", "How long the "
+	    "oldest ready message has been ready (0 when none).", oldest_ready, 3);
 	gauge(r, n, now, "mq_oldest_dead_age_seconds", "Time since the "
 	    "oldest dead letter died (0 when none).", oldest_dead, 3);
 	if (with_bytes)

@@ -608,7 +608,7 @@ int	 mq_remove(struct mq_spool *, struct mq_found *, int);
 struct mq_stats {
 	uint64_t ready, delayed, in_flight, expired, dead;
 	uint64_t blocked;	/* parked behind the head of their group */
-	uint64_t oldest_ready_ms;	/* enqueue time; UINT64_MAX: none */
+	uint64_t oldest_ready_ms;	/* ready since; UINT64_MAX: none */
 	uint64_t oldest_dead_ms;	/* time of death; UINT64_MAX: none */
 	uint64_t bytes;			/* of every message file, if asked */
 };

@@ -30,6 +30,7 @@ struct counter {
 	uint64_t	 now;
 	uint64_t	 ttl;		/* the spool's */
 	uint64_t	*count;		/* where a message of this leaf goes */
+	uint64_t	 key;		/* that leaf's: when it is due */
 	int		 bytes;		/* stat each file for st->bytes */
 };
 
@@ -71,7 +72,15 @@ count_new(void *arg, int dirfd, const char *name)
 		return 0;
 	(*c->count)++;
 	if (c->count == &c->st->ready) {
-		t = mq_id_ms(nm.id);
+		/*
+		 * Ready since it last became so: its send or redrive (sent,
+		 * else the ID's time), or its leaf's key when that is later,
+		 * a release or the end of a delay.  A leaf filled for a
+		 * while may have a key a little earlier than the message.
+		 */
+		t = nm.sent != 0 ? nm.sent : mq_id_ms(nm.id);
+		if (c->key > t)
+			t = c->key;
 		if (t < c->st->oldest_ready_ms)
 			c->st->oldest_ready_ms = t;
 	}
@@ -107,6 +116,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
+	sub.key = key;
 	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
 	    MQ_TREE_NEXT;
 }

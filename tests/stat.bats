@@ -253,3 +253,46 @@ assert all(isinstance(v, str) for v in s.values())' "$output")
 	grep -q "^mq_paused{spool=\"$MQ_DIR\"} 1$" "$BATS_TEST_TMPDIR/metrics"
 	grep -q "^mq_max_depth{spool=\"$other\"} 0$" "$BATS_TEST_TMPDIR/metrics"
 }
+
+# ready_age: the oldest ready message's age, in whole seconds, from
+# mq-stat --json run with the clock SECS ahead.
+ready_age() {
+	run -0 ahead "$1" mq-stat --json
+	json_field oldest_ready_age_seconds | cut -d. -f1
+}
+
+@test "mq-stat: the oldest ready age counts from a redrive, not from the first send" {
+	echo m | mq-send >/dev/null
+	r=$(mq-recv)
+	mq-ack -x bad "$r"
+	ahead 3600 mq-dlq redrive --all
+	# Redriven an hour after its send, it has been ready for seconds.
+	[ "$(ready_age 3600)" -lt 60 ]
+	# And it ages from there.
+	[ "$(ready_age 3700)" -ge 100 ]
+}
+
+@test "mq-stat: the oldest ready age counts from a release, and from the end of its delay" {
+	echo m | mq-send >/dev/null
+	r=$(ahead 3600 mq-recv)
+	ahead 3600 mq-ack -r "$r"
+	[ "$(ready_age 3600)" -lt 60 ]
+	r=$(ahead 3600 mq-recv)
+	ahead 3600 mq-ack -r 600 "$r"
+	run -0 ahead 3600 mq-stat --json
+	[ "$(json_field ready)" = 0 ]
+	# Due at 4200 s: at 4300 s it has been ready for about 100 s.
+	age=$(ready_age 4300)
+	[ "$age" -ge 95 ] && [ "$age" -lt 160 ]
+	echo d | mq-send -D 600 >/dev/null
+	mq-rm --all
+	echo d | mq-send -D 600 >/dev/null
+	age=$(ready_age 700)
+	[ "$age" -ge 95 ] && [ "$age" -lt 160 ]
+}
+
+@test "mq-stat: a message that never left new/ is as old as its send" {
+	echo m | mq-send >/dev/null
+	age=$(ready_age 3600)
+	[ "$age" -ge 3600 ] && [ "$age" -lt 3660 ]
+}
