@@ -444,12 +444,15 @@ mq_broker_connect(struct mq_broker *b, int once, uint64_t give_up_ms)
 	int k, i;
 
 	mq_broker_drop(b, NULL);
+	/* Set before stop is looked at: a stop from now on is seen. */
+	b->connecting = 1;
 	for (;;) {
 		for (k = 0; k < b->n; k++) {
 			if (*b->stop)
-				return -1;
+				goto fail;
 			i = (b->cur + k) % b->n;
 			if (connect_node(b, i, &why) == 0) {
+				b->connecting = 0;
 				b->cur = i;
 				b->outage = 0;
 				if (b->verbose)
@@ -470,16 +473,19 @@ mq_broker_connect(struct mq_broker *b, int once, uint64_t give_up_ms)
 		}
 		b->outage = 1;
 		if (once)
-			return -1;
+			goto fail;
 		if (give_up_ms != 0 && mq_now_ms() - start >= give_up_ms)
-			return -1;
+			goto fail;
 		if (mq_broker_pause(b, arc4random_uniform(
 		    (uint32_t)b->backoff_ms + 1)) == -1)
-			return -1;
+			goto fail;
 		b->backoff_ms *= 2;
 		if (b->backoff_ms > BACKOFF_MAX_MS)
 			b->backoff_ms = BACKOFF_MAX_MS;
 	}
+fail:
+	b->connecting = 0;
+	return -1;
 }
 
 int

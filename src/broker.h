@@ -49,6 +49,11 @@ struct mq_broker {
 	uint64_t	 backoff_ms;	/* before the next round of nodes */
 	int		 outage;	/* a lost connection said, none since */
 	volatile sig_atomic_t *stop;	/* SIGTERM/SIGINT seen */
+	/*
+	 * Set while mq_broker_connect runs, for the signal handler: nothing
+	 * is held then, and a stop may end the process at once.
+	 */
+	volatile sig_atomic_t connecting;
 	/* A batch's publishes, framed here and written at once (hold). */
 	unsigned char	*out;
 	size_t		 outlen, outcap;	/* outlen: framed, not written */
@@ -86,6 +91,11 @@ int	 mq_broker_init(struct mq_broker *, int, char **, const char *queue,
  * answered; else rounds with backoff until one answers, giving up (-1)
  * after give_up_ms without a connection (0: never) or when *stop is set,
  * the failures of an outage's first round named (-v: of every round).
+ * Called with nothing in hand (push: no batch out; pull: its hand the
+ * broker's again): b->connecting is set while it runs, so that a stop
+ * can end the process at once, as its steps cannot be interrupted
+ * (rabbitmq-c restarts a wait that a signal interrupted, up to its own
+ * time limit, and getaddrinfo's resolver does the same).
  */
 int	 mq_broker_connect(struct mq_broker *, int once, uint64_t give_up_ms);
 /* Closes the channel and opens the next one on the same connection. */

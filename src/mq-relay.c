@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compat.h"
 #include "mq.h"
@@ -44,12 +45,21 @@ static const char help[] =
     "to move; 4: no broker answered.  See mq-relay(1).\n";
 
 static volatile sig_atomic_t stop;
+static struct mq_broker broker;
 
+/*
+ * A stop while connecting ends the relay here: it holds nothing then
+ * (mq_broker_connect), and the steps of a connection go on through a
+ * signal up to their time limits (5 s each: rabbitmq-c restarts an
+ * interrupted wait) or longer (a name's resolution).
+ */
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+	if (broker.connecting)
+		_exit(MQ_EX_OK);
 }
 
 /* What the command line asks for. */
@@ -99,8 +109,9 @@ int
 main(int argc, char *argv[])
 {
 	struct relay_opts o;
-	struct mq_broker b;
+	struct mq_broker *b = &broker;
 	struct sigaction sa;
+	sigset_t set;
 	int pull, n, status;
 
 	memset(&o, 0, sizeof(o));
@@ -124,23 +135,28 @@ main(int argc, char *argv[])
 	if (o.queue != NULL && (*o.queue == '\0' || strlen(o.queue) > 255))
 		errx(MQ_EX_USAGE, "-q: a queue name is 1 to 255 bytes");
 	/* A heartbeat each way, so that a half-open connection is noticed. */
-	if (mq_broker_init(&b, argc - optind, argv + optind, o.queue,
+	if (mq_broker_init(b, argc - optind, argv + optind, o.queue,
 	    RELAY_HEARTBEAT_S, o.verbose, &stop) == -1)
 		mq_usage(USAGE);
 	if (o.size != NULL && pull)
 		errx(MQ_EX_USAGE, "-s: push only");
 	if (o.size != NULL)
-		b.max_size = (uint64_t)xnumber("-s", o.size, 1,
+		b->max_size = (uint64_t)xnumber("-s", o.size, 1,
 		    MQ_BROKER_SIZE_LIMIT);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* Blocked by whoever started it (exec keeps the mask): deaf to a stop. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 	/* A socket that went away is an error of its call, not a death. */
 	signal(SIGPIPE, SIG_IGN);
-	status = pull ? mq_pull(&b, o.dir, (unsigned)n, o.once) :
-	    mq_push(&b, o.dir, (unsigned)n, o.once);
-	mq_broker_close(&b);
+	status = pull ? mq_pull(b, o.dir, (unsigned)n, o.once) :
+	    mq_push(b, o.dir, (unsigned)n, o.once);
+	mq_broker_close(b);
 	return status;
 }

@@ -1187,7 +1187,8 @@ local:
 	free(p.hand);
 	amqp_bytes_free(p.ctag);
 	if (b->conn != NULL) {
-		mq_broker_guard(b, SEND_MS, 0);
+		/* Stopping, a close the broker does not answer is cut. */
+		mq_broker_guard(b, SEND_MS, stopped(&p) ? MQ_GUARD_STOP : 0);
 		mq_broker_close(b);
 		(void)mq_broker_unguard(b);
 	}

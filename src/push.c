@@ -1209,6 +1209,11 @@ done:
 	free(p.q[1].m);
 	free(p.body);
 	mq_spool_close(&p.sp);
+	/* Stopping, a close the broker does not answer is cut (guard). */
+	if (b->conn != NULL) {
+		guard(&p, confirm_timeout(&p));
+		mq_broker_close(b);
+	}
 	(void)mq_broker_unguard(b);
 	if (p.status != MQ_EX_OK || !waiting)
 		return p.status;

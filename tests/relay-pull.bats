@@ -24,12 +24,14 @@ setup() {
 	URI=$RELAY_URI
 }
 
-# Whatever a test left running in the background (pull_bg: $pulls).
+# Whatever a test left running in the background (pull_bg: $pulls;
+# mute_peer).
 teardown() {
 	local p
 	for p in ${pulls:-}; do
 		kill -9 "$p" 2>/dev/null || true
 	done
+	mute_stop
 }
 
 # put [amqp-put options]: one message (body on stdin) on this test's queue.
@@ -353,6 +355,16 @@ NOW_HEX=$(printf '%016x' "$(date +%s%N)")
 	run sh -c 'for f in "$1"/*; do cat "$f"; echo; done | sort -n | uniq | wc -l' _ "$BATS_TEST_TMPDIR/got"
 	assert_output 300
 	assert_equal "$(find "$BATS_TEST_TMPDIR/got" -type f | wc -l)" 300
+}
+
+@test "pull: SIGTERM in the login of a node that never answers ends it there: exit 0, the login not waited out" {
+	mute_peer login
+	URI="amqp://guest:guest@127.0.0.1:$mute_port" pull_bg
+	relay_until 30 grep -q start-ok "$BATS_TEST_TMPDIR/mute.log"
+	stop_bounded "$pid" 20
+	assert_equal "$st" 0
+	run cat "$BATS_TEST_TMPDIR/err"
+	refute_output --partial "127.0.0.1:$mute_port"
 }
 
 @test "pull: a write into tmp/ that fails: named, nothing in new/ or tmp/, the messages stay on the broker" {

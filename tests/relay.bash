@@ -258,3 +258,84 @@ relay_compare() {
 	wrong=$(LC_ALL=C sort -u "$t/got" | LC_ALL=C comm -13 "$t/sent.sorted" - | wc -l | tr -d ' ')
 	echo "# $2: messages $(wc -l <"$t/sent.id" | tr -d ' '), lost $lost, duplicates $dups, wrong $wrong" >&3
 }
+
+# mute_peer MODE: a TCP listener on 127.0.0.1 that is no broker, in the
+# background (python3), its port in $mute_port, its PID added to $mutes
+# (mute_stop ends them); what it saw, one word a line, in
+# $BATS_TEST_TMPDIR/mute.log.  MODE:
+#   header  accepts, reads the client's protocol header ("header"), then
+#           says nothing: the client waits for connection.start
+#   login   accepts, answers the header with a connection.start, reads
+#           the start-ok ("start-ok"), then says nothing: the client
+#           waits for connection.tune, in its login
+#   syn     accepts nobody: its backlog is full (one connection of its
+#           own queued), so a client's SYN goes unanswered
+mute_peer() {
+	local log="$BATS_TEST_TMPDIR/mute.log" portf="$BATS_TEST_TMPDIR/mute.port"
+	rm -f "$log" "$portf"
+	python3 - "$1" "$log" "$portf" <<'PY' 3>&- &
+import os, socket, struct, sys, time
+mode, log, portf = sys.argv[1:4]
+def said(word):
+    with open(log, "a") as f:
+        f.write(word + "\n")
+def recv_all(c, n):
+    got = b""
+    while len(got) < n:
+        b = c.recv(n - len(got))
+        if not b:
+            raise EOFError
+        got += b
+    return got
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+held = []
+if mode == "syn":
+    filler = socket.create_connection(s.getsockname())
+    held.append(filler)
+with open(portf + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(portf + ".tmp", portf)
+while mode == "syn":
+    time.sleep(3600)
+# connection.start: version 0-9, no server properties, PLAIN, en_US
+args = b"\x00\x09" + struct.pack(">I", 0) + struct.pack(">I", 5) + b"PLAIN" + \
+    struct.pack(">I", 5) + b"en_US"
+payload = struct.pack(">HH", 10, 10) + args
+start = struct.pack(">BHI", 1, 0, len(payload)) + payload + b"\xce"
+while True:
+    c, _ = s.accept()
+    held.append(c)
+    try:
+        recv_all(c, 8)
+        if mode == "header":
+            said("header")
+            continue
+        c.sendall(start)
+        head = recv_all(c, 7)
+        recv_all(c, struct.unpack(">I", head[3:7])[0] + 1)
+        said("start-ok")
+    except (EOFError, OSError):
+        pass
+PY
+	mutes="${mutes:-} $!"
+	relay_until 30 test -s "$portf" || return 1
+	mute_port=$(cat "$portf")
+}
+
+# mute_stop: ends the peers mute_peer started.
+mute_stop() {
+	local p
+	for p in ${mutes:-}; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	mutes=
+}
+
+# syn_sent PORT: a connection to 127.0.0.1:PORT waits for its SYN's answer
+# (state SYN_SENT in /proc/net/tcp).
+syn_sent() {
+	awk -v port="$(printf '%04X' "$1")" '$3 == "0100007F:" port && $4 == "02" { f = 1 } END { exit !f }' /proc/net/tcp
+}

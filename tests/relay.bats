@@ -17,7 +17,7 @@ teardown_file() {
 # Whatever a test left: the relays it started in the background (their
 # PIDs in $relays), a node it stopped (kill -STOP, its PID in $frozen), a
 # disk alarm it raised ($alarm set), a max_message_size it lowered
-# ($maxsize set).
+# ($maxsize set), the peers that are no broker (mute_peer).
 teardown() {
 	local p
 	[ -z "${frozen:-}" ] || kill -CONT "$frozen" 2>/dev/null || true
@@ -26,6 +26,7 @@ teardown() {
 	for p in ${relays:-}; do
 		kill -9 "$p" 2>/dev/null || true
 	done
+	mute_stop
 }
 
 # amqp_get PORT QUEUE [classic|reject]: tests/amqp-get, bounded.
@@ -464,20 +465,40 @@ dead_port() {
 @test "relay push without -1 or -v: a node it cannot reach or log in to is named once, the password nowhere" {
 	make_spool
 	port=$(dead_port)
-	# Several rounds in 3 s: the first named, the rest of the outage not.
-	# Ended by SIGKILL: what it said is the point here, not how it stops
-	# (SIGTERM in an outage once took it more than 5 s to obey; see the
-	# SIGTERM tests below).
-	run -137 --separate-stderr timeout -s KILL 3 mq-relay push -q quiet "amqp://guest:guest@127.0.0.1:$port"
+	# Several rounds in 3 s: the first named, the rest of the outage not;
+	# then SIGTERM, in a backoff or a connection's step, ends it.
+	run -124 --separate-stderr timeout -k 5 3 mq-relay push -q quiet "amqp://guest:guest@127.0.0.1:$port"
 	[[ $stderr == *"127.0.0.1:$port: "* ]] || fail "stderr: $stderr"
 	assert_equal "$(grep -c "127.0.0.1:$port" <<<"$stderr")" 1
 	# -v: every round.
-	run -137 --separate-stderr timeout -s KILL 3 mq-relay push -v -q quiet "amqp://guest:guest@127.0.0.1:$port"
+	run -124 --separate-stderr timeout -k 5 3 mq-relay push -v -q quiet "amqp://guest:guest@127.0.0.1:$port"
 	[ "$(grep -c "127.0.0.1:$port" <<<"$stderr")" -gt 1 ] || fail "stderr: $stderr"
-	run -137 --separate-stderr timeout -s KILL 3 mq-relay push -q quiet "amqp://guest:Wr0ngPassw0rd@127.0.0.1:$RELAY_PORT1"
+	run -124 --separate-stderr timeout -k 5 3 mq-relay push -q quiet "amqp://guest:Wr0ngPassw0rd@127.0.0.1:$RELAY_PORT1"
 	[[ $stderr == *"127.0.0.1:$RELAY_PORT1: "* ]] || fail "stderr: $stderr"
 	[[ $stderr == *[Ll]ogin*refused* ]] || fail "stderr: $stderr"
 	[[ $stderr != *Wr0ngPassw0rd* ]] || fail "a password: $stderr"
+}
+
+# The steps of a connection go on through a signal up to their time
+# limits (rabbitmq-c restarts an interrupted wait): a SIGTERM during one
+# must end the relay there, not after the step has timed out, which it
+# would say ("127.0.0.1:PORT: no answer within 5 s").
+@test "relay push: SIGTERM while a node accepts and never answers (the SYN, the protocol header, the login) ends it there: exit 0, the step not waited out" {
+	make_spool
+	for mode in syn header login; do
+		mute_peer $mode
+		relay_bg push -q mute "amqp://guest:guest@127.0.0.1:$mute_port"
+		case $mode in
+		syn) relay_until 30 syn_sent "$mute_port" ;;
+		header) until_in "$BATS_TEST_TMPDIR/mute.log" header ;;
+		login) until_in "$BATS_TEST_TMPDIR/mute.log" start-ok ;;
+		esac
+		stop_bounded "$pid" 20
+		assert_equal "$st" 0
+		run cat "$BATS_TEST_TMPDIR/err"
+		refute_output --partial "127.0.0.1:$mute_port"
+		mute_stop
+	done
 }
 
 @test "relay push: MQ_RELAY_URI of two nodes, the first dead: pushes through the second" {
