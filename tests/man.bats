@@ -77,3 +77,60 @@ check_table() {
 	# Its page installs with the program only.
 	grep -q '^MAN1RELAY = share/man/man1/mq-relay.1$' "$BATS_TEST_DIRNAME/../Makefile"
 }
+
+# The quotes of a page as mandoc renders it ($1), one line per fault,
+# with the page and the rendered line: a quote not closed within its
+# paragraph, closed without being open, or opened inside one of its own
+# kind; and a single-quoted span that fills a parenthesis and holds a
+# list ("(‘a, b’)").  Each is the mark of an enclosure macro (Ql, Sq,
+# Dq, Pq ...) that ran on to the end of its line and took in the words
+# meant to follow it.
+quote_faults() {
+	mandoc -Tutf8 "$1" | LC_ALL=C.UTF-8 col -bx |
+	    LC_ALL=C sed 's/‘/\x01/g; s/’/\x02/g; s/“/\x03/g; s/”/\x04/g' |
+	    LC_ALL=C awk -v page="${1##*/}" '
+		function say(line, what, text) {
+			gsub(/\001/, "‘", text); gsub(/\002/, "’", text)
+			gsub(/\003/, "“", text); gsub(/\004/, "”", text)
+			sub(/^[ \t]+/, "", text)
+			printf "%s:%d: %s: %s\n", page, line, what, text
+		}
+		function end_paragraph(  i) {
+			for (i = 1; i <= depth; i++)
+				say(at[i], "a quote not closed in its paragraph", text[i])
+			if (match(para, /\(\001[^\002]*, [^\002]*\002\)/))
+				say(first, "a list single-quoted as one literal",
+				    substr(para, RSTART, RLENGTH))
+			depth = 0; para = ""; first = 0
+		}
+		NF == 0 { end_paragraph(); next }
+		{
+			if (!first) first = NR
+			line = $0; sub(/^[ \t]+/, "", line)
+			para = para " " line
+			for (i = 1; i <= length($0); i++) {
+				c = substr($0, i, 1)
+				if (c == "\001" || c == "\003") {
+					for (j = 1; j <= depth; j++)
+						if (stack[j] == c) {
+							say(NR, "a quote opened inside one of its kind", $0)
+							break
+						}
+					stack[++depth] = c; at[depth] = NR; text[depth] = $0
+				} else if (c == "\002" || c == "\004") {
+					if (depth > 0 && stack[depth] == (c == "\002" ? "\001" : "\003"))
+						depth--
+					else
+						say(NR, "a quote closed that is not open", $0)
+				}
+			}
+		}
+		END { end_paragraph() }'
+}
+
+@test "man pages: rendered, every quote closes in its paragraph, after what it quotes" {
+	faults=$(for page in "$BATS_TEST_DIRNAME"/../share/man/man*/*; do
+		quote_faults "$page"
+	done)
+	[ -z "$faults" ] || fail "misplaced quotes:"$'\n'"$faults"
+}
