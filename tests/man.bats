@@ -134,3 +134,17 @@ quote_faults() {
 	done)
 	[ -z "$faults" ] || fail "misplaced quotes:"$'\n'"$faults"
 }
+
+@test "README and mq-ls(1) name the states mq-ls lists, in its order" {
+	mq-send </dev/null >/dev/null
+	run -2 --separate-stderr mq-ls -s no-such-state
+	states=$(sed -n 's/.*no such state (\(.*\))$/\1/p' <<<"$stderr" | sed 's/, /\n/g')
+	[ "$(wc -l <<<"$states")" -ge 6 ]
+	top=$BATS_TEST_DIRNAME/..
+	# The README's paragraph on mq-ls, its states in backquotes.
+	readme=$(sed -n '/^`mq-ls` lists every message/,/^$/p' "$top/README.md" |
+	    grep -o '`[a-z]*`' | tr -d '`' | grep -Fxf <(echo "$states")) || :
+	assert_equal "$readme" "$states"
+	page=$(sed -n '/^\.Bl -tag -width inflight/,/^\.El/s/^\.It Li //p' "$top/share/man/man1/mq-ls.1")
+	assert_equal "$page" "$states"
+}
