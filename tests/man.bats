@@ -148,3 +148,24 @@ quote_faults() {
 	page=$(sed -n '/^\.Bl -tag -width inflight/,/^\.El/s/^\.It Li //p' "$top/share/man/man1/mq-ls.1")
 	assert_equal "$page" "$states"
 }
+
+@test "README: its lines for reading the pages in a checkout find them there, and the system's still" {
+	command -v man >/dev/null || skip "man (man-db) is not installed"
+	top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+	cd "$top"
+	# The two lines of the README's block, each as a reader runs it, with
+	# man -w printing the file that man would show.
+	line=$(grep -E '^MANPATH=\$PWD/share/man: man mq( |$)' README.md | sed 's/ *#.*//')
+	assert_equal "$line" 'MANPATH=$PWD/share/man: man mq'
+	assert_equal "$(eval "${line/man mq/man -w mq}")" "$top/share/man/man7/mq.7"
+	assert_equal "$(eval "${line/man mq/man -w mq-recv}")" "$top/share/man/man1/mq-recv.1"
+	# The trailing colon keeps the system's pages (if it has man's own).
+	if man -w man >/dev/null 2>&1; then
+		run eval "${line/man mq/man -w man}"
+		assert_success
+	fi
+	line=$(grep -E '^man \./share/man/man7/mq\.7( |$)' README.md | sed 's/ *#.*//')
+	assert_equal "$(${line/man /man -w })" ./share/man/man7/mq.7
+	# and demo.sh's last word is the same line.
+	grep -qF 'Next: MANPATH=\$PWD/share/man: man mq' share/examples/demo.sh
+}
