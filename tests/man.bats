@@ -169,3 +169,38 @@ quote_faults() {
 	# and demo.sh's last word is the same line.
 	grep -qF 'Next: MANPATH=\$PWD/share/man: man mq' share/examples/demo.sh
 }
+
+# Status $1's entry in the EXIT STATUS list of a page ($2), rendered on
+# one line.
+exit_status_text() {
+	mandoc -Tascii "$2" | sed 's/.\x08//g' | sed -n '/^EXIT STATUS/,/^EXAMPLES/p' |
+	    awk -v n="$1" '$1 == n { on = 1; sub(/^ *[0-9]+ */, "") } on && NF == 0 { exit } on' |
+	    tr -s ' \n' '  '
+}
+
+@test "mq(7) and mq-rm(1): status 3 is told as the tools return it, a lost lease or one held by another" {
+	top=$BATS_TEST_DIRNAME/..
+	echo x | mq-send >/dev/null
+	r=$(mq-recv)
+	id=$(mq-ls | cut -f 1)
+	# mq-rm of a message in flight.
+	run -3 --separate-stderr mq-rm "$id"
+	[[ $stderr == *"in flight"* ]]
+	# mq-ack of a receipt whose lease is gone.
+	mq-ack "$r"
+	run -3 --separate-stderr mq-ack "$r"
+	[[ $stderr == *"lease lost"* ]]
+	text=$(exit_status_text 3 "$top/share/man/man7/mq.7")
+	for w in "lost" "stale receipt" "mq-ack(1)" "mq-rm(1)" "in flight"; do
+		[[ $text == *"$w"* ]] || fail "mq(7), status 3 does not say $w: $text"
+	done
+	text=$(exit_status_text 3 "$top/share/man/man1/mq-rm.1")
+	[[ $text == *"in flight"* && $text == *"lease"* ]] || fail "mq-rm(1), status 3: $text"
+	# Every status a page lists is one of mq(7)'s.
+	for page in "$top"/share/man/man1/*.1; do
+		for n in $(sed -n '/^\.Sh EXIT STATUS/,/^\.Sh/s/^\.It \([0-9]*\)$/\1/p' "$page"); do
+			[ -n "$(exit_status_text "$n" "$top/share/man/man7/mq.7")" ] ||
+			    fail "${page##*/}: status $n is not in mq(7)"
+		done
+	done
+}
