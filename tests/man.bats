@@ -87,11 +87,11 @@ check_table() {
 # meant to follow it.
 quote_faults() {
 	mandoc -Tutf8 "$1" | LC_ALL=C.UTF-8 col -bx |
-	    LC_ALL=C sed 's/‘/\x01/g; s/’/\x02/g; s/“/\x03/g; s/”/\x04/g' |
+	    LC_ALL=C sed 's/\xe2\x80\x98/\x01/g; s/\xe2\x80\x99/\x02/g; s/\xe2\x80\x9c/\x03/g; s/\xe2\x80\x9d/\x04/g' |
 	    LC_ALL=C awk -v page="${1##*/}" '
 		function say(line, what, text) {
-			gsub(/\001/, "‘", text); gsub(/\002/, "’", text)
-			gsub(/\003/, "“", text); gsub(/\004/, "”", text)
+			gsub(/\001/, "\342\200\230", text); gsub(/\002/, "\342\200\231", text)
+			gsub(/\003/, "\342\200\234", text); gsub(/\004/, "\342\200\235", text)
 			sub(/^[ \t]+/, "", text)
 			printf "%s:%d: %s: %s\n", page, line, what, text
 		}
@@ -198,9 +198,9 @@ exit_status_text() {
 	[[ $text == *"in flight"* && $text == *"lease"* ]] || fail "mq-rm(1), status 3: $text"
 	# Every status a page lists is one of mq(7)'s.
 	for page in "$top"/share/man/man1/*.1; do
-		for n in $(sed -n '/^\.Sh EXIT STATUS/,/^\.Sh/s/^\.It \([0-9]*\)$/\1/p' "$page"); do
+		while read -r n; do
 			[ -n "$(exit_status_text "$n" "$top/share/man/man7/mq.7")" ] ||
 			    fail "${page##*/}: status $n is not in mq(7)"
-		done
+		done < <(sed -n '/^\.Sh EXIT STATUS/,/^\.Sh/s/^\.It \([0-9]*\)$/\1/p' "$page")
 	done
 }
