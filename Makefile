@@ -250,6 +250,11 @@ EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/shared-spool.sh \
 	share/doc/mq/examples/outbox-relay.sh
 
+# The units and examples name the programs and the examples where this
+# install puts them (a package's PREFIX=/usr: /usr/bin, not /usr/local/bin);
+# in the tree they say @BINDIR@ and @DOCDIR@.
+SUBST = sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g'
+
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
@@ -259,17 +264,19 @@ install: all
 	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
 	cp -f $(MAN7) $(DESTDIR)$(MANDIR)/man7
-	cp -f $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
+	for e in $(EXAMPLES); do f=$(DESTDIR)$(DOCDIR)/examples/$${e##*/}; \
+	    $(SUBST) $$e >$$f && if [ -x $$e ]; then chmod 755 $$f; \
+	    else chmod 644 $$f; fi || exit 1; done
 	for p in $(PROGS); do \
 	    cp -f share/completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	cp -f share/completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
-	for u in $(UNITS); do sed 's,@BINDIR@,$(BINDIR),g' share/systemd/$$u \
+	for u in $(UNITS); do $(SUBST) share/systemd/$$u \
 	    >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; done
 	if [ -x bin/mq-relay ]; then \
 	    cp -f bin/mq-relay $(DESTDIR)$(BINDIR) && \
 	    cp -f $(MAN1RELAY) $(DESTDIR)$(MANDIR)/man1 && \
 	    cp -f share/completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/mq-relay && \
-	    for u in $(UNITSRELAY); do sed 's,@BINDIR@,$(BINDIR),g' \
+	    for u in $(UNITSRELAY); do $(SUBST) \
 	        share/systemd/$$u >$(DESTDIR)$(SYSTEMDDIR)/$$u || exit 1; \
 	    done; fi
 

@@ -112,7 +112,8 @@ install_root() {
 	install_root
 	mkdir -p "$root/srv/incoming"
 	echo A >"$root/srv/incoming/a.jpg"
-	run_crontabs "$(crontabs "$(sed -n 's/^#//p' "$ex/cron-producer.sh")")"
+	# The installed example, whose crontab names where it is installed.
+	run_crontabs "$(crontabs "$(sed -n 's/^#//p' "$root/usr/local/share/doc/mq/examples/cron-producer.sh")")"
 	assert_file_exist "$root/srv/incoming/queued/a.jpg"
 	r=$(mq-recv -d "$root/var/spool/thumbs")
 	assert_equal "$(cat "$r")" "$root/srv/incoming/queued/a.jpg"
@@ -274,25 +275,33 @@ JOB
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err1" "$BATS_TEST_TMPDIR/err2")" ""
 }
 
-@test "example worker service: mq-worker@.service's ExecStart with thumbnail-worker.conf works" {
-	out=$BATS_TEST_TMPDIR/thumbs
+@test "example worker service: mq-worker@.service's ExecStart with thumbnail-worker.conf works, as installed" {
+	# Installed under a prefix of the test's own, so that the paths the
+	# unit and the example name are those of the install.
+	prefix=$BATS_TEST_TMPDIR/prefix
+	make -s -C "$top" install PREFIX="$prefix" >/dev/null
+	out=$BATS_TEST_TMPDIR/srv/thumbs
 	mkdir -p "$out"
 	printf 'img\n' >"$BATS_TEST_TMPDIR/a.jpg"
 	printf '%s\n' "$BATS_TEST_TMPDIR/a.jpg" "$BATS_TEST_TMPDIR/missing.jpg" | mq-send -l >/dev/null
-	# The command line the unit runs, with the example's settings and
-	# the example job from this tree.
-	exec_start=$(sed -n 's/^ExecStart=@BINDIR@\///p' "$units/mq-worker@.service")
-	# The environment file as systemd reads it: KEY=rest of the line.
-	MQ_WORKER_OPTS=$(sed -n 's/^MQ_WORKER_OPTS=//p' "$ex/thumbnail-worker.conf")
-	MQ_WORKER_COMMAND="sh $ex/thumbnail-job.sh $out"
+	# The command line the unit runs, with the example's settings read
+	# as systemd reads an environment file (KEY=rest of the line), its
+	# /srv taken under the test's directory.
+	exec_start=$(sed -n 's/^ExecStart=//p' "$prefix/lib/systemd/system/mq-worker@.service")
+	conf=$prefix/share/doc/mq/examples/thumbnail-worker.conf
+	MQ_WORKER_OPTS=$(sed -n 's/^MQ_WORKER_OPTS=//p' "$conf")
+	MQ_WORKER_COMMAND=$(sed -n "/^MQ_WORKER_COMMAND=/{s###; s# /srv/# $BATS_TEST_TMPDIR/srv/#; p;}" "$conf")
 	cmd=${exec_start//%f/$MQ_DIR}
 	cmd=${cmd//\$MQ_WORKER_OPTS/$MQ_WORKER_OPTS}
 	cmd=${cmd//\$MQ_WORKER_COMMAND/$MQ_WORKER_COMMAND}
-	[[ $cmd == "mq-recv -d $MQ_DIR -w -P 4 -t 60 --timeout 600 --backoff 5 -- sh "* ]]
+	assert_equal "$cmd" "$prefix/bin/mq-recv -d $MQ_DIR -w -P 4 -t 60 --timeout 600 --backoff 5 -- $prefix/share/doc/mq/examples/thumbnail-job.sh $out"
 	# shellcheck disable=SC2086 # split into words as systemd does
 	$cmd 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	while [ "$(count dead)" -eq 0 ] || [ "$(count cur)" -gt 0 ]; do sleep 0.1; done
+	for _ in $(seq 1 200); do
+		[ "$(count dead)" -eq 0 ] || [ "$(count cur)" -gt 0 ] || break
+		sleep 0.1
+	done
 	kill -TERM "$pid"
 	st=0
 	wait "$pid" || st=$?
@@ -408,6 +417,21 @@ queued_once() {
 	run -0 timeout 60 sh "$ex/outbox-relay.sh" "$db"
 	assert_equal "$(count new)" 2
 	assert_equal "$(find "$MQ_DIR/new" -type f -exec cat {} + | sort | tr '\n' ' ')" "event 2 event 3 "
+	assert_equal "$(sqlite3 "$db" 'SELECT count(*) FROM outbox WHERE relayed = 0;')" 0
+}
+
+@test "example outbox-relay.sh: its crontab, as installed, works under cron's environment" {
+	command -v sqlite3 >/dev/null || fail "sqlite3 is not installed (sh share/deps.sh test)"
+	install_root
+	db=$root/srv/app.db
+	sqlite3 "$db" 'CREATE TABLE outbox (id INTEGER PRIMARY KEY,
+	    payload TEXT NOT NULL, relayed INTEGER NOT NULL DEFAULT 0);
+	    INSERT INTO outbox (payload) VALUES ('"'event 1'"'), ('"'event 2'"');'
+	mq-send -l -d "$root/var/spool/events" </dev/null
+	mq-conf -d "$root/var/spool/events" dedup-window=3600
+	# (the comment at its head)
+	run_crontabs "$(crontabs "$(sed -n '/^[^#]/q; s/^#//p' "$root/usr/local/share/doc/mq/examples/outbox-relay.sh")")"
+	assert_equal "$(mq-ls -d "$root/var/spool/events" -s ready | wc -l)" 2
 	assert_equal "$(sqlite3 "$db" 'SELECT count(*) FROM outbox WHERE relayed = 0;')" 0
 }
 

@@ -63,6 +63,59 @@ installed_tree() { # root
 	grep -q "^ExecStart=$prefix/bin/mq-sweep -d %f$" "$prefix/lib/systemd/system/mq-sweep@.service"
 }
 
+# Every line of the installed examples and units under DESTDIR $1 and
+# PREFIX $2 that names a path of another install (/usr/local, or /usr as
+# a package's: /usr/bin:/bin, cron's PATH, is no install's), or that keeps
+# a placeholder.
+wrong_paths() {
+	local d="$1$2/share/doc/mq/examples $1$2/lib/systemd/system"
+	# shellcheck disable=SC2086 # two directories
+	{
+		[ "$2" = /usr/local ] || grep -rn /usr/local $d
+		[ "$2" = /usr ] || grep -rnE '(^|[^a-z/])/usr/(bin|share|lib)/' $d
+		grep -rn '@[A-Z]*DIR@' $d
+	} || :
+}
+
+@test "make install: the examples and units name the programs and examples where that install puts them" {
+	for prefix in /usr/local /usr /opt/mq; do
+		dest=$BATS_TEST_TMPDIR/dest$prefix
+		if [ "$prefix" = /usr/local ]; then
+			make -s -C "$top" install DESTDIR="$dest" >/dev/null
+		else
+			make -s -C "$top" install PREFIX="$prefix" DESTDIR="$dest" >/dev/null
+		fi
+		ex=$dest$prefix/share/doc/mq/examples
+		grep -qx "MQ_WORKER_COMMAND=$prefix/share/doc/mq/examples/thumbnail-job.sh /srv/thumbs" \
+		    "$ex/thumbnail-worker.conf"
+		for e in cron-producer.sh outbox-relay.sh; do
+			grep -qx "#   PATH=$prefix/bin:/usr/bin:/bin" "$ex/$e"
+			grep -q "^#   \* \* \* \* \* $prefix/share/doc/mq/examples/$e " "$ex/$e"
+		done
+		grep -qx "ExecStart=$prefix/bin/mq-recv -d %f -w \$MQ_WORKER_OPTS -- \$MQ_WORKER_COMMAND" \
+		    "$dest$prefix/lib/systemd/system/mq-worker@.service"
+		run wrong_paths "$dest" "$prefix"
+		assert_output ""
+		# The scripts stay executable: the worker's command is one.
+		for e in "$top"/share/doc/mq/examples/*.sh; do
+			assert_file_executable "$ex/${e##*/}"
+		done
+	done
+}
+
+@test "systemd units: mq-worker@.service and its example configuration say the jobs run as root unless a User= is set, and show one" {
+	for f in "$top/share/systemd/mq-worker@.service" "$top/share/doc/mq/examples/thumbnail-worker.conf"; do
+		grep -q 'run.* as root unless' "$f" || fail "${f##*/} does not say the jobs run as root"
+		grep -qE '^#( +)?User=' "$f" || fail "${f##*/} shows no User="
+		grep -qE '^#( +)?Group=' "$f" || fail "${f##*/} shows no Group="
+		grep -q 'shared spool root' "$f" || fail "${f##*/} does not name the shared spool root"
+		grep -q '@DOCDIR@/examples/shared-spool.sh' "$f" || fail "${f##*/} does not name shared-spool.sh"
+	done
+	# In the unit, commented where they go.
+	sed -n '/^\[Service\]/,/^\[/p' "$top/share/systemd/mq-worker@.service" | grep -qx '#User=thumbs'
+	sed -n '/^\[Service\]/,/^\[/p' "$top/share/systemd/mq-worker@.service" | grep -qx '#Group=jobs'
+}
+
 @test "systemd units: systemd-analyze verify passes for an instance of each" {
 	command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed"
 	prefix=$BATS_TEST_TMPDIR/usr

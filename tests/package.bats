@@ -101,6 +101,20 @@ files_of() {
 	    /usr/share/bash-completion/completions/mq-relay /usr/share/man/man1/mq-relay.1.gz | sort)"
 }
 
+@test "package: the examples and units name the package's paths, not make install's default, and the example job runs" {
+	x=$BATS_TEST_TMPDIR/x
+	dpkg-deb -x "$mq_deb" "$x"
+	grep -qx 'MQ_WORKER_COMMAND=/usr/share/doc/mq/examples/thumbnail-job.sh /srv/thumbs' \
+	    "$x/usr/share/doc/mq/examples/thumbnail-worker.conf"
+	grep -qx '#   \* \* \* \* \* /usr/share/doc/mq/examples/cron-producer.sh /srv/incoming' \
+	    "$x/usr/share/doc/mq/examples/cron-producer.sh"
+	run grep -rn -e /usr/local -e '@[A-Z]*DIR@' "$x/usr/share/doc/mq/examples" "$x/usr/lib/systemd"
+	assert_output ""
+	# The worker's command is the example job itself: it must stay
+	# executable (and uncompressed) in the package.
+	assert_file_executable "$x/usr/share/doc/mq/examples/thumbnail-job.sh"
+}
+
 @test "package: installed into a throwaway root, make demo's scenario runs from its paths; a purge leaves only dpkg's own files" {
 	# dpkg gives the files to root as it unpacks them, which only root can.
 	[ "$(id -u)" -eq 0 ] || skip "installing into a root needs root (dpkg chowns what it unpacks)"

@@ -15,12 +15,12 @@
 # idempotent worker shrugs off.  A file that arrives under the name of one
 # still in queued/ replaces it: give files unique names.
 #
-# cron runs commands with PATH=/usr/bin:/bin, where mq-send is not: set
-# PATH at the top of the crontab (crontab -e):
+# cron runs commands with PATH=/usr/bin:/bin: set PATH at the top of the
+# crontab (crontab -e) so that it holds @BINDIR@, where mq-send is:
 #
-#   PATH=/usr/local/bin:/usr/bin:/bin
+#   PATH=@BINDIR@:/usr/bin:/bin
 #   MQ_DIR=/var/spool/thumbs
-#   * * * * * /usr/local/share/doc/mq/examples/cron-producer.sh /srv/incoming
+#   * * * * * @DOCDIR@/examples/cron-producer.sh /srv/incoming
 set -eu
 inbox=${1:?usage: cron-producer.sh INBOX}
 mkdir -p "$inbox/queued"

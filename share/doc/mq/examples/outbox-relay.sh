@@ -32,9 +32,9 @@
 # sqlite3 CLI ends each row with one).  A full spool (max-depth, exit 6)
 # stops the run; the rest waits for the next.
 #
-#   PATH=/usr/local/bin:/usr/bin:/bin
+#   PATH=@BINDIR@:/usr/bin:/bin
 #   MQ_DIR=/var/spool/events
-#   * * * * * /usr/local/share/doc/mq/examples/outbox-relay.sh /srv/app.db
+#   * * * * * @DOCDIR@/examples/outbox-relay.sh /srv/app.db
 set -eu
 db=${1:?usage: outbox-relay.sh DB}
 if [ "$(mq-conf dedup-window 2>/dev/null || echo 0)" = 0 ]; then

@@ -14,7 +14,7 @@
 # give a lease (LEASE seconds, default 60) longer than the slowest job.
 # For jobs of unknown length, mq-recv's worker mode extends the leases.
 #
-#   JOB=/usr/local/bin/thumbnail IDLE=60 xargs-pool.sh
+#   JOB=thumbnail IDLE=60 xargs-pool.sh
 set -eu
 : "${JOB:?set JOB to the command to run for each message}"
 parallel=${PARALLEL:-8}
