@@ -65,8 +65,7 @@ static const char help[] =
 #define SPOOL_MAKING_MS	1000
 
 static void
-spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
-    int verbose)
+spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until)
 {
 	const char *path;
 	uint64_t now, making = 0;
@@ -86,7 +85,8 @@ spool_open(struct mq_spool *sp, const char *dir, int wflag, uint64_t until,
 		if (now >= until || (making != 0 &&
 		    now - making >= SPOOL_MAKING_MS))
 			break;
-		if (verbose && !said++)
+		/* Else a mistyped spool is waited for in silence. */
+		if (!said++)
 			warnx("%s: waiting for the spool to be made", path);
 		poll(NULL, 0, until - now < SPOOL_POLL_MS ? (int)(until - now) :
 		    SPOOL_POLL_MS);
@@ -253,7 +253,7 @@ receive(struct recv_opts *o, uint64_t until)
 	int64_t timeout;
 	int got, said = 0, r;
 
-	spool_open(&sp, o->dir, o->wflag, until, o->wo.verbose);
+	spool_open(&sp, o->dir, o->wflag, until);
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
 	settings(o, &sp, &conf, &cl);
@@ -267,7 +267,8 @@ receive(struct recv_opts *o, uint64_t until)
 		got = 0;
 		wake = UINT64_MAX;
 		if (conf.paused) {
-			if (o->wo.verbose && !said++)
+			/* Else a paused spool looks like an empty one. */
+			if (!said++)
 				warnx("%s: paused", sp.path);
 		} else if ((got = mq_claim(&sp, &cl, o->n, conf.lease_ms,
 		    conf.max_attempts, print_receipt, NULL, &wake)) == -1)
@@ -310,7 +311,7 @@ work(struct recv_opts *o, char *argv[], uint64_t until)
 	if (zflag)
 		errx(MQ_EX_USAGE, "-0 prints receipts; a command "
 		    "gets no receipts to print");
-	spool_open(&sp, o->dir, o->wflag, until, wo->verbose);
+	spool_open(&sp, o->dir, o->wflag, until);
 	/* 0: the spool's, which mq_work reads and follows. */
 	wo->argv = argv;
 	wo->limit = o->nflag ? o->n : 0;

@@ -1043,7 +1043,8 @@ reread(struct worker *wk)
 		wk->halt = 1;
 		return;
 	}
-	if (c.paused != wk->paused && wk->opt->verbose)
+	/* Said without -v too: else a paused spool looks like an empty one. */
+	if (c.paused != wk->paused)
 		warnx("%s: %s", wk->sp->path, c.paused ? "paused" : "resumed");
 	wk->paused = c.paused;
 	wk->max = wk->opt->max != 0 ? wk->opt->max : c.max_attempts;

@@ -48,12 +48,12 @@ recv_pid() {
 	cat "$W/pid"
 }
 
-@test "mq-recv: a paused spool: exit 1 at once, silent, nothing claimed" {
+@test "mq-recv: a paused spool: exit 1 at once, saying so (not silent as on an empty one), nothing claimed" {
 	printf 'a\nb\n' | mq-send -l >/dev/null
 	mq-conf paused=yes
 	run -1 --separate-stderr timeout -k 5 20 mq-recv -n 2
 	[ -z "$output" ]
-	[ -z "$stderr" ]
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
 	assert_equal "$(count new)" 2
 	assert_equal "$(count cur)" 0
 	run -1 --separate-stderr mq-recv -v
@@ -119,7 +119,7 @@ recv_pid() {
 	mq-conf paused=yes
 	run -1 --separate-stderr timeout -k 5 20 mq-recv -w 0.5
 	[ -z "$output" ]
-	[ -z "$stderr" ]
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
 	assert_equal "$(count new)" 1
 }
 
@@ -133,11 +133,11 @@ recv_pid() {
 	assert_equal "${#lines[@]}" 3
 }
 
-@test "worker: a paused spool without -w: exit 1, no job run" {
+@test "worker: a paused spool without -w: exit 1, saying so, no job run" {
 	echo a | mq-send >/dev/null
 	mq-conf paused=yes
 	run -1 --separate-stderr timeout -k 5 20 mq-recv -- touch "$W/ran"
-	[ -z "$stderr" ]
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
 	assert_not_exist "$W/ran"
 	assert_equal "$(count new)" 1
 }
@@ -300,4 +300,34 @@ paused_idle_cpu() {
 	assert_equal "$(cat "$W/done")" 1
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 1
+}
+
+@test "mq-recv -w and a worker with -w on a paused spool say so once, without -v" {
+	echo a | mq-send >/dev/null
+	mq-conf paused=yes
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -w 0.5
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -w 0.5 -- touch "$W/ran"
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	assert_not_exist "$W/ran"
+	# An empty spool that is not paused stays silent.
+	mq-conf paused=no
+	mq-rm --all
+	run -1 --separate-stderr timeout -k 5 20 mq-recv -w 0.2
+	[ -z "$stderr" ]
+}
+
+@test "worker: paused and resumed are said without -v, once each" {
+	mq-conf paused=yes
+	timeout -k 5 60 mq-recv -w -- cat >"$W/out" 2>"$W/err" &
+	pid=$!
+	wait_for said "$MQ_DIR: paused" "$W/err"
+	echo a | mq-send >/dev/null
+	mq-conf paused=no
+	wait_for said "$MQ_DIR: resumed" "$W/err"
+	wait_for test -s "$W/out"
+	kill -TERM "$pid"
+	wait "$pid" || true
+	assert_equal "$(grep -c ': paused$' "$W/err")" 1
+	assert_equal "$(grep -c ': resumed$' "$W/err")" 1
 }

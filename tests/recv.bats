@@ -158,7 +158,8 @@ load helper
 
 @test "mq-recv -w SECS: a spool still missing after the wait is an error (4), not created" {
 	run -4 --separate-stderr mq-recv -w 0.3
-	assert_equal "$stderr" "mq-recv: $MQ_DIR: No such file or directory"
+	assert_equal "${stderr_lines[0]}" "mq-recv: $MQ_DIR: waiting for the spool to be made"
+	assert_equal "${stderr_lines[1]}" "mq-recv: $MQ_DIR: No such file or directory"
 	assert_not_exist "$MQ_DIR"
 }
 
@@ -238,4 +239,11 @@ load helper
 	ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
 	wait
 	[ "$ticks" -le 5 ]
+}
+
+@test "mq-recv -w on a spool that does not exist says once, without -v, that it waits for it" {
+	run -4 --separate-stderr timeout -k 5 20 mq-recv -w 0.5 -d "$BATS_TEST_TMPDIR/wrok"
+	assert_equal "${stderr_lines[0]}" "mq-recv: $BATS_TEST_TMPDIR/wrok: waiting for the spool to be made"
+	assert_equal "${#stderr_lines[@]}" 2
+	assert_not_exist "$BATS_TEST_TMPDIR/wrok"
 }
