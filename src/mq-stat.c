@@ -316,7 +316,7 @@ main(int argc, char *argv[])
 	enum format fmt = TABLE;
 	uint64_t now;
 	size_t ndirs = 0, n = 0, i;
-	int ch, r, status = MQ_EX_OK;
+	int ch, r, defaulted = 0, status = MQ_EX_OK;
 
 	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("bvd:hV"), longopts,
@@ -351,6 +351,7 @@ main(int argc, char *argv[])
 		if ((path = mq_spool_dir(NULL)) == NULL)
 			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
 		dirs[ndirs++] = path;
+		defaulted = mq_spool_whence(NULL) != NULL;
 	}
 
 	res = xreallocarray(NULL, ndirs, sizeof(*res));
@@ -364,6 +365,9 @@ main(int argc, char *argv[])
 		    &res[n].st) == -1) {
 			if (r != -1 && errno == ENOTDIR)
 				warnx("%s: not a spool", dirs[i]);
+			else if (r != -1 && errno == ENOENT && defaulted)
+				warnx("%s: no such spool (%s)", dirs[i],
+				    mq_spool_whence(NULL));
 			else if (r != -1)
 				warn("%s", dirs[i]);
 			status = MQ_EX_SYS;

@@ -189,6 +189,7 @@ struct mq_placer {
 const char	*mq_spool_dir(const char *);
 int	 mq_spool_open(struct mq_spool *, const char *, int);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
+const char	*mq_spool_whence(const char *);
 int	 mq_spool_real(struct mq_spool *);
 int	 mq_spool_need(struct mq_spool *, int);
 void	 mq_spool_spares(struct mq_spool *);

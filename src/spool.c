@@ -263,6 +263,20 @@ mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
  * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
  * with the contract's status and a message that names it.
  */
+/*
+ * Why path is the spool when opt (-d) is NULL and MQ_DIR is unset: the
+ * default, which under sudo or in a unit is another user's; else NULL.
+ */
+const char *
+mq_spool_whence(const char *opt)
+{
+	const char *env = getenv("MQ_DIR");
+
+	if (opt != NULL || (env != NULL && *env != '\0'))
+		return NULL;
+	return "the default spool, as neither -d nor MQ_DIR is given";
+}
+
 void
 mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
 {
@@ -276,6 +290,9 @@ mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
 		return;
 	if (errno == ENOTDIR)
 		errx(MQ_EX_SYS, "%s: not a spool", path);
+	if (errno == ENOENT && mq_spool_whence(dir) != NULL)
+		errx(MQ_EX_SYS, "%s: no such spool (%s)", path,
+		    mq_spool_whence(dir));
 	err(MQ_EX_SYS, "%s", path);
 }
 

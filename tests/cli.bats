@@ -71,3 +71,17 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-r
 	assert_equal "$stderr" "mq-send: hello world: No such file or directory (operands are files; to send text, use: echo TEXT | mq-send)"
 	assert_equal "$(find "$MQ_DIR/new" -type f | wc -l)" 0
 }
+
+@test "every tool on a missing default spool names the path it looked at and why that one (no -d, no MQ_DIR)" {
+	for t in mq-stat mq-ls mq-recv mq-sweep mq-dlq mq-conf mq-rm; do
+		args=
+		[ "$t" = mq-rm ] && args=--all
+		# shellcheck disable=SC2086 # an optional operand
+		run -4 --separate-stderr env -u MQ_DIR -u XDG_STATE_HOME \
+		    HOME="$BATS_TEST_TMPDIR/home" "$t" $args
+		assert_equal "$stderr" "$t: $BATS_TEST_TMPDIR/home/.local/state/mq: no such spool (the default spool, as neither -d nor MQ_DIR is given)"
+	done
+	# A spool named by MQ_DIR or -d is only named.
+	run -4 --separate-stderr mq-stat
+	assert_equal "$stderr" "mq-stat: $MQ_DIR: No such file or directory"
+}
