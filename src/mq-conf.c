@@ -5,16 +5,18 @@
  */
 #include <err.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compat.h"
 #include "mq.h"
 
 #define USAGE \
 	"usage: mq-conf [-v] [-d dir] [key ...]\n" \
-	"       mq-conf [-v] [-d dir] key=[value] ...\n"
+	"       mq-conf [-fv] [-d dir] key=[value] ...\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
@@ -27,6 +29,7 @@ static const char help[] =
     "  ttl secs           a waiting message expires; 0: never\n"
     "  paused yes|no      claim nothing while yes (default no)\n"
     "  dedup-window secs  remember a dedup key after its message\n"
+    "  -f       set a ttl that expires waiting messages without asking\n"
     "  -v       say what changed, on standard error\n"
     "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "           else ~/.local/state/mq; made if missing when setting)\n"
@@ -64,12 +67,59 @@ show(const char *dir, int argc, char *argv[])
 	mq_stdout_close();
 }
 
+/*
+ * The waiting messages that a ttl of ttl_ms would expire now and the
+ * spool's ttl does not: they are buried at the next claim or sweep.
+ */
+static uint64_t
+expiring(struct mq_spool *sp, uint64_t ttl_ms)
+{
+	struct mq_stats before, after;
+	struct mq_conf c;
+	uint64_t now = mq_now_ms();
+
+	mq_conf_xread(sp, &c);
+	if (ttl_ms == 0 || (c.ttl_ms != 0 && ttl_ms >= c.ttl_ms))
+		return 0;
+	if (mq_stat(sp, now, c.ttl_ms, 0, &before) == -1 ||
+	    mq_stat(sp, now, ttl_ms, 0, &after) == -1)
+		err(MQ_EX_SYS, "%s", sp->path);
+	return after.dead > before.dead ? after.dead - before.dead : 0;
+}
+
+/*
+ * A ttl that would bury a backlog at once is set only when asked for:
+ * with -f, or by a yes on a terminal.  Else exit 2, nothing changed.
+ */
 static void
-set(const char *dir, int argc, char *argv[], int verbose)
+confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms)
+{
+	char answer[16];
+	uint64_t n;
+
+	if ((n = expiring(sp, ttl_ms)) == 0)
+		return;
+	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
+		fprintf(stderr, "%s: %s: %s expires %" PRIu64 " waiting "
+		    "message%s now (dead letters, reason expired); set it? "
+		    "[y/N] ", getprogname(), sp->path, setting, n,
+		    n == 1 ? "" : "s");
+		if (fgets(answer, sizeof(answer), stdin) != NULL &&
+		    (answer[0] == 'y' || answer[0] == 'Y'))
+			return;
+		errx(MQ_EX_USAGE, "%s: nothing changed", sp->path);
+	}
+	errx(MQ_EX_USAGE, "%s: %s would expire %" PRIu64 " waiting message%s "
+	    "at once; nothing changed (-f to set it)", sp->path, setting, n,
+	    n == 1 ? "" : "s");
+}
+
+static void
+set(const char *dir, int argc, char *argv[], int verbose, int force)
 {
 	struct mq_spool sp;
 	struct mq_conf c, check;
-	const char *why, *eq;
+	const char *why, *eq, *path, *ttl = NULL;
 	char was[MQ_CONF_NKEYS][sizeof(c.value[0])];
 	int changed, i, k;
 
@@ -83,8 +133,28 @@ set(const char *dir, int argc, char *argv[], int verbose)
 		if (mq_conf_set(&check, k, eq + 1, &why) == -1)
 			errx(MQ_EX_USAGE, "%s: %s; nothing changed", argv[i],
 			    why);
+		if (k == MQ_CONF_TTL)
+			ttl = argv[i];
 	}
-	mq_spool_xopen(&sp, dir, 1);
+	/*
+	 * A spool is made for its settings, as mq-send would make it; said,
+	 * so that a mistyped -d at a terminal is seen.
+	 */
+	if (dir != NULL && *dir == '\0')
+		errx(MQ_EX_USAGE, "-d: empty spool name");
+	if ((path = mq_spool_dir(dir)) == NULL)
+		err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+	if (mq_spool_open(&sp, path, 0) == -1) {
+		if (errno != ENOENT)
+			mq_spool_xopen(&sp, dir, 0);
+		mq_spool_xopen(&sp, dir, 1);
+		warnx("%s: new spool", sp.path);
+	} else {
+		if (ttl != NULL && !force)
+			confirm(&sp, ttl, check.ttl_ms);
+		mq_spool_close(&sp);
+		mq_spool_xopen(&sp, dir, 1);
+	}
 	if (mq_conf_lock(&sp) == -1)
 		err(MQ_EX_SYS, "%s: lock", sp.path);
 	mq_conf_xread(&sp, &c);
@@ -116,11 +186,14 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *dir = NULL;
-	int ch, i, nset = 0, verbose = 0;
+	int ch, i, nset = 0, force = 0, verbose = 0;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'f':
+			force = 1;
+			break;
 		case 'v':
 			verbose = 1;
 			break;
@@ -135,9 +208,11 @@ main(int argc, char *argv[])
 	argv += optind;
 	for (i = 0; i < argc; i++)
 		nset += strchr(argv[i], '=') != NULL;
+	if (nset == 0 && force)
+		errx(MQ_EX_USAGE, "-f goes with a setting");
 	if (nset == 0)
 		show(dir, argc, argv);
 	else
-		set(dir, argc, argv, verbose);
+		set(dir, argc, argv, verbose, force);
 	return MQ_EX_OK;
 }

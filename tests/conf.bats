@@ -230,3 +230,51 @@ lease=soon"
 	assert_equal "$stderr" "mq-conf: $MQ_DIR/conf: changed, but not made durable: Input/output error"
 	assert_equal "$(mq-conf max-depth)" 2
 }
+
+@test "mq-conf: setting keys on a missing spool makes it and says so, naming it; on an existing one it says nothing" {
+	run -0 --separate-stderr mq-conf -d "$BATS_TEST_TMPDIR/wrok" paused=yes
+	assert_equal "$stderr" "mq-conf: $BATS_TEST_TMPDIR/wrok: new spool"
+	[ "$(mq-conf -d "$BATS_TEST_TMPDIR/wrok" paused)" = yes ]
+	run -0 --separate-stderr mq-conf -d "$BATS_TEST_TMPDIR/wrok" paused=no
+	[ -z "$stderr" ]
+	# Showing still makes nothing.
+	run -4 --separate-stderr mq-conf -d "$BATS_TEST_TMPDIR/other"
+	assert_not_exist "$BATS_TEST_TMPDIR/other"
+}
+
+@test "mq-conf ttl: a ttl that would expire waiting messages at once is refused without -f, naming how many; nothing changed" {
+	seq 1 9 | mq-send -l >/dev/null
+	run -2 --separate-stderr ahead 30 mq-conf ttl=2
+	assert_equal "$stderr" "mq-conf: $MQ_DIR: ttl=2 would expire 9 waiting messages at once; nothing changed (-f to set it)"
+	assert_equal "$(mq-conf ttl)" 0
+	# A ttl that expires none of them is set without a word.
+	run -0 --separate-stderr ahead 30 mq-conf ttl=60
+	[ -z "$stderr" ]
+	# Lowering it past their age is refused too, and -f sets it.
+	run -2 --separate-stderr ahead 30 mq-conf max-attempts=3 ttl=10
+	[[ $stderr == *"would expire 9 waiting messages"* ]]
+	assert_equal "$(mq-conf max-attempts)" 5
+	run -0 --separate-stderr ahead 30 mq-conf -f -v ttl=10
+	assert_equal "$stderr" "mq-conf: $MQ_DIR: ttl=10 (was 60)"
+	run -0 ahead 30 mq-stat --json
+	[[ $output == *'"dead":9,'* ]]
+	run -2 --separate-stderr mq-conf -f
+	[[ $stderr == *"-f goes with a setting"* ]]
+}
+
+@test "mq-conf ttl: on a terminal it asks, and sets the ttl only on a yes" {
+	seq 1 3 | mq-send -l >/dev/null
+	answer() { # y|n, ttl
+		(sleep 0.5; echo "$1") | timeout -k 5 30 script -qec \
+		    "NO_FAKE_STAT=1 faketime -f +30s mq-conf ttl=$2; echo rc=\$?" \
+		    /dev/null | tr -d '\r'
+	}
+	run answer n 2
+	[[ $output == *"ttl=2 expires 3 waiting messages now (dead letters, reason expired); set it? [y/N]"* ]]
+	[[ $output == *"nothing changed"* ]]
+	[[ $output == *"rc=2"* ]]
+	assert_equal "$(mq-conf ttl)" 0
+	run answer y 2
+	[[ $output == *"rc=0"* ]]
+	assert_equal "$(mq-conf ttl)" 2
+}
