@@ -344,6 +344,7 @@ const char *mq_receipt_shown(const struct mq_spool *, const char *);
 int	 mq_receipt_spool(const char *, char *, size_t);
 int	 mq_receipt_ack(struct mq_receipt *);
 int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t);
+int	 mq_receipt_unclaim(struct mq_receipt *, struct mq_placer *);
 int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);
 int	 mq_receipt_extend(struct mq_receipt *, uint64_t, char *, size_t);
 int	 mq_receipt_body(const struct mq_receipt *);

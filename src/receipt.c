@@ -10,6 +10,8 @@
  *			(mq_receipt_extend, by mq_lease)
  *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A
  *			(mq_receipt_release, by mq_place_back)
+ *	unclaim	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A-1
+ *			(mq_receipt_unclaim: the claim's attempt given back)
  *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A
  *			(mq_receipt_bury, by mq_bury)
  *	ack	cur/S/ID,DEADLINE,A	-> (unlinked), and deaths/ID if any
@@ -318,16 +320,38 @@ mq_receipt_ack(struct mq_receipt *rc)
 	return st;
 }
 
+static int
+release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due,
+    const struct mq_name *nm)
+{
+	int st;
+
+	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, nm,
+	    due))) == MQ_EX_OK)
+		moved_on(rc);
+	return st;
+}
+
 /* Back to new/, visible at due, with its attempts. */
 int
 mq_receipt_release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due)
 {
-	int st;
+	return release(rc, pl, due, &rc->n);
+}
 
-	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, &rc->n,
-	    due))) == MQ_EX_OK)
-		moved_on(rc);
-	return st;
+/*
+ * Back to new/, visible now, as it was before its claim: the attempt the
+ * claim counted is taken back in the same rename.  For a claim that was
+ * no fault of the message's (worker mode: a command that cannot run).
+ */
+int
+mq_receipt_unclaim(struct mq_receipt *rc, struct mq_placer *pl)
+{
+	struct mq_name nm = rc->n;
+
+	if (nm.attempts > 0)
+		nm.attempts--;
+	return release(rc, pl, mq_now_ms(), &nm);
 }
 
 /* Dead-lettered with reason (len bytes). */

@@ -273,9 +273,10 @@ launch_env(struct launch *l, const struct job *j)
 /*
  * Finds argv[0] as execvp(3) would: a name with a slash is used as it is,
  * else the first regular file that may be executed in a directory of
- * $PATH (an empty one: the current directory), in order.  Found once, and
- * again only when its exec fails (spawn).  -1 with errno: EACCES when
- * something of that name was found that cannot be run, else ENOENT.
+ * $PATH (an empty one: the current directory), in order.  Found once,
+ * before the first claim (mq_work), and again only when its exec fails
+ * (spawn).  -1 with errno: EACCES when something of that name was found
+ * that cannot be run, else ENOENT (or stat's, for a name with a slash).
  */
 static int
 launch_find(struct launch *l, char *const argv[])
@@ -293,9 +294,16 @@ launch_find(struct launch *l, char *const argv[])
 		errno = ENOENT;
 		return -1;
 	}
-	if (strchr(name, '/') != NULL)
+	if (strchr(name, '/') != NULL) {
+		/* As execve would fail: checked before a message is claimed. */
+		if (stat(name, &st) == -1)
+			return -1;
+		if (!S_ISREG(st.st_mode) || access(name, X_OK) == -1) {
+			errno = EACCES;
+			return -1;
+		}
 		l->path = xstrdup(name);
-	else {
+	} else {
 		if ((path = getenv("PATH")) == NULL) {
 			if (confstr(_CS_PATH, cspath, sizeof(cspath)) == 0)
 				strlcpy(cspath, "/bin:/usr/bin", sizeof(cspath));
@@ -593,7 +601,7 @@ free_slot(struct worker *wk)
 	return NULL;
 }
 
-enum op { OP_ACK, OP_RELEASE, OP_BURY, OP_EXTEND };
+enum op { OP_ACK, OP_RELEASE, OP_UNCLAIM, OP_BURY, OP_EXTEND };
 
 /* What settle is to do, with what. */
 struct how {
@@ -615,6 +623,11 @@ apply(struct worker *wk, const struct how *h)
 	case OP_RELEASE:
 		if ((st = mq_receipt_release(&wk->rc, &wk->pl, h->when)) ==
 		    MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
+			st = MQ_EX_SYS;
+		return st;
+	case OP_UNCLAIM:
+		if ((st = mq_receipt_unclaim(&wk->rc, &wk->pl)) == MQ_EX_OK &&
+		    mq_placer_flush(&wk->pl) == -1)
 			st = MQ_EX_SYS;
 		return st;
 	case OP_BURY:
@@ -674,6 +687,21 @@ release(struct worker *wk, struct job *j, uint64_t due)
 	struct how h = { OP_RELEASE, due, NULL, NULL, 0 };
 	const char *why;
 
+	int st;
+
+	st = settle(wk, j, &h, &why);
+	settled(wk, j, st, why);
+}
+
+/*
+ * Visible again now with the attempt it had before its claim: what a
+ * message gets whose job could not be started, which is no fault of its.
+ */
+static void
+unclaim(struct worker *wk, struct job *j)
+{
+	struct how h = { OP_UNCLAIM, 0, NULL, NULL, 0 };
+	const char *why;
 	int st;
 
 	st = settle(wk, j, &h, &why);
@@ -743,7 +771,7 @@ start(void *arg, const char *rcpt, const char *id)
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		/* Not the message's fault: it goes back as it came. */
-		release(wk, j, mq_now_ms());
+		unclaim(wk, j);
 		return -1;
 	}
 	close(body);
@@ -1091,6 +1119,16 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
 		err(MQ_EX_SYS, "%s", sp->path);
 	launch_init(&wk.ln, sp->real);
+	/*
+	 * A command that cannot run is known before anything is claimed:
+	 * each start of a worker restarted on failure would otherwise spend
+	 * an attempt of the messages at the head of the queue.
+	 */
+	if (launch_find(&wk.ln, opt->argv) == -1) {
+		if (errno == ENOENT && strchr(opt->argv[0], '/') == NULL)
+			errx(MQ_EX_SYS, "%s: command not found", opt->argv[0]);
+		err(MQ_EX_SYS, "%s", opt->argv[0]);
+	}
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
 	signals_setup(&wk.sigs);
 	/* Watch before the first look, so that no ring falls in between. */

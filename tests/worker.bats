@@ -376,6 +376,36 @@ e2"
 	assert_success
 }
 
+@test "worker: a command not found is refused before any claim: exit 4, 'command not found', no attempt spent however often it starts" {
+	seq 1 3 | mq-send -l >/dev/null
+	for _ in $(seq 8); do
+		run -4 --separate-stderr mq-recv -P 2 -- no-such-command-here
+		assert_equal "$stderr" "mq-recv: no-such-command-here: command not found"
+	done
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 3
+	assert_equal "$(count dead)" 0
+	touch "$W/plain"	# not executable
+	run -4 --separate-stderr mq-recv -- "$W/plain"
+	assert_equal "$stderr" "mq-recv: $W/plain: Permission denied"
+	run -4 --separate-stderr mq-recv -- "$W"
+	assert_equal "$stderr" "mq-recv: $W: Permission denied"
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 3
+}
+
+@test "worker: a job that cannot be started later gives its claim's attempt back" {
+	mkdir "$W/bin"
+	# The first job removes its own command: the next cannot start.
+	printf 'cat >>"$W/ran"; rm "$W/bin/job"\n' >"$W/bin/job"
+	chmod +x "$W/bin/job"
+	seq 1 3 | mq-send -l >/dev/null
+	PATH="$W/bin:$PATH" run -4 --separate-stderr mq-recv -- job
+	assert_equal "$(cat "$W/ran")" 1
+	[[ $stderr == *"mq-recv: job: No such file or directory"* ]]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 2
+	assert_equal "$(count dead)" 0
+}
+
 @test "worker: a job gets the worker's environment with its own MQ_* once each, none of the worker's" {
 	echo x | mq-send >"$W/id"
 	MQ_ID=stale MQ_RECEIPT=stale MQ_ATTEMPT=9 MQ_PRIORITY=7 MQ_DEATHS=3 \
@@ -405,7 +435,7 @@ e2"
 b arg"
 	echo x | mq-send >/dev/null
 	run -4 --separate-stderr mq-recv -- no-such-command-here
-	[[ $stderr == "mq-recv: no-such-command-here: No such file or directory"* ]]
+	[[ $stderr == "mq-recv: no-such-command-here: command not found"* ]]
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 1
 }
