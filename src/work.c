@@ -607,7 +607,7 @@ enum op { OP_ACK, OP_RELEASE, OP_UNCLAIM, OP_BURY, OP_EXTEND };
 struct how {
 	enum op	 op;
 	uint64_t when;		/* release: due; extend: the new deadline */
-	const char *reason;	/* bury */
+	const char *reason;	/* bury; release, unclaim: or NULL */
 	char	*out;		/* extend: the new receipt */
 	size_t	 size;
 };
@@ -615,19 +615,19 @@ struct how {
 static int
 apply(struct worker *wk, const struct how *h)
 {
+	size_t len;
 	int st;
 
 	switch (h->op) {
 	case OP_ACK:
 		return mq_receipt_ack(&wk->rc);
 	case OP_RELEASE:
-		if ((st = mq_receipt_release(&wk->rc, &wk->pl, h->when)) ==
-		    MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
-			st = MQ_EX_SYS;
-		return st;
 	case OP_UNCLAIM:
-		if ((st = mq_receipt_unclaim(&wk->rc, &wk->pl)) == MQ_EX_OK &&
-		    mq_placer_flush(&wk->pl) == -1)
+		len = h->reason != NULL ? strlen(h->reason) : 0;
+		st = h->op == OP_RELEASE ? mq_receipt_release(&wk->rc, &wk->pl,
+		    h->when, h->reason, len) : mq_receipt_unclaim(&wk->rc,
+		    &wk->pl, h->reason, len);
+		if (st == MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
 			st = MQ_EX_SYS;
 		return st;
 	case OP_BURY:
@@ -680,13 +680,16 @@ settled(struct worker *wk, struct job *j, int st, const char *why)
 	return st;
 }
 
-/* Visible again at due, attempt kept; what a failed job's message gets. */
+/*
+ * Visible again at due, attempt kept; what a failed job's message gets,
+ * with its failure as the reason (NULL: the last one given stays), so
+ * that a death for attempts elsewhere still says why.
+ */
 static void
-release(struct worker *wk, struct job *j, uint64_t due)
+release(struct worker *wk, struct job *j, uint64_t due, const char *reason)
 {
-	struct how h = { OP_RELEASE, due, NULL, NULL, 0 };
+	struct how h = { OP_RELEASE, due, reason, NULL, 0 };
 	const char *why;
-
 	int st;
 
 	st = settle(wk, j, &h, &why);
@@ -698,9 +701,9 @@ release(struct worker *wk, struct job *j, uint64_t due)
  * message gets whose job could not be started, which is no fault of its.
  */
 static void
-unclaim(struct worker *wk, struct job *j)
+unclaim(struct worker *wk, struct job *j, const char *reason)
 {
-	struct how h = { OP_UNCLAIM, 0, NULL, NULL, 0 };
+	struct how h = { OP_UNCLAIM, 0, reason, NULL, 0 };
 	const char *why;
 	int st;
 
@@ -721,8 +724,9 @@ start(void *arg, const char *rcpt, const char *id)
 {
 	struct worker *wk = arg;
 	struct job *j = free_slot(wk);
+	char reason[PATH_MAX + 64];
 	const char *why;
-	int body, got, st;
+	int body, got, st, e;
 
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->err.fd = -1;
@@ -763,15 +767,19 @@ start(void *arg, const char *rcpt, const char *id)
 		j->key[0] = '\0';
 	}
 	if (body == -1 || spawn(wk, j, body) == -1) {
+		e = errno;
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
-		if (body != -1)
+		if (body != -1) {
 			close(body);
+			snprintf(reason, sizeof(reason), "cannot run %s: %s",
+			    wk->opt->argv[0], strerror(e));
+		}
 		j->pid = 0;
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		/* Not the message's fault: it goes back as it came. */
-		unclaim(wk, j);
+		unclaim(wk, j, body != -1 ? reason : NULL);
 		return -1;
 	}
 	close(body);
@@ -867,8 +875,8 @@ static void
 finish(struct worker *wk, struct job *j, int ws)
 {
 	char why[64], cause[sizeof(why) + 2 + LAST_MAX], t[32];
-	char reason[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(cause)];
-	char shown[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(why)];
+	char *reason, *shown;
+	size_t len;
 	uint64_t delay;
 
 	drain(wk, j, &j->out, 1);
@@ -895,21 +903,22 @@ finish(struct worker *wk, struct job *j, int ws)
 	    j->last[0] != '\0' ? ": " : "", j->last);
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
-		release(wk, j, wk->now);
+		release(wk, j, wk->now, NULL);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
 		bury(wk, j, cause, why);
 	else if (j->attempt >= wk->max) {
-		snprintf(reason, sizeof(reason), "%s: %s",
-		    MQ_REASON_MAX_ATTEMPTS, cause);
-		snprintf(shown, sizeof(shown), "%s: %s",
-		    MQ_REASON_MAX_ATTEMPTS, why);
+		/* The form of every death for attempts (dead.c). */
+		reason = mq_reason_spent(cause, strlen(cause), &len);
+		shown = mq_reason_spent(why, strlen(why), &len);
 		bury(wk, j, reason, shown);
+		free(reason);
+		free(shown);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
 		    j->attempt, wk->max, secs(t, sizeof(t), delay));
-		release(wk, j, wk->now + delay);
+		release(wk, j, wk->now + delay, cause);
 	}
 }
 
