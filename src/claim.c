@@ -6,7 +6,7 @@
  *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *
  * each by mq_lease (receipt.c); a message that has had its attempts is
- * buried instead (mq_bury, dead.c), and so is one whose time to live has
+ * buried instead (mq_bury_spent, dead.c), and so is one whose time to live has
  * passed (with the reason "expired", mq_burial_bury: the burials of one
  * claim share their reason file), as the claim meets it: a run of expired
  * messages is passed over once, by the claim that buries it.  A claim
@@ -79,8 +79,7 @@ claim_one(struct run *c, int from, const char *name,
 	char newname[MQ_NAME_MAX], receipt[MQ_RECEIPT_MAX];
 
 	if (old->attempts >= c->max) {
-		if (mq_bury(c->sp, from, name, old, MQ_REASON_MAX_ATTEMPTS,
-		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
+		if (mq_bury_spent(c->sp, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
 		c->moved = 1;
 		c->promoted |= old->group[0] != '\0';

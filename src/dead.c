@@ -5,6 +5,8 @@
  *
  *	bury	new/... or cur/...	-> dead/ID,DIED,A[,TTL]	mq_burial_bury
  *		tmp/ID',reason		=> reason/ID (a link)	mq_burial_bury
+ *	release	tmp/ID',reason		-> reason/ID, synced	mq_reason_keep
+ *		(a release's reason, before its rename: receipt.c)
  *	redrive	deaths/ID (N records)	=> deaths/ID (N + 1)	mq_history_carry
  *		dead/ID,DIED,A[,TTL][,dN] -> new/T/M/L/ID,0,NOW,TTL,dN+1
  *						mq_dead_redrive
@@ -76,6 +78,62 @@ reason_put(struct mq_spool *sp, const char *id, const char *reason,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The reason a release gives (mq-ack -r --reason, a failed job), kept as
+ * reason/ID while the message lives, for its death for attempts to name
+ * (mq_bury_spent).  Written under a name of its own in tmp/ and renamed
+ * over any earlier one, whole or absent, and durable before the release's
+ * rename: a crash must not leave the release done and its reason lost.
+ */
+int
+mq_reason_keep(struct mq_spool *sp, const char *id, const char *reason,
+    size_t len)
+{
+	struct mq_tmpfile tf;
+	char tid[MQ_ID_LEN + 1], tmpname[MQ_NAME_MAX];
+
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	mq_id_new(tid);
+	snprintf(tmpname, sizeof(tmpname), "%s,reason", tid);
+	if (mq_tmp_create(&tf, sp, tmpname) == -1)
+		return -1;
+	if (mq_tmp_write(&tf, reason, len) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||
+	    mq_tmp_commit(&tf, sp->reason, id) == -1) {
+		mq_tmp_abort(&tf);
+		return -1;
+	}
+	return mq_fsync_dir(sp->reason);
+}
+
+/*
+ * The reason of a death for attempts, one form wherever it is buried:
+ * "max attempts; last: LAST" (LAST: the last release's reason, cut to
+ * what a reason may hold), or "max attempts" without one (or an empty
+ * one).  The caller frees it.
+ */
+char *
+mq_reason_spent(const char *last, size_t len, size_t *outlen)
+{
+	static const char head[] = MQ_REASON_MAX_ATTEMPTS "; last: ";
+	size_t hlen = sizeof(head) - 1;
+	char *r;
+
+	if (len == 0) {
+		*outlen = strlen(MQ_REASON_MAX_ATTEMPTS);
+		return xstrdup(MQ_REASON_MAX_ATTEMPTS);
+	}
+	if (len > REASON_MAX - hlen)
+		len = REASON_MAX - hlen;
+	r = xmalloc(hlen + len + 1);
+	memcpy(r, head, hlen);
+	memcpy(r + hlen, last, len);
+	r[hlen + len] = '\0';
+	*outlen = hlen + len;
+	return r;
 }
 
 /* Writes the reason that the burials of b share, as tmp/ID,reason. */
@@ -284,6 +342,30 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 	mq_burial_init(&b, sp, reason, len);
 	r = mq_burial_bury(&b, from, name, nm);
 	mq_burial_end(&b);
+	return r;
+}
+
+/*
+ * A message that has had its attempts, buried by whoever meets it (a
+ * claim, a sweep's reclaim): its reason says the last one its releases
+ * gave (mq_reason_keep), if any.
+ */
+int
+mq_bury_spent(struct mq_spool *sp, int from, const char *name,
+    const struct mq_name *nm)
+{
+	char *last, *reason;
+	size_t len, rlen;
+	int r, saved;
+
+	if (mq_dead_reason(sp, nm->id, &last, &len) != 0)
+		len = 0;
+	reason = mq_reason_spent(last, len, &rlen);
+	free(last);
+	r = mq_bury(sp, from, name, nm, reason, rlen);
+	saved = errno;
+	free(reason);
+	errno = saved;
 	return r;
 }
 

@@ -18,6 +18,7 @@
 #include "mq.h"
 
 enum mode { DONE, RELEASE, BURY, EXTEND };
+enum { OPT_REASON = 256 };
 
 struct acker {
 	struct mq_spool	 sp;
@@ -31,20 +32,24 @@ struct acker {
 	enum mode	 mode;
 	uint64_t	 ms;	/* release delay or extension */
 	uint64_t	 now;
-	const char	*reason;
+	const char	*reason;	/* -x */
+	const char	*because;	/* -r --reason, or NULL */
 	int		 zflag;
 	int		 vflag;
 };
 
 #define USAGE \
-	"usage: mq-ack [-0v] [-d dir] [-r [secs] | -x reason | -e secs] " \
-	"[receipt ...]\n"
+	"usage: mq-ack [-0v] [-d dir] [-r [secs] [--reason text] | " \
+	"-x reason | -e secs]\n" \
+	"              [receipt ...]\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "Finish claimed messages (receipts from arguments or stdin).\n"
     "  (none)     done: delete the message\n"
     "  -r [secs]  release: visible again now or after secs\n"
+    "  --reason text\n"
+    "             with -r: why (a death for attempts names the last)\n"
     "  -x reason  dead-letter now with reason\n"
     "  -e secs    extend the lease to now + secs; print the new "
     "receipt\n"
@@ -143,7 +148,9 @@ handle(struct acker *a, const char *receipt)
 			st = mq_receipt_ack(rc);
 			break;
 		case RELEASE:
-			st = mq_receipt_release(rc, &a->pl, a->now + a->ms);
+			st = mq_receipt_release(rc, &a->pl, a->now + a->ms,
+			    a->because, a->because != NULL ?
+			    strlen(a->because) : 0);
 			break;
 		case BURY:
 			st = mq_receipt_bury(rc, a->reason, strlen(a->reason));
@@ -191,6 +198,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
+		{ "reason", required_argument, NULL, OPT_REASON },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct acker a;
@@ -227,12 +235,19 @@ main(int argc, char *argv[])
 			choose(&a, EXTEND, &set);
 			a.ms = xsecs("-e", optarg, 1);
 			break;
+		case OPT_REASON:
+			a.because = optarg;
+			break;
 		default:
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	argc -= optind;
 	argv += optind;
+	/* A dead letter's reason is -x's own. */
+	if (a.because != NULL && a.mode != RELEASE)
+		errx(MQ_EX_USAGE, "--reason goes with -r (-x takes the reason "
+		    "of a dead letter)");
 
 	/* An explicit choice of spool wins over what the receipts say. */
 	if (dir == NULL && (env = getenv("MQ_DIR")) != NULL && *env != '\0')

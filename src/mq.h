@@ -345,7 +345,10 @@ int	 mq_receipt_again(struct mq_receipt *, const char *, const char *,
 const char *mq_receipt_shown(const struct mq_spool *, const char *);
 int	 mq_receipt_spool(const char *, char *, size_t);
 int	 mq_receipt_ack(struct mq_receipt *);
-int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t);
+int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t,
+	    const char *, size_t);
+int	 mq_receipt_unclaim(struct mq_receipt *, struct mq_placer *,
+	    const char *, size_t);
 int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);
 int	 mq_receipt_extend(struct mq_receipt *, uint64_t, char *, size_t);
 int	 mq_receipt_body(const struct mq_receipt *);
@@ -421,6 +424,10 @@ int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
 /* dead.c */
 int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
 	    const char *, size_t);
+int	 mq_bury_spent(struct mq_spool *, int, const char *,
+	    const struct mq_name *);
+int	 mq_reason_keep(struct mq_spool *, const char *, const char *, size_t);
+char	*mq_reason_spent(const char *, size_t, size_t *);
 /* A run of burials for one reason, which they share (see dead.c). */
 struct mq_burial {
 	struct mq_spool *sp;

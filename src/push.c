@@ -756,7 +756,7 @@ static int
 release_msg(struct push *p, struct msg *m)
 {
 	return settled(p, m, mq_receipt_release(&p->rc, &p->pl,
-	    mq_now_ms()));
+	    mq_now_ms(), NULL, 0));
 }
 
 /* n released: the placer flushed (new/ synced, its waiters woken). */

@@ -9,7 +9,10 @@
  *	extend	cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A
  *			(mq_receipt_extend, by mq_lease)
  *	release	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A
- *			(mq_receipt_release, by mq_place_back)
+ *			(mq_receipt_release, by mq_place_back; its reason,
+ *			if it gives one, first: mq_reason_keep)
+ *	unclaim	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A-1
+ *			(mq_receipt_unclaim: the claim's attempt given back)
  *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A
  *			(mq_receipt_bury, by mq_bury)
  *	ack	cur/S/ID,DEADLINE,A	-> (unlinked), and deaths/ID if any
@@ -318,16 +321,53 @@ mq_receipt_ack(struct mq_receipt *rc)
 	return st;
 }
 
-/* Back to new/, visible at due, with its attempts. */
-int
-mq_receipt_release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due)
+/*
+ * A reason given goes in first (mq_reason_keep), to be named by the
+ * message's death for attempts; without one, the last reason given stays.
+ * With no room for it, the message is released all the same, as it is
+ * buried (dead.c), and an earlier reason must not stand for this one.
+ */
+static int
+release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due,
+    const struct mq_name *nm, const char *reason, size_t len)
 {
 	int st;
 
-	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, &rc->n,
+	if (reason != NULL &&
+	    mq_reason_keep(rc->sp, nm->id, reason, len) == -1) {
+		if (!mq_spool_full(errno) ||
+		    (unlinkat(rc->sp->reason, nm->id, 0) == -1 &&
+		    errno != ENOENT))
+			return MQ_EX_SYS;
+	}
+	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, nm,
 	    due))) == MQ_EX_OK)
 		moved_on(rc);
 	return st;
+}
+
+/* Back to new/, visible at due, with its attempts (and reason, or NULL). */
+int
+mq_receipt_release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due,
+    const char *reason, size_t len)
+{
+	return release(rc, pl, due, &rc->n, reason, len);
+}
+
+/*
+ * Back to new/, visible now, as it was before its claim: the attempt the
+ * claim counted is taken back in the same rename.  For a claim that was
+ * no fault of the message's (worker mode: a command that cannot run).
+ */
+int
+mq_receipt_unclaim(struct mq_receipt *rc, struct mq_placer *pl,
+    const char *reason, size_t len)
+{
+	struct mq_name nm = rc->n;
+
+	if (nm.attempts > 0)
+		nm.attempts--;
+	return release(rc, pl, mq_now_ms(), &nm, reason, len);
 }
 
 /* Dead-lettered with reason (len bytes). */

@@ -3,14 +3,15 @@
  * themselves, so nothing waits for it; it keeps the spool tidy:
  *
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
- *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury)
+ *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury_spent)
  *		or, past its ttl	-> dead/ID,DIED,A	(mq_burial_bury)
  *	ttl	new/[pN/]T/M/L/ID,A,SENT,TTL (or ID,A, the spool's ttl)
  *		past its time to live	-> dead/ID,DIED,A	(mq_expire)
  *	prune	empty past directories of new/ (and new/pN) removed
  *		(mq_prune)
- *	tmp/	fragments of crashed senders and reasons whose dead letter
- *		is gone, removed after MQ_TMP_STALE_SECS	(mq_tmp_clean)
+ *	tmp/	fragments of crashed senders, and reasons whose message is
+ *		gone (acked, purged, removed), removed after
+ *		MQ_TMP_STALE_SECS				(mq_tmp_clean)
  *	keys/	records of keys whose window is over, of crashed senders,
  *		broken or orphaned, forgotten (key.c)	(mq_keys_sweep)
  *
@@ -70,8 +71,7 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 	int r, gone;
 
 	if (nm->attempts >= rc->max) {
-		if (mq_bury(rc->sp, fd, name, nm, MQ_REASON_MAX_ATTEMPTS,
-		    strlen(MQ_REASON_MAX_ATTEMPTS)) == -1)
+		if (mq_bury_spent(rc->sp, fd, name, nm) == -1)
 			return errno == ENOENT ? 0 : -1;
 		if (rc->report != NULL)
 			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
@@ -254,20 +254,104 @@ dead_cmp(const void *id, const void *d)
 	return strcmp(id, ((const struct mq_dead *)d)->n.id);
 }
 
+static void
+held_add(struct mq_names *nl, const char *id)
+{
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+	}
+	nl->v[nl->n++] = xstrdup(id);
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The IDs of every message in any state (look.c's walk). */
+struct alive {
+	struct mq_names	 ids;
+	int		 failed;	/* a directory could not be read */
+};
+
+static int
+alive_one(void *arg, const struct mq_look *m)
+{
+	struct alive *a = arg;
+
+	held_add(&a->ids, m->n.id);
+	return 0;
+}
+
+static void
+alive_fail(void *arg, const char *where, int e)
+{
+	struct alive *a = arg;
+
+	(void)where;
+	a->failed = e;
+}
+
 /*
- * Removes tmp/ fragments of crashed senders and reasons whose dead letter
- * is gone, once they are older than age seconds.
+ * Removes the reasons of the IDs in orphans (sorted) whose message is in
+ * no state: a released message keeps the reason its release gave
+ * (mq_reason_keep) for its death to name.  With a part of the spool
+ * unread, nothing is removed.
+ */
+static int
+orphans_clean(struct mq_spool *sp, struct mq_names *orphans,
+    void (*report)(const char *, const char *))
+{
+	struct alive a;
+	struct mq_looker lk;
+	size_t i;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	memset(&lk, 0, sizeof(lk));
+	lk.states = MQ_LOOK_ALL;
+	lk.now = mq_now_ms();
+	lk.fn = alive_one;
+	lk.fail = alive_fail;
+	lk.arg = &a;
+	if ((r = mq_look(sp, &lk)) == 0 && a.failed != 0) {
+		errno = a.failed;
+		r = -1;
+	}
+	if (r != 0) {
+		mq_names_free(&a.ids);
+		return -1;
+	}
+	mq_names_sort(&a.ids);
+	for (i = 0; i < orphans->n; i++) {
+		if (a.ids.n > 0 && bsearch(&orphans->v[i], a.ids.v, a.ids.n,
+		    sizeof(*a.ids.v), name_cmp) != NULL)
+			continue;
+		if (unlinkat(sp->reason, orphans->v[i], 0) == 0 &&
+		    report != NULL)
+			report(orphans->v[i], "orphan reason removed");
+	}
+	mq_names_free(&a.ids);
+	return 0;
+}
+
+/*
+ * Removes tmp/ fragments of crashed senders, and reasons whose message is
+ * in no state any more, once they are older than age seconds.
  */
 int
 mq_tmp_clean(struct mq_spool *sp, uint64_t age,
     void (*report)(const char *, const char *))
 {
-	struct mq_names names;
+	struct mq_names names, orphans;
 	struct mq_dead *dead;
 	struct stat st;
 	size_t ndead;
 	time_t cutoff = mq_now_ms() / 1000 - age;
 	size_t i;
+	int r;
 
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_names_read(sp->tmp, DT_REG, is_ours, &names) == -1)
@@ -287,40 +371,27 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
 		free(dead);
 		return -1;
 	}
+	/* Most are dead letters': the rest need a walk of every state. */
+	memset(&orphans, 0, sizeof(orphans));
 	for (i = 0; i < names.n; i++) {
 		if (fstatat(sp->reason, names.v[i], &st, AT_SYMLINK_NOFOLLOW)
 		    == -1 || st.st_mtime > cutoff)
 			continue;
 		if (bsearch(names.v[i], dead, ndead, sizeof(*dead), dead_cmp))
 			continue;
-		if (unlinkat(sp->reason, names.v[i], 0) == 0 && report != NULL)
-			report(names.v[i], "orphan reason removed");
+		held_add(&orphans, names.v[i]);
 	}
 	free(dead);
 	mq_names_free(&names);
-	return 0;
+	r = orphans.n > 0 ? orphans_clean(sp, &orphans, report) : 0;
+	mq_names_free(&orphans);
+	return r;
 }
 
 static int
 is_key_record(const char *s)
 {
 	return mq_key_is_hash(s) || mq_id_valid(s);
-}
-
-static void
-held_add(struct mq_names *nl, const char *id)
-{
-	if (nl->n == nl->cap) {
-		nl->cap = nl->cap ? nl->cap * 2 : 64;
-		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
-	}
-	nl->v[nl->n++] = xstrdup(id);
-}
-
-static int
-name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /*

@@ -273,9 +273,10 @@ launch_env(struct launch *l, const struct job *j)
 /*
  * Finds argv[0] as execvp(3) would: a name with a slash is used as it is,
  * else the first regular file that may be executed in a directory of
- * $PATH (an empty one: the current directory), in order.  Found once, and
- * again only when its exec fails (spawn).  -1 with errno: EACCES when
- * something of that name was found that cannot be run, else ENOENT.
+ * $PATH (an empty one: the current directory), in order.  Found once,
+ * before the first claim (mq_work), and again only when its exec fails
+ * (spawn).  -1 with errno: EACCES when something of that name was found
+ * that cannot be run, else ENOENT (or stat's, for a name with a slash).
  */
 static int
 launch_find(struct launch *l, char *const argv[])
@@ -293,9 +294,16 @@ launch_find(struct launch *l, char *const argv[])
 		errno = ENOENT;
 		return -1;
 	}
-	if (strchr(name, '/') != NULL)
+	if (strchr(name, '/') != NULL) {
+		/* As execve would fail: checked before a message is claimed. */
+		if (stat(name, &st) == -1)
+			return -1;
+		if (!S_ISREG(st.st_mode) || access(name, X_OK) == -1) {
+			errno = EACCES;
+			return -1;
+		}
 		l->path = xstrdup(name);
-	else {
+	} else {
 		if ((path = getenv("PATH")) == NULL) {
 			if (confstr(_CS_PATH, cspath, sizeof(cspath)) == 0)
 				strlcpy(cspath, "/bin:/usr/bin", sizeof(cspath));
@@ -593,13 +601,13 @@ free_slot(struct worker *wk)
 	return NULL;
 }
 
-enum op { OP_ACK, OP_RELEASE, OP_BURY, OP_EXTEND };
+enum op { OP_ACK, OP_RELEASE, OP_UNCLAIM, OP_BURY, OP_EXTEND };
 
 /* What settle is to do, with what. */
 struct how {
 	enum op	 op;
 	uint64_t when;		/* release: due; extend: the new deadline */
-	const char *reason;	/* bury */
+	const char *reason;	/* bury; release, unclaim: or NULL */
 	char	*out;		/* extend: the new receipt */
 	size_t	 size;
 };
@@ -607,14 +615,19 @@ struct how {
 static int
 apply(struct worker *wk, const struct how *h)
 {
+	size_t len;
 	int st;
 
 	switch (h->op) {
 	case OP_ACK:
 		return mq_receipt_ack(&wk->rc);
 	case OP_RELEASE:
-		if ((st = mq_receipt_release(&wk->rc, &wk->pl, h->when)) ==
-		    MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
+	case OP_UNCLAIM:
+		len = h->reason != NULL ? strlen(h->reason) : 0;
+		st = h->op == OP_RELEASE ? mq_receipt_release(&wk->rc, &wk->pl,
+		    h->when, h->reason, len) : mq_receipt_unclaim(&wk->rc,
+		    &wk->pl, h->reason, len);
+		if (st == MQ_EX_OK && mq_placer_flush(&wk->pl) == -1)
 			st = MQ_EX_SYS;
 		return st;
 	case OP_BURY:
@@ -667,13 +680,31 @@ settled(struct worker *wk, struct job *j, int st, const char *why)
 	return st;
 }
 
-/* Visible again at due, attempt kept; what a failed job's message gets. */
+/*
+ * Visible again at due, attempt kept; what a failed job's message gets,
+ * with its failure as the reason (NULL: the last one given stays), so
+ * that a death for attempts elsewhere still says why.
+ */
 static void
-release(struct worker *wk, struct job *j, uint64_t due)
+release(struct worker *wk, struct job *j, uint64_t due, const char *reason)
 {
-	struct how h = { OP_RELEASE, due, NULL, NULL, 0 };
+	struct how h = { OP_RELEASE, due, reason, NULL, 0 };
 	const char *why;
+	int st;
 
+	st = settle(wk, j, &h, &why);
+	settled(wk, j, st, why);
+}
+
+/*
+ * Visible again now with the attempt it had before its claim: what a
+ * message gets whose job could not be started, which is no fault of its.
+ */
+static void
+unclaim(struct worker *wk, struct job *j, const char *reason)
+{
+	struct how h = { OP_UNCLAIM, 0, reason, NULL, 0 };
+	const char *why;
 	int st;
 
 	st = settle(wk, j, &h, &why);
@@ -693,8 +724,9 @@ start(void *arg, const char *rcpt, const char *id)
 {
 	struct worker *wk = arg;
 	struct job *j = free_slot(wk);
+	char reason[PATH_MAX + 64];
 	const char *why;
-	int body, got, st;
+	int body, got, st, e;
 
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->err.fd = -1;
@@ -735,15 +767,19 @@ start(void *arg, const char *rcpt, const char *id)
 		j->key[0] = '\0';
 	}
 	if (body == -1 || spawn(wk, j, body) == -1) {
+		e = errno;
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
-		if (body != -1)
+		if (body != -1) {
 			close(body);
+			snprintf(reason, sizeof(reason), "cannot run %s: %s",
+			    wk->opt->argv[0], strerror(e));
+		}
 		j->pid = 0;
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		/* Not the message's fault: it goes back as it came. */
-		release(wk, j, mq_now_ms());
+		unclaim(wk, j, body != -1 ? reason : NULL);
 		return -1;
 	}
 	close(body);
@@ -839,8 +875,8 @@ static void
 finish(struct worker *wk, struct job *j, int ws)
 {
 	char why[64], cause[sizeof(why) + 2 + LAST_MAX], t[32];
-	char reason[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(cause)];
-	char shown[sizeof(MQ_REASON_MAX_ATTEMPTS) + 2 + sizeof(why)];
+	char *reason, *shown;
+	size_t len;
 	uint64_t delay;
 
 	drain(wk, j, &j->out, 1);
@@ -867,21 +903,22 @@ finish(struct worker *wk, struct job *j, int ws)
 	    j->last[0] != '\0' ? ": " : "", j->last);
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
-		release(wk, j, wk->now);
+		release(wk, j, wk->now, NULL);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
 		bury(wk, j, cause, why);
 	else if (j->attempt >= wk->max) {
-		snprintf(reason, sizeof(reason), "%s: %s",
-		    MQ_REASON_MAX_ATTEMPTS, cause);
-		snprintf(shown, sizeof(shown), "%s: %s",
-		    MQ_REASON_MAX_ATTEMPTS, why);
+		/* The form of every death for attempts (dead.c). */
+		reason = mq_reason_spent(cause, strlen(cause), &len);
+		shown = mq_reason_spent(why, strlen(why), &len);
 		bury(wk, j, reason, shown);
+		free(reason);
+		free(shown);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
 		    j->attempt, wk->max, secs(t, sizeof(t), delay));
-		release(wk, j, wk->now + delay);
+		release(wk, j, wk->now + delay, cause);
 	}
 }
 
@@ -1092,6 +1129,16 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
 		err(MQ_EX_SYS, "%s", sp->path);
 	launch_init(&wk.ln, sp->real);
+	/*
+	 * A command that cannot run is known before anything is claimed:
+	 * each start of a worker restarted on failure would otherwise spend
+	 * an attempt of the messages at the head of the queue.
+	 */
+	if (launch_find(&wk.ln, opt->argv) == -1) {
+		if (errno == ENOENT && strchr(opt->argv[0], '/') == NULL)
+			errx(MQ_EX_SYS, "%s: command not found", opt->argv[0]);
+		err(MQ_EX_SYS, "%s", opt->argv[0]);
+	}
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
 	signals_setup(&wk.sigs);
 	/* Watch before the first look, so that no ring falls in between. */

@@ -259,3 +259,78 @@ load helper
 	run -3 --separate-stderr mq-ack -v "$r1"
 	assert_equal "$stderr" "mq-ack: cur/${r1#*/cur/}: already acked, or lease lost"
 }
+
+# Claims id's message and releases it with reason $1 (the rest: mq-ack's
+# options), as a failed job would.
+fail_with() {
+	local why=$1 r
+	shift
+	r=$(mq-recv)
+	mq-ack -r "$@" --reason "$why" "$r"
+}
+
+@test "mq-ack -r --reason: released to its last attempt, the claim that meets it buries it as 'max attempts; last: REASON'" {
+	id=$(echo job | mq-send)
+	for i in 1 2 3 4 5; do
+		fail_with "exit $i: try $i"
+	done
+	run -1 --separate-stderr mq-recv
+	run -0 mq-dlq ls
+	[[ $output == "$id	5	"*"	max attempts; last: exit 5: try 5	4	job\\n" ]]
+	run -0 mq-dlq ls --json
+	[[ $output == *"\"reason\":\"max attempts; last: exit 5: try 5\""* ]]
+}
+
+@test "mq-ack -r SECS --reason: the optional seconds are still read, attached or the next word" {
+	echo job | mq-send >/dev/null
+	fail_with because 600
+	run -1 mq-recv
+	run -0 ahead 601 mq-recv
+	ahead 601 mq-ack -r5 --reason again "$output"
+	run -1 ahead 602 mq-recv
+	run -0 ahead 607 mq-recv
+}
+
+@test "mq-ack --reason: without -r, or with -x or -e, a usage error (2) that changes nothing" {
+	echo job | mq-send >/dev/null
+	r=$(mq-recv -t 60)
+	for opts in "" "-x dead" "-e 30"; do
+		# shellcheck disable=SC2086 # the options are words
+		run -2 --separate-stderr mq-ack $opts --reason why "$r"
+		[[ $stderr == "mq-ack: --reason goes with -r"* ]]
+		assert_file_exist "$r"
+	done
+	assert_equal "$(count dead)" 0
+	assert_not_exist "$MQ_DIR/reason"/*
+	mq-ack "$r"
+}
+
+@test "mq-ack -r --reason: a reason with newlines and control characters is kept exactly (--json) and escaped in the text listing" {
+	echo job | mq-send >/dev/null
+	why=$(printf 'line1\nline2\x1b]0;pwned\x07 \\ "q"\tend')
+	fail_with "$why"
+	run -1 --separate-stderr mq-recv -m 1
+	run -0 mq-dlq ls
+	assert_equal "${#lines[@]}" 1
+	[[ $output != *$'\x1b'* ]]
+	assert_equal "$(cut -f 4 <<<"$output")" 'max attempts; last: line1\nline2\x1b]0;pwned\x07 \\ "q"\tend'
+	run -0 mq-dlq ls --json
+	reason=$(jq -j .reason <<<"$output")
+	assert_equal "$reason" "max attempts; last: $why"
+}
+
+@test "mq-ack -r without --reason keeps the last reason given; --reason '' drops it" {
+	id=$(echo job | mq-send)
+	fail_with "exit 3: db down"
+	r=$(mq-recv)
+	mq-ack -r "$r"
+	run -1 --separate-stderr mq-recv -m 2
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts; last: exit 3: db down	"* ]]
+	mq-dlq redrive --all >/dev/null
+	fail_with "exit 3: db down"
+	fail_with ""
+	run -1 --separate-stderr mq-recv -m 2
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts	"* ]]
+}

@@ -67,6 +67,16 @@ core_calls() {
 	done
 }
 
+# A death for attempts has one form, "max attempts; last: REASON", made in
+# dead.c (mq_reason_spent) for every burier: a claim, a sweep, a worker.
+@test "core: the reason of a death for attempts is made in dead.c only" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src"/*.c
+	refute_output --regexp '^[^:]*/(claim|receipt|work|depth|group|mq-[a-z]+)\.c:'
+	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src/sweep.c"
+	refute_output --regexp 'mq_bury|, *strlen'
+}
+
 @test "core: each main fits in about two screens (100 lines)" {
 	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
 		n=$(awk '/^main\(/ { s = NR } s && /^}/ { print NR - s + 1; exit }' "$f")

@@ -11,5 +11,5 @@ load helper
 	assert_output --partial "5 IDs printed, then: mq-send: "
 	assert_output --regexp "full \(max-depth 5\) \(exit 6\)"
 	assert_output --regexp "bounded queue: 50 jobs sent through a queue of 5, 50 done in order, at most [1-5] waiting;"
-	assert_output --regexp $'\t3\t[0-9T:-]+Z\tmax attempts: exit 1: photo-5.jpg \\(corrupt\\): cannot decode \\(attempt 3\\)\t21\tphoto-5.jpg'
+	assert_output --regexp $'\t3\t[0-9T:-]+Z\tmax attempts; last: exit 1: photo-5.jpg \\(corrupt\\): cannot decode \\(attempt 3\\)\t21\tphoto-5.jpg'
 }

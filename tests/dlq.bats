@@ -230,3 +230,17 @@ bury() {
 	run -1 --separate-stderr mq-dlq redrive "$id"
 	assert_equal "$(parked A)" 1
 }
+
+@test "mq-dlq redrive: a dead letter's reason does not come back as the last reason of its next death" {
+	id=$(echo job | mq-send)
+	r=$(mq-recv)
+	mq-ack -r --reason "first life" "$r"
+	run -1 --separate-stderr mq-recv -m 1
+	mq-dlq redrive --all >/dev/null
+	assert_not_exist "$MQ_DIR/reason/$id"
+	r=$(mq-recv)
+	mq-ack -r "$r"
+	run -1 --separate-stderr mq-recv -m 1
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	max attempts	"* ]]
+}

@@ -30,6 +30,19 @@ load helper
 	[[ $output == "$id	2	"*"	max attempts	"* ]]
 }
 
+@test "mq-sweep -m: an expired lease at MAX attempts is buried with the last reason its releases gave" {
+	id=$(echo x | mq-send)
+	r=$(mq-recv)
+	mq-ack -r --reason "exit 3: connection refused" "$r"
+	mq-recv -t 60 >/dev/null
+	run -0 --separate-stderr ahead 61 mq-sweep -m 2 -v
+	[[ $stderr == *"$id: dead: max attempts"* ]]
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts; last: exit 3: connection refused	"* ]]
+	run -0 mq-dlq ls --json
+	[[ $output == *"\"reason\":\"max attempts; last: exit 3: connection refused\""* ]]
+}
+
 @test "mq-sweep -v: says what it moved" {
 	id=$(echo x | mq-send)
 	mq-recv -t 0.1 >/dev/null; sleep 0.2
@@ -103,6 +116,27 @@ load helper
 	assert_file_exist "$MQ_DIR/reason/$id"
 	run mq-dlq ls
 	assert_output --partial kept
+}
+
+@test "mq-sweep: an old reason of a released message is kept, waiting or in flight; one whose message was acked is removed" {
+	printf 'a\nb\nc\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	for _ in 1 2 3; do
+		r=$(mq-recv)
+		mq-ack -r 3600 --reason "why $(cat "$r")" "$r"
+	done
+	{ read -r a; read -r b; read -r c; } <"$BATS_TEST_TMPDIR/ids"
+	r=$(ahead 3601 mq-recv -t 600)		# a: in flight again
+	ahead 3601 mq-ack "$(ahead 3601 mq-recv)"	# b: acked
+	touch -d '-37 hours' "$MQ_DIR/reason"/*
+	run -0 --separate-stderr ahead 3602 mq-sweep -v
+	[[ $stderr == *"$b: orphan reason removed"* ]]
+	[[ $stderr != *"$a: orphan"* ]]
+	[[ $stderr != *"$c: orphan"* ]]
+	assert_not_exist "$MQ_DIR/reason/$b"
+	assert_equal "$(cat "$MQ_DIR/reason/$a")" "why a"
+	assert_equal "$(cat "$MQ_DIR/reason/$c")" "why c"
+	ahead 3602 mq-ack -r --reason "why a, again" "$r"
+	assert_equal "$(cat "$MQ_DIR/reason/$a")" "why a, again"
 }
 
 @test "mq-sweep -w: its seconds are optional (default 60), like mq-recv's" {

@@ -126,17 +126,17 @@ now_ms() {
 	assert_not_exist "$W/child-finished"
 }
 
-@test "worker: a failure at the last attempt dead-letters it as max attempts, with the cause" {
+@test "worker: a failure at the last attempt dead-letters it as max attempts, with the cause as the last reason" {
 	echo x | mq-send >/dev/null
 	for _ in 1 2; do
 		r=$(mq-recv)
 		mq-ack -r "$r"
 	done
 	run -5 --separate-stderr mq-recv -m 3 -- sh -c 'echo "still broken" >&2; exit 1'
-	[[ $stderr == *"dead-lettered: max attempts: exit 1" ]]
+	[[ $stderr == *"dead-lettered: max attempts; last: exit 1" ]]
 	assert_equal "$(grep -c 'still broken' <<<"$stderr")" 1
 	run mq-dlq ls
-	[[ $output == *$'\t3\t'*$'\tmax attempts: exit 1: still broken\t'* ]]
+	[[ $output == *$'\t3\t'*$'\tmax attempts; last: exit 1: still broken\t'* ]]
 	assert_equal "$(count new)" 0
 }
 
@@ -376,6 +376,49 @@ e2"
 	assert_success
 }
 
+@test "worker: a command not found is refused before any claim: exit 4, 'command not found', no attempt spent however often it starts" {
+	seq 1 3 | mq-send -l >/dev/null
+	for _ in $(seq 8); do
+		run -4 --separate-stderr mq-recv -P 2 -- no-such-command-here
+		assert_equal "$stderr" "mq-recv: no-such-command-here: command not found"
+	done
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 3
+	assert_equal "$(count dead)" 0
+	touch "$W/plain"	# not executable
+	run -4 --separate-stderr mq-recv -- "$W/plain"
+	assert_equal "$stderr" "mq-recv: $W/plain: Permission denied"
+	run -4 --separate-stderr mq-recv -- "$W"
+	assert_equal "$stderr" "mq-recv: $W: Permission denied"
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 3
+}
+
+@test "worker: a job that cannot be started later gives its claim's attempt back" {
+	mkdir "$W/bin"
+	# The first job removes its own command: the next cannot start.
+	printf 'cat >>"$W/ran"; rm "$W/bin/job"\n' >"$W/bin/job"
+	chmod +x "$W/bin/job"
+	seq 1 3 | mq-send -l >/dev/null
+	PATH="$W/bin:$PATH" run -4 --separate-stderr mq-recv -- job
+	assert_equal "$(cat "$W/ran")" 1
+	[[ $stderr == *"mq-recv: job: No such file or directory"* ]]
+	assert_equal "$(count cur)" 0
+	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 2
+	assert_equal "$(count dead)" 0
+	# Its release says why, for a death for attempts to name.
+	assert_equal "$(cat "$MQ_DIR"/reason/*)" "cannot run job: No such file or directory"
+}
+
+@test "worker: a failed job's message is released with its failure as the reason, which a death for attempts elsewhere names" {
+	id=$(echo x | mq-send)
+	run -5 --separate-stderr mq-recv -- sh -c 'echo "db down" >&2; exit 3'
+	assert_equal "$(count new)" 1
+	run -1 --separate-stderr ahead 600 mq-recv -m 1
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	max attempts; last: exit 3: db down	2	x\\n" ]]
+	run -0 mq-dlq ls --json
+	[[ $output == *"\"reason\":\"max attempts; last: exit 3: db down\""* ]]
+}
+
 @test "worker: a job gets the worker's environment with its own MQ_* once each, none of the worker's" {
 	echo x | mq-send >"$W/id"
 	MQ_ID=stale MQ_RECEIPT=stale MQ_ATTEMPT=9 MQ_PRIORITY=7 MQ_DEATHS=3 \
@@ -405,7 +448,7 @@ e2"
 b arg"
 	echo x | mq-send >/dev/null
 	run -4 --separate-stderr mq-recv -- no-such-command-here
-	[[ $stderr == "mq-recv: no-such-command-here: No such file or directory"* ]]
+	[[ $stderr == "mq-recv: no-such-command-here: command not found"* ]]
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 1
 }
@@ -467,7 +510,7 @@ b2 3"
 	assert_equal "$(sort -n "$W/done" | tr '\n' ' ')" "$(seq 1 30 | grep -vx 5 | tr '\n' ' ')"
 	run mq-dlq ls
 	assert_equal "${#lines[@]}" 1
-	[[ $output == *$'\t3\t'*$'\tmax attempts: exit 1: poison 3\t'* ]]
+	[[ $output == *$'\t3\t'*$'\tmax attempts; last: exit 1: poison 3\t'* ]]
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
 }

@@ -36,6 +36,7 @@ while :; do
 	# message comes back: no reason to stop the pool.
 	# shellcheck disable=SC2016 # expanded by the job's shell
 	xargs -0 -r -P "$parallel" -n 1 sh -c '
-		if $JOB <"$1"; then mq-ack "$1"; else mq-ack -r 30 "$1"; fi' \
+		if $JOB <"$1"; then mq-ack "$1"
+		else mq-ack -r 30 --reason "exit $?" "$1"; fi' \
 	    _ <"$batch" || :
 done
