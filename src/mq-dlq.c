@@ -2,6 +2,9 @@
  * mq-dlq: list, show, redrive and purge dead letters.  Listings are one
  * line per dead letter whatever the reason or body hold: control bytes and
  * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw.
+ * Every command first
+ * buries what waits past its time to live (mq_expire), as a claim would:
+ * what mq-ls and mq-stat call dead is a dead letter here too.
  */
 #include <sys/stat.h>
 
@@ -42,6 +45,24 @@ static const char help[] =
 
 static int vflag;
 
+/*
+ * Buries what waits past its time to live, so that every command sees
+ * what mq-ls and mq-stat call dead.  One that cannot be buried is warned
+ * about (exit 4), and the command goes on with what is in dead/.
+ */
+static int
+expire(struct mq_spool *sp)
+{
+	struct mq_conf conf;
+
+	mq_conf_xread(sp, &conf);
+	if (mq_expire(sp, conf.ttl_ms, NULL) == -1) {
+		warn("%s: burying what expired", sp->path);
+		return MQ_EX_SYS;
+	}
+	return MQ_EX_OK;
+}
+
 /* Reads up to PREVIEW bytes of a body and its size, never blocking. */
 static int
 peek(struct mq_spool *sp, const struct mq_dead *d, char *buf, size_t *len,
@@ -75,8 +96,9 @@ cmd_ls(struct mq_spool *sp, int json)
 	char iso[32], body[PREVIEW], *reason, key[MQ_KEY_MAX + 1];
 	size_t n, i, blen, rlen;
 	off_t size;
-	int got, k, status = MQ_EX_OK;
+	int got, k, status;
 
+	status = expire(sp);
 	mq_keys_init(&keys, sp);
 	if (mq_dead_list(sp, &d, &n) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
@@ -146,13 +168,14 @@ cmd_show(struct mq_spool *sp, const char *id)
 {
 	struct mq_dead d;
 	struct stat st;
-	int fd;
+	int fd, status;
 
+	status = expire(sp);
 	if (mq_dead_find(sp, id, &d) == -1) {
 		if (errno != ENOENT)
 			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 		warnx("%s: no such dead letter", id);
-		return MQ_EX_NONE;
+		return mq_worse(status, MQ_EX_NONE);
 	}
 	if ((fd = mq_dead_open(sp, &d)) == -1 || fstat(fd, &st) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
@@ -162,7 +185,7 @@ cmd_show(struct mq_spool *sp, const char *id)
 	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	close(fd);
-	return MQ_EX_OK;
+	return status;
 }
 
 static int
@@ -183,7 +206,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_placer pl;
 	struct mq_dead *d, one;
 	size_t n, i;
-	int k, history = 0, status = MQ_EX_OK;
+	int k, history = 0, status;
 
 	if (!all && nids == 0) {
 		warnx("%s: name IDs or --all", redrive ? "redrive" : "purge");
@@ -193,6 +216,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		warnx("--all and IDs exclude each other");
 		return MQ_EX_USAGE;
 	}
+	status = expire(sp);
 	if (to != NULL) {
 		mq_spool_xopen(&target, to, 1);
 		tsp = &target;
