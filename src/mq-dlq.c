@@ -1,8 +1,8 @@
 /*
  * mq-dlq: list, show, redrive and purge dead letters.  Listings are one
  * line per dead letter whatever the reason or body hold: control bytes and
- * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw.
- * Every command first
+ * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw;
+ * so is a body shown on a terminal, unless --raw.  Every command first
  * buries what waits past its time to live (mq_expire), as a claim would:
  * what mq-ls and mq-stat call dead is a dead letter here too.
  */
@@ -30,7 +30,7 @@
 
 #define USAGE \
 	"usage: mq-dlq [-v] [-d dir] [ls [--json]]\n" \
-	"       mq-dlq [-v] [-d dir] show id\n" \
+	"       mq-dlq [-v] [-d dir] show [--raw] id\n" \
 	"       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n" \
 	"       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
 
@@ -38,12 +38,13 @@
 static const char help[] =
     "ls: id, attempts, died, reason, size, start of body "
     "(tab-separated)\n"
-    "show: the body; redrive: back to new/ (-t: another spool);\n"
+    "show: the body (escaped on a terminal, unless --raw);\n"
+    "redrive: back to new/ (-t: another spool);\n"
     "purge: delete.  See mq-dlq(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
-static int vflag;
+static int vflag, rawflag;
 
 /*
  * Buries what waits past its time to live, so that every command sees
@@ -182,7 +183,12 @@ cmd_show(struct mq_spool *sp, const char *id)
 	if (!S_ISREG(st.st_mode))
 		errx(MQ_EX_SYS, "%s/%s: not a regular file", MQ_DIR_DEAD,
 		    d.name);
-	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
+	/* Byte for byte, but nothing of it takes over a terminal (mq-show). */
+	if (!rawflag && isatty(STDOUT_FILENO)) {
+		if (mq_copy_escaped(fd, stdout) == -1)
+			err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
+	} else if (fflush(stdout) == EOF ||
+	    mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	close(fd);
 	return status;
@@ -276,6 +282,7 @@ main(int argc, char *argv[])
 		MQ_LONGOPTS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
@@ -319,6 +326,9 @@ main(int argc, char *argv[])
 			case 'a':
 				all = 1;
 				break;
+			case 'r':
+				rawflag = 1;
+				break;
 			case 'h':
 				mq_common_opt(ch, USAGE, help);
 			default:	/* -V too: it goes before a command */
@@ -335,6 +345,8 @@ main(int argc, char *argv[])
 		errx(MQ_EX_USAGE, "-t goes with redrive");
 	if (strcmp(cmd, "redrive") != 0 && strcmp(cmd, "purge") != 0 && all)
 		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
+	if (strcmp(cmd, "show") != 0 && rawflag)
+		errx(MQ_EX_USAGE, "--raw goes with show");
 	if (strcmp(cmd, "ls") == 0) {
 		if (argc > 0)
 			mq_usage(USAGE);

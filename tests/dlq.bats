@@ -351,3 +351,28 @@ dlq_died() {
 	assert_equal "$(ahead 10 mq-ls -s inflight | cut -f 1)" "$b"
 	ahead 10 mq-ack "$r"
 }
+
+# mq-dlq show's (or mq-show's) standard output on a terminal (script(1)
+# gives it one).
+on_tty() {
+	script -qec "$*" /dev/null </dev/null | tr -d '\r'
+}
+
+@test "mq-dlq show: on a terminal control characters are escaped as mq-show escapes them; --raw raw; a pipe byte for byte" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	printf 'evil \033[31mred\033[0m\tx\nline2\x80\xc3\xa9\\end\a' >"$BATS_TEST_TMPDIR/body"
+	id=$(mq-send "$BATS_TEST_TMPDIR/body")
+	mq-ack -x why "$(mq-recv)"
+	run on_tty mq-dlq show "$id"
+	assert_output "$(printf 'evil \\x1b[31mred\\x1b[0m\tx\nline2\\x80\xc3\xa9\\\\end\\x07')"
+	[[ $output != *$'\033'* ]]
+	assert_equal "$output" "$(on_tty mq-show "$id")"
+	run on_tty mq-dlq show --raw "$id"
+	assert_output "$(printf 'evil \033[31mred\033[0m\tx\nline2\x80\xc3\xa9\\end\a')"
+	assert_equal "$output" "$(on_tty mq-show --raw "$id")"
+	mq-dlq show "$id" | cmp - "$BATS_TEST_TMPDIR/body"
+	mq-dlq show --raw "$id" | cmp - "$BATS_TEST_TMPDIR/body"
+	run -2 mq-dlq ls --raw
+	run -2 mq-dlq purge --raw --all
+	assert_equal "$(count dead)" 1
+}
