@@ -78,15 +78,19 @@ claim_one(struct run *c, int from, const char *name,
 	struct mq_name nm = *old;
 	char newname[MQ_NAME_MAX], receipt[MQ_RECEIPT_MAX];
 
-	if (old->attempts >= c->max) {
-		if (mq_bury_spent(c->sp, from, name, old) == -1)
+	/*
+	 * Past its time to live first: what mq-ls and mq-stat call dead is
+	 * buried as expired, as of its expiry, whatever its attempts.
+	 */
+	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
+		if (mq_burial_bury(&c->expired, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
 		c->moved = 1;
 		c->promoted |= old->group[0] != '\0';
 		return 0;
 	}
-	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
-		if (mq_burial_bury(&c->expired, from, name, old) == -1)
+	if (old->attempts >= c->max) {
+		if (mq_bury_spent(c->sp, from, name, old) == -1)
 			return errno == ENOENT ? 0 : -1;
 		c->moved = 1;
 		c->promoted |= old->group[0] != '\0';
@@ -453,8 +457,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.arg = arg;
 	c.wake = UINT64_MAX;
 	c.above = UINT64_MAX;
-	mq_burial_init(&c.expired, sp, MQ_REASON_EXPIRED,
-	    strlen(MQ_REASON_EXPIRED));
+	mq_burial_expired(&c.expired, sp, cl->ttl_ms);
 	t.arg = &c;
 	t.now = c.now;
 	/*

@@ -262,6 +262,20 @@ mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
 }
 
 /*
+ * A run of burials of messages past their time to live (the spool's: ttl,
+ * 0 none), with the reason "expired": each is dead as of its expiry, not
+ * of the time some claim or tool met it, so that every tool tells the
+ * same time of death (mq-ls gives a message not buried yet its expiry).
+ */
+void
+mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
+{
+	mq_burial_init(b, sp, MQ_REASON_EXPIRED, strlen(MQ_REASON_EXPIRED));
+	b->expiry = 1;
+	b->ttl = ttl;
+}
+
+/*
  * The reason goes in first, so that a dead letter has one whenever there
  * is room for it; if the message is gone by the time of the rename, the
  * reason is taken back, unless it found another's in its way: two buriers
@@ -280,9 +294,12 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	struct mq_name dead = *nm;
 	struct stat st;
 	char deadname[MQ_NAME_MAX];
+	uint64_t now = mq_now_ms(), expiry;
 	int saved, with, mine, lock, r;
 
-	dead.ms = mq_now_ms();
+	dead.ms = now;
+	if (b->expiry && (expiry = mq_name_expiry(nm, b->ttl)) < now)
+		dead.ms = expiry;
 	if (mq_spool_need(sp, 0) == -1 ||
 	    mq_name_format(deadname, sizeof(deadname), MQ_DEAD, &dead) == -1)
 		return -1;

@@ -528,8 +528,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 	c.limit = limit;
 	c.ttl = ttl;
 	c.now = now;
-	mq_burial_init(&c.expired, sp, MQ_REASON_EXPIRED,
-	    strlen(MQ_REASON_EXPIRED));
+	mq_burial_expired(&c.expired, sp, ttl);
 	c.tf.sp = sp;
 	c.tf.fd = -1;
 	/* Without tmp/ there is no cache, and the count lists every leaf. */
@@ -672,8 +671,7 @@ mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
 	d.now = now;
 	d.fn = fn;
 	d.arg = arg;
-	mq_burial_init(&d.expired, sp, MQ_REASON_EXPIRED,
-	    strlen(MQ_REASON_EXPIRED));
+	mq_burial_expired(&d.expired, sp, ttl);
 	t.arg = &d;
 	r = mq_tree_walk(&t, sp->new);
 	mq_burial_end(&d.expired);

@@ -1,7 +1,10 @@
 /*
  * mq-dlq: list, show, redrive and purge dead letters.  Listings are one
  * line per dead letter whatever the reason or body hold: control bytes and
- * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw.
+ * bytes that are not UTF-8 are escaped, so nothing reaches a terminal raw;
+ * so is a body shown on a terminal, unless --raw.  Every command first
+ * buries what waits past its time to live (mq_expire), as a claim would:
+ * what mq-ls and mq-stat call dead is a dead letter here too.
  */
 #include <sys/stat.h>
 
@@ -27,7 +30,7 @@
 
 #define USAGE \
 	"usage: mq-dlq [-v] [-d dir] [ls [--json]]\n" \
-	"       mq-dlq [-v] [-d dir] show id\n" \
+	"       mq-dlq [-v] [-d dir] show [--raw] id\n" \
 	"       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n" \
 	"       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
 
@@ -35,12 +38,31 @@
 static const char help[] =
     "ls: id, attempts, died, reason, size, start of body "
     "(tab-separated)\n"
-    "show: the body; redrive: back to new/ (-t: another spool);\n"
+    "show: the body (escaped on a terminal, unless --raw);\n"
+    "redrive: back to new/ (-t: another spool);\n"
     "purge: delete.  See mq-dlq(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
-static int vflag;
+static int vflag, rawflag;
+
+/*
+ * Buries what waits past its time to live, so that every command sees
+ * what mq-ls and mq-stat call dead.  One that cannot be buried is warned
+ * about (exit 4), and the command goes on with what is in dead/.
+ */
+static int
+expire(struct mq_spool *sp)
+{
+	struct mq_conf conf;
+
+	mq_conf_xread(sp, &conf);
+	if (mq_expire(sp, conf.ttl_ms, NULL) == -1) {
+		warn("%s: burying what expired", sp->path);
+		return MQ_EX_SYS;
+	}
+	return MQ_EX_OK;
+}
 
 /* Reads up to PREVIEW bytes of a body and its size, never blocking. */
 static int
@@ -75,8 +97,9 @@ cmd_ls(struct mq_spool *sp, int json)
 	char iso[32], body[PREVIEW], *reason, key[MQ_KEY_MAX + 1];
 	size_t n, i, blen, rlen;
 	off_t size;
-	int got, k, status = MQ_EX_OK;
+	int got, k, status;
 
+	status = expire(sp);
 	mq_keys_init(&keys, sp);
 	if (mq_dead_list(sp, &d, &n) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
@@ -146,23 +169,29 @@ cmd_show(struct mq_spool *sp, const char *id)
 {
 	struct mq_dead d;
 	struct stat st;
-	int fd;
+	int fd, status;
 
+	status = expire(sp);
 	if (mq_dead_find(sp, id, &d) == -1) {
 		if (errno != ENOENT)
 			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 		warnx("%s: no such dead letter", id);
-		return MQ_EX_NONE;
+		return mq_worse(status, MQ_EX_NONE);
 	}
 	if ((fd = mq_dead_open(sp, &d)) == -1 || fstat(fd, &st) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	if (!S_ISREG(st.st_mode))
 		errx(MQ_EX_SYS, "%s/%s: not a regular file", MQ_DIR_DEAD,
 		    d.name);
-	if (fflush(stdout) == EOF || mq_copy_fd(fd, STDOUT_FILENO) == -1)
+	/* Byte for byte, but nothing of it takes over a terminal (mq-show). */
+	if (!rawflag && isatty(STDOUT_FILENO)) {
+		if (mq_copy_escaped(fd, stdout) == -1)
+			err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
+	} else if (fflush(stdout) == EOF ||
+	    mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	close(fd);
-	return MQ_EX_OK;
+	return status;
 }
 
 static int
@@ -183,7 +212,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_placer pl;
 	struct mq_dead *d, one;
 	size_t n, i;
-	int k, history = 0, status = MQ_EX_OK;
+	int k, history = 0, status;
 
 	if (!all && nids == 0) {
 		warnx("%s: name IDs or --all", redrive ? "redrive" : "purge");
@@ -193,6 +222,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		warnx("--all and IDs exclude each other");
 		return MQ_EX_USAGE;
 	}
+	status = expire(sp);
 	if (to != NULL) {
 		mq_spool_xopen(&target, to, 1);
 		tsp = &target;
@@ -252,6 +282,7 @@ main(int argc, char *argv[])
 		MQ_LONGOPTS,
 		{ "json", no_argument, NULL, 'j' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
@@ -295,6 +326,9 @@ main(int argc, char *argv[])
 			case 'a':
 				all = 1;
 				break;
+			case 'r':
+				rawflag = 1;
+				break;
 			case 'h':
 				mq_common_opt(ch, USAGE, help);
 			default:	/* -V too: it goes before a command */
@@ -311,6 +345,8 @@ main(int argc, char *argv[])
 		errx(MQ_EX_USAGE, "-t goes with redrive");
 	if (strcmp(cmd, "redrive") != 0 && strcmp(cmd, "purge") != 0 && all)
 		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
+	if (strcmp(cmd, "show") != 0 && rawflag)
+		errx(MQ_EX_USAGE, "--raw goes with show");
 	if (strcmp(cmd, "ls") == 0) {
 		if (argc > 0)
 			mq_usage(USAGE);

@@ -16,13 +16,14 @@
 #include "compat.h"
 #include "mq.h"
 
-#define USAGE	"usage: mq-show [-rv] [-d dir] id\n"
+#define USAGE	"usage: mq-show [-rv] [--raw] [-d dir] id\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "The body of the message with this ID, in any state (ready,\n"
     "delayed, blocked, inflight, expired, dead), as it was sent.\n"
-    "On a terminal, control characters are escaped (-r: raw).\n"
+    "On a terminal, control characters are escaped; --raw (or -r)\n"
+    "writes them raw.\n"
     "-v: its state on stderr.  Exit 1: no such message.  See "
     "mq-show(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -88,6 +89,7 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
+		{ "raw", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;

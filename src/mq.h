@@ -437,9 +437,12 @@ struct mq_burial {
 	dev_t	 dev;		/* of the shared reason */
 	ino_t	 ino;
 	int	 nolink;	/* no hard links here: each writes its own */
+	int	 expiry;	/* each dead as of its expiry, under ttl */
+	uint64_t ttl;		/* the spool's */
 };
 void	 mq_burial_init(struct mq_burial *, struct mq_spool *, const char *,
 	    size_t);
+void	 mq_burial_expired(struct mq_burial *, struct mq_spool *, uint64_t);
 int	 mq_burial_bury(struct mq_burial *, int, const char *,
 	    const struct mq_name *);
 void	 mq_burial_end(struct mq_burial *);

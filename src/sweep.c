@@ -4,9 +4,10 @@
  *
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
  *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury_spent)
- *		or, past its ttl	-> dead/ID,DIED,A	(mq_burial_bury)
- *	ttl	new/[pN/]T/M/L/ID,A,SENT,TTL (or ID,A, the spool's ttl)
- *		past its time to live	-> dead/ID,DIED,A	(mq_expire)
+ *		or, past its ttl	-> dead/ID,EXPIRY,A	(mq_burial_bury)
+ *	ttl	new/[pN/]T/M/L/ID,A,SENT,TTL (or ID,A, the spool's ttl),
+ *		groups/G/T/M/L/ID,..., or an expired lease of cur/,
+ *		past its time to live	-> dead/ID,EXPIRY,A	(mq_expire)
  *	prune	empty past directories of new/ (and new/pN) removed
  *		(mq_prune)
  *	tmp/	fragments of crashed senders, and reasons whose message is
@@ -18,7 +19,9 @@
  * mq_reclaim makes expired messages visible to tools that only look at
  * new/; a claim takes expired leases itself (claim.c).  mq_expire buries
  * what has outlived its time to live without waiting for a claim to meet
- * it; it reads every leaf of new/, due or not (names only: no stat).
+ * it; it reads every leaf of new/ and of the groups, due or not (names
+ * only: no stat).  Either dates such a death at the message's expiry
+ * (mq_burial_expired).
  * mq_tidy prunes and makes the spares again (mq_spool_spares, spool.c).
  */
 #include <sys/stat.h>
@@ -70,6 +73,9 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 	struct reclaimer *rc = arg;
 	int r, gone;
 
+	/* Past its time to live first, as a claim does (claim.c). */
+	if ((r = expire_one(rc, fd, name, nm, &gone)) != 0 || gone)
+		return r;
 	if (nm->attempts >= rc->max) {
 		if (mq_bury_spent(rc->sp, fd, name, nm) == -1)
 			return errno == ENOENT ? 0 : -1;
@@ -77,8 +83,6 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
 		return 1;
 	}
-	if ((r = expire_one(rc, fd, name, nm, &gone)) != 0 || gone)
-		return r;
 	if (mq_place_back(&rc->pl, fd, name, nm, rc->now) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (rc->report != NULL)
@@ -96,8 +100,7 @@ reclaimer_init(struct reclaimer *rc, struct mq_spool *sp, unsigned max,
 	rc->ttl = ttl;
 	rc->now = mq_now_ms();
 	rc->report = report;
-	mq_burial_init(&rc->expired, sp, MQ_REASON_EXPIRED,
-	    strlen(MQ_REASON_EXPIRED));
+	mq_burial_expired(&rc->expired, sp, ttl);
 }
 
 /*
@@ -166,11 +169,45 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	return MQ_TREE_NEXT;
 }
 
+/* A group's tree, its leaves as new/'s (expire_step). */
+static int
+expire_group(void *arg, int groups, const char *name)
+{
+	struct reclaimer *rc = arg;
+	struct mq_tree t = { expire_step, rc, 0, 0, 1, 0, 0 };
+	int fd;
+
+	if (!mq_group_valid(name))
+		return 0;
+	if ((fd = mq_opendirat(groups, name)) == -1) {
+		if (errno != ENOENT)
+			rc->failed = errno;
+		return 0;
+	}
+	if (mq_tree_walk(&t, fd) == -1)
+		rc->failed = errno;
+	close(fd);
+	return 0;
+}
+
+/* A lease run out past its time to live; the others stay (mq_reclaim's). */
+static int
+expire_lease(void *arg, int fd, const char *name, const struct mq_name *nm)
+{
+	int gone;
+
+	return expire_one(arg, fd, name, nm, &gone);
+}
+
 /*
- * Buries every message of new/ whose time to live (its own, or the
- * spool's ttl; 0: none) has passed, delayed ones too.  It reads every
- * leaf, one at a time.  What cannot be read or moved is passed over, and
- * the last such error returned at the end.
+ * Buries every message that is waiting past its time to live (its own,
+ * or the spool's ttl; 0: none): what mq-ls and mq-stat count as dead.
+ * The parked messages of ordered groups go first (each under its group's
+ * lock, group.c), so that a head buried next hands its turn to one that
+ * is alive; then new/, delayed ones too; then the leases run out in cur/
+ * (those running are their holders').  It reads every leaf, one at a
+ * time.  What cannot be read or moved is passed over, and the last such
+ * error returned at the end.
  */
 int
 mq_expire(struct mq_spool *sp, uint64_t ttl,
@@ -178,10 +215,20 @@ mq_expire(struct mq_spool *sp, uint64_t ttl,
 {
 	struct reclaimer rc;
 	struct mq_tree t = { expire_step, &rc, 0, 0, 1, 0, 0 };
-	int r;
+	uint64_t wake = UINT64_MAX;
+	int r, groups;
 
 	reclaimer_init(&rc, sp, 0, ttl, report);
+	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) != -1) {
+		if (mq_dir_each(groups, DT_DIR, expire_group, &rc) == -1)
+			rc.failed = errno;
+		close(groups);
+	} else if (errno != ENOENT)
+		rc.failed = errno;
 	r = mq_tree_walk(&t, sp->new);
+	if (mq_expired_scan(sp, rc.now, INT32_MAX, expire_lease, &rc,
+	    &wake) == -1)
+		rc.failed = errno;
 	mq_burial_end(&rc.expired);
 	if (r != -1 && rc.failed != 0) {
 		errno = rc.failed;

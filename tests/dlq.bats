@@ -244,3 +244,149 @@ bury() {
 	run -0 mq-dlq ls
 	[[ $output == "$id	1	"*"	max attempts	"* ]]
 }
+
+# The time an ID was sent, in ms (its first 16 hex digits are ns).
+sent_ms() {
+	echo $((16#${1%%.*} / 1000000))
+}
+
+# A time in ms as mq-dlq ls and mq-ls write it (ISO 8601, UTC, seconds).
+iso() {
+	date -u -d "@$(($1 / 1000))" +%Y-%m-%dT%H:%M:%SZ
+}
+
+# The DIED field of dead/ID,DIED,... (seconds).
+died() {
+	find "$MQ_DIR/dead" -name "$1,*" | sed 's/.*\///' | cut -d, -f 2
+}
+
+# "ID<tab>time of death" of every dead letter, as mq-dlq ls says, sorted;
+# the clock $1 seconds ahead.
+dlq_died() {
+	ahead "$1" mq-dlq ls | cut -f 1,3 | sort
+}
+
+@test "mq-dlq ls: messages past their ttl are dead letters without a sweep, dead as of their expiry, as mq-ls and mq-stat say" {
+	# A ttl of 5 s (the spool's) and one of 2 s (the message's own),
+	# passed by moving the clock ahead 10 s: never slept through.
+	mq-conf ttl=5
+	mapfile -t ids < <(seq 1 4 | mq-send -l)
+	ids+=("$(echo own | mq-send --ttl 2)")
+	# mq-ls and mq-stat call them dead before anything buried them.
+	ahead 10 mq-ls -s dead | cut -f 1,4 | sort >"$BATS_TEST_TMPDIR/ls"
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/ls")" 5
+	[[ $(ahead 10 mq-stat --json) == *'"dead":5,'* ]]
+	assert_equal "$(count dead)" 0
+	run -0 --separate-stderr ahead 10 mq-dlq ls
+	assert_equal "${#lines[@]}" 5
+	assert_equal "$(cut -f 4 <<<"$output" | sort -u)" expired
+	# Dead at their expiry (sent + ttl), as mq-ls said, not when met.
+	assert_equal "$(cut -f 1,3 <<<"$output" | sort)" "$(cat "$BATS_TEST_TMPDIR/ls")"
+	for id in "${ids[@]}"; do
+		ttl=5000
+		[ "$id" != "${ids[4]}" ] || ttl=2000
+		assert_equal "$id $(died "$id")" "$id $((($(sent_ms "$id") + ttl) / 1000))"
+		grep -qx "$id	$(iso $(($(sent_ms "$id") + ttl)))" \
+		    "$BATS_TEST_TMPDIR/ls" || fail "$id: not dead at its expiry"
+	done
+	# mq-stat counts what mq-dlq lists.
+	[[ $(ahead 10 mq-stat --json) == *'"dead":5,'* ]]
+	assert_equal "$(ahead 10 mq-ls -s dead | wc -l)" 5
+	assert_equal "$(count new)" 0
+	# A sweep later moves no time of death.
+	before=$(dlq_died 10)
+	ahead 20 mq-sweep
+	assert_equal "$(dlq_died 20)" "$before"
+}
+
+@test "mq-dlq: a sweep buries at the expiry too, and mq-dlq ls agrees with mq-ls before and after" {
+	mq-conf ttl=5
+	seq 1 3 | mq-send -l >/dev/null
+	ls_before=$(ahead 10 mq-ls -s dead | cut -f 1,4 | sort)
+	ahead 10 mq-sweep
+	assert_equal "$(dlq_died 30)" "$ls_before"
+}
+
+@test "mq-dlq show, purge --all and redrive --all act on messages past their ttl without a sweep" {
+	mapfile -t ids < <(printf 'a\nb\n' | mq-send -l --ttl 5)
+	run -0 --separate-stderr ahead 10 mq-dlq show "${ids[0]}"
+	assert_output a
+	run -0 --separate-stderr ahead 10 mq-dlq -v purge --all
+	assert_equal "$(grep -c ': purged$' <<<"$stderr")" 2
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count new)" 0
+	[[ $(ahead 10 mq-stat --json) == *'"dead":0,'* ]]
+	mapfile -t ids < <(printf 'c\nd\n' | mq-send -l --ttl 5)
+	run -0 --separate-stderr ahead 10 mq-dlq -v redrive --all
+	assert_equal "$(grep -c ': redriven$' <<<"$stderr")" 2
+	assert_equal "$(count dead)" 0
+	[[ $(ahead 10 mq-stat --json) == *'"ready":2,'*'"dead":0,'* ]]
+	r=$(ahead 10 mq-recv -n 2)
+	assert_equal "$(cat $r)" cd
+}
+
+@test "mq-dlq: the parked messages of an ordered group past their ttl are dead letters, as mq-ls and mq-stat call them" {
+	for b in a b c; do
+		echo "$b" | mq-send -g G --ttl 5 >/dev/null
+	done
+	echo d | mq-send -g G --ttl 3600 >/dev/null
+	assert_equal "$(parked G)" 3
+	assert_equal "$(ahead 10 mq-ls -s dead | wc -l)" 3
+	[[ $(ahead 10 mq-stat --json) == *'"dead":3,"blocked":1,'* ]]
+	run -0 --separate-stderr ahead 10 mq-dlq ls
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(cut -f 4 <<<"$output" | sort -u)" expired
+	assert_equal "$(cut -f 6 <<<"$output" | tr '\n' ' ')" 'a\n b\n c\n '
+	[[ $(ahead 10 mq-stat --json) == *'"ready":1,'*'"dead":3,'* ]]
+	# The one alive has the group's turn.
+	r=$(ahead 10 mq-recv)
+	assert_equal "$(cat "$r")" d
+	ahead 10 mq-ack "$r"
+	# Redriven, they go back into their group, in order.
+	ahead 10 mq-dlq redrive --all
+	for b in a b c; do
+		r=$(ahead 10 mq-recv)
+		assert_equal "$(cat "$r")" "$b"
+		ahead 10 mq-ack "$r"
+	done
+}
+
+@test "mq-dlq ls: a lease run out past its ttl is a dead letter, one still running is not" {
+	# Leases of 5 s and 600 s, and the clock moved 10 s ahead.
+	a=$(echo a | mq-send --ttl 5)
+	mq-recv -t 5 >/dev/null
+	b=$(echo b | mq-send --ttl 5)
+	r=$(mq-recv -t 600)
+	assert_equal "$(basename "$r" | cut -d, -f 1)" "$b"
+	assert_equal "$(ahead 10 mq-ls -s dead | cut -f 1)" "$a"
+	run -0 --separate-stderr ahead 10 mq-dlq ls
+	assert_equal "$(cut -f 1,2,4 <<<"$output")" "$(printf '%s\t1\texpired' "$a")"
+	assert_equal "$(died "$a")" $((($(sent_ms "$a") + 5000) / 1000))
+	assert_equal "$(ahead 10 mq-ls -s inflight | cut -f 1)" "$b"
+	ahead 10 mq-ack "$r"
+}
+
+# mq-dlq show's (or mq-show's) standard output on a terminal (script(1)
+# gives it one).
+on_tty() {
+	script -qec "$*" /dev/null </dev/null | tr -d '\r'
+}
+
+@test "mq-dlq show: on a terminal control characters are escaped as mq-show escapes them; --raw raw; a pipe byte for byte" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	printf 'evil \033[31mred\033[0m\tx\nline2\x80\xc3\xa9\\end\a' >"$BATS_TEST_TMPDIR/body"
+	id=$(mq-send "$BATS_TEST_TMPDIR/body")
+	mq-ack -x why "$(mq-recv)"
+	run on_tty mq-dlq show "$id"
+	assert_output "$(printf 'evil \\x1b[31mred\\x1b[0m\tx\nline2\\x80\xc3\xa9\\\\end\\x07')"
+	[[ $output != *$'\033'* ]]
+	assert_equal "$output" "$(on_tty mq-show "$id")"
+	run on_tty mq-dlq show --raw "$id"
+	assert_output "$(printf 'evil \033[31mred\033[0m\tx\nline2\x80\xc3\xa9\\end\a')"
+	assert_equal "$output" "$(on_tty mq-show --raw "$id")"
+	mq-dlq show "$id" | cmp - "$BATS_TEST_TMPDIR/body"
+	mq-dlq show --raw "$id" | cmp - "$BATS_TEST_TMPDIR/body"
+	run -2 mq-dlq ls --raw
+	run -2 mq-dlq purge --raw --all
+	assert_equal "$(count dead)" 1
+}

@@ -175,6 +175,15 @@ show_on_tty() {
 	mq-show "$id" | cmp - "$(file_of "$id")"
 }
 
+@test "mq-show --raw: the body raw on a terminal, as -r" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	id=$(printf 'a\033[31mred\a' | mq-send)
+	run show_on_tty --raw "$id"
+	assert_output "$(printf 'a\033[31mred\a')"
+	assert_equal "$output" "$(show_on_tty -r "$id")"
+	mq-show --raw "$id" | cmp - "$(file_of "$id")"
+}
+
 @test "mq-show: on a terminal, a UTF-8 character cut by a read's end is shown whole, not escaped" {
 	command -v script >/dev/null || fail "script (bsdutils) is not installed"
 	# 65535 bytes, then a 2-byte character across the 64 KiB read.

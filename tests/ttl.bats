@@ -370,3 +370,39 @@ now_ms() {
 	assert_equal "$(reasons | sort | uniq -c | tr -s ' ')" " 2000 expired"
 	assert_equal "$(count tmp)" 0
 }
+
+@test "ttl: whoever buries an expired message (mq-recv, mq-sweep, mq-send at max-depth, mq-dlq, the claim of its run-out lease) dates its death at its expiry" {
+	# A ttl of 5 s, and each burier run with the clock 10 s ahead.
+	for who in recv sweep send dlq lease; do
+		export MQ_DIR=$BATS_TEST_TMPDIR/$who
+		id=$(echo a | mq-send --ttl 5)
+		case $who in
+		recv) ahead 10 mq-recv || true ;;
+		sweep) ahead 10 mq-sweep ;;
+		send) mq-conf max-depth=1; ahead 10 mq-send <<<b >/dev/null ;;
+		dlq) ahead 10 mq-dlq ls >/dev/null ;;
+		lease) mq-recv -t 5 >/dev/null; ahead 10 mq-recv || true ;;
+		esac
+		# dead/ID,DIED,A,TTL: DIED in seconds, the ID's time in ns.
+		assert_equal "$who: $(field "$(only_name dead)" 2)" \
+		    "$who: $(((16#${id%%.*} / 1000000 + 5000) / 1000))"
+		assert_equal "$who: $(mq-dlq ls | cut -f 1,4)" "$who: $id	expired"
+	done
+}
+
+@test "ttl: an expired lease past its ttl at max attempts is buried as expired, as mq-ls calls it dead" {
+	for who in recv sweep; do
+		export MQ_DIR=$BATS_TEST_TMPDIR/$who
+		mq-conf max-attempts=1
+		id=$(echo a | mq-send --ttl 5)
+		mq-recv -t 5 >/dev/null
+		assert_equal "$(ahead 10 mq-ls -s dead | cut -f 1)" "$id"
+		case $who in
+		recv) run -1 ahead 10 mq-recv ;;
+		sweep) ahead 10 mq-sweep ;;
+		esac
+		assert_equal "$who: $(mq-dlq ls | cut -f 1,2,4)" "$who: $id	1	expired"
+		assert_equal "$who: $(field "$(only_name dead)" 2)" \
+		    "$who: $(((16#${id%%.*} / 1000000 + 5000) / 1000))"
+	done
+}

@@ -11,10 +11,10 @@ _mq_options() {
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
-	mq-dlq) echo "-v -d -t --all --json -h --help -V --version" ;;
+	mq-dlq) echo "-v -d -t --all --json --raw -h --help -V --version" ;;
 	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-v -d -h --help -V --version" ;;
-	mq-show) echo "-r -v -d -h --help -V --version" ;;
+	mq-show) echo "-r --raw -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
 	mq-relay) echo "-1 -v -d -n -q -s -h --help -V --version" ;;
@@ -112,7 +112,11 @@ _mq() {
 		ls) mapfile -t COMPREPLY < <(compgen -W "--json" -- "$cur") ;;
 		show | redrive | purge)
 			if [[ $cur == -* ]]; then
-				[ "$sub" = show ] || mapfile -t COMPREPLY < <(compgen -W "--all -t" -- "$cur")
+				if [ "$sub" = show ]; then
+					mapfile -t COMPREPLY < <(compgen -W "--raw" -- "$cur")
+				else
+					mapfile -t COMPREPLY < <(compgen -W "--all -t" -- "$cur")
+				fi
 			else
 				mapfile -t COMPREPLY < <(compgen -W "$(mq-dlq "${spool[@]}" ls 2>/dev/null | cut -f 1)" -- "$cur")
 			fi ;;
