@@ -149,7 +149,7 @@ mq-conf: $MQ_DIR: paused=yes (was no)"
 	for round in 1 2 3 4 5; do
 		mq-conf max-attempts= ttl= lease= paused= dedup-window=
 		mq-conf max-attempts=$((round + 1)) &
-		mq-conf ttl=$round &
+		mq-conf -f ttl=$round &
 		mq-conf lease=$round &
 		mq-conf paused=yes &
 		mq-conf dedup-window=$round &
@@ -176,10 +176,10 @@ lease=soon"
 
 @test "mq-conf: keys it does not know are kept, comments and blank lines allowed" {
 	printf '# set by hand\nmax-depth=5\n\nfuture-key=1\n' >"$BATS_TEST_TMPDIR/c"
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	cp "$BATS_TEST_TMPDIR/c" "$MQ_DIR/conf"
 	assert_equal "$(mq-conf max-depth)" 5
-	mq-conf ttl=7
+	mq-conf -f ttl=7
 	run cat "$MQ_DIR/conf"
 	assert_line "future-key=1"
 	assert_line "ttl=7"
@@ -187,7 +187,7 @@ lease=soon"
 }
 
 @test "mq-conf: a conf that is not a regular file is not followed" {
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	rm "$MQ_DIR/conf"
 	printf 'max-depth=99\n' >"$BATS_TEST_TMPDIR/elsewhere"
 	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$MQ_DIR/conf"
@@ -216,7 +216,7 @@ lease=soon"
 }
 
 @test "mq-conf: a hand-written line with blanks around its key stops the tools, not ignored" {
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	printf 'max-depth = 5\n' >"$MQ_DIR/conf"
 	run -4 --separate-stderr mq-conf max-depth
 	assert_equal "$stderr" "mq-conf: $MQ_DIR/conf: line 1: a blank in the key (key=value, no blanks)"

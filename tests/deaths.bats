@@ -126,7 +126,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	run -5 --separate-stderr timeout 20 mq-recv -- sh -c 'echo "bad input" >&2; exit 65'
 	assert_equal "$(count dead)" 1
 	mq-dlq redrive "$id"
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	sleep 1.3
 	run -1 timeout 20 mq-recv
 	assert_equal "$(count dead)" 1

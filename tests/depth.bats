@@ -670,7 +670,7 @@ reasons() {
 @test "depth: messages past the spool's ttl do not count; the count buries them as expired" {
 	# A ttl of 5 s, and the clock moved ahead past it (ahead) rather
 	# than slept through: a loaded machine keeps its margin.
-	mq-conf max-depth=3 ttl=5
+	mq-conf -f max-depth=3 ttl=5
 	run -6 --separate-stderr mq-send -l < <(seq 1 5)
 	assert_equal "${#lines[@]}" 3
 	# Past the ttl they are dead; the send finds room, and makes it real.
@@ -705,7 +705,7 @@ reasons() {
 }
 
 @test "depth: -w on a full spool goes on once its messages expire, with no consumer (paused)" {
-	mq-conf max-depth=2 ttl=1 paused=yes
+	mq-conf -f max-depth=2 ttl=1 paused=yes
 	seq 1 2 | mq-send -l >/dev/null
 	run -6 mq-send <<<x
 	run timeout 20 mq-send -w <<<late
@@ -786,12 +786,12 @@ entry() {
 	# No own ttl: no own expiry (0), only the earliest send.
 	[[ $(entry "$leaf") =~ ^[0-9]+\ [0-9]+\ [0-9]+\ [0-9]+\ 0\ 3$ ]]
 	sleep 1.1
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	run mq-send <<<y
 	assert_success
 	assert_equal "$(reasons)" "expired 3;"
 	# And a ttl that has not passed yet leaves a cached leaf counted.
-	mq-conf ttl=3600
+	mq-conf -f ttl=3600
 	seq 1 2 | mq-send -l >/dev/null
 	sleep 0.05
 	run -6 mq-send <<<z
@@ -801,7 +801,7 @@ entry() {
 
 @test "depth: with ttls set, a count still lists only the leaves that changed, while none of theirs can expire (strace)" {
 	command -v strace >/dev/null || skip "strace is not installed"
-	mq-conf max-depth=100000 ttl=3600
+	mq-conf -f max-depth=100000 ttl=3600
 	for d in $(seq 10 10 100); do
 		mq-send -D "$d" --ttl 600 <<<"$d" >/dev/null
 	done

@@ -269,7 +269,7 @@ dlq_died() {
 @test "mq-dlq ls: messages past their ttl are dead letters without a sweep, dead as of their expiry, as mq-ls and mq-stat say" {
 	# A ttl of 5 s (the spool's) and one of 2 s (the message's own),
 	# passed by moving the clock ahead 10 s: never slept through.
-	mq-conf ttl=5
+	mq-conf -f ttl=5
 	mapfile -t ids < <(seq 1 4 | mq-send -l)
 	ids+=("$(echo own | mq-send --ttl 2)")
 	# mq-ls and mq-stat call them dead before anything buried them.
@@ -300,7 +300,7 @@ dlq_died() {
 }
 
 @test "mq-dlq: a sweep buries at the expiry too, and mq-dlq ls agrees with mq-ls before and after" {
-	mq-conf ttl=5
+	mq-conf -f ttl=5
 	seq 1 3 | mq-send -l >/dev/null
 	ls_before=$(ahead 10 mq-ls -s dead | cut -f 1,4 | sort)
 	ahead 10 mq-sweep

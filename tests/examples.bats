@@ -156,7 +156,7 @@ fake_convert() {
 	assert_equal "$(count dead)" 0
 }
 
-@test "README: the xargs pool started before its spool waits for it without an error, then works" {
+@test "README: the xargs pool started before its spool waits for it, saying so once and no error, then works" {
 	fake_convert
 	cd "$BATS_TEST_TMPDIR"
 	export MQ_DIR=$BATS_TEST_TMPDIR/later
@@ -169,7 +169,7 @@ fake_convert() {
 	pid=$!
 	sleep 1
 	kill -0 "$pid"
-	assert_equal "$(cat err)" ""
+	assert_equal "$(cat err)" "mq-recv: $MQ_DIR: waiting for the spool to be made"
 	echo "$PWD/photos/1.jpg" | mq-send -l >/dev/null
 	for _ in $(seq 1 100); do
 		[ -s thumbs/1.jpg ] && break
@@ -238,11 +238,12 @@ JOB
 	assert_equal "$(count cur)" 0
 }
 
-@test "example xargs-pool.sh: a spool still not made after IDLE: one error and exit 4, no loop of errors" {
+@test "example xargs-pool.sh: a spool still not made after IDLE: the wait said, one error and exit 4, no loop of errors" {
 	export MQ_DIR=$BATS_TEST_TMPDIR/no-spool
 	JOB=true IDLE=1 run timeout 20 sh "$ex/xargs-pool.sh"
 	assert_equal "$status" 4
-	assert_equal "${#lines[@]}" 1
+	assert_equal "${#lines[@]}" 2
+	assert_equal "${lines[0]}" "mq-recv: $MQ_DIR: waiting for the spool to be made"
 	assert_output --partial "No such file or directory"
 }
 

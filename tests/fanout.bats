@@ -435,7 +435,7 @@ readonly_dir() {
 }
 
 @test "fanout: -k, a rerun's copy under the holder's older ID counts its time to live from now" {
-	mq-conf -d "$A" ttl=1 max-depth=1
+	mq-conf -f -d "$A" ttl=1 max-depth=1
 	echo filler | mq-send -d "$A" >/dev/null
 	run --separate-stderr mq-send -k K -d "$B" -d "$A" <<<"m"
 	assert_failure 6

@@ -226,7 +226,7 @@ EOF
 @test "mq-ls: the counts by state agree with mq-stat" {
 	every_state
 	echo k | mq-send -p 5 -D 300 >/dev/null
-	mq-conf ttl=3600
+	mq-conf -f ttl=3600
 	run --separate-stderr mq-stat --json
 	printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/stat"
 	mq-ls --json >"$BATS_TEST_TMPDIR/ls"
@@ -275,7 +275,7 @@ $(cat "$BATS_TEST_TMPDIR/b")	dead"
 	# The spool's ttl too, and the delayed one is delayed no more.
 	run mq-ls -s delayed
 	assert_equal "$output" ""
-	mq-conf ttl=0.5
+	mq-conf -f ttl=0.5
 	run mq-ls -s dead
 	assert_equal "${#lines[@]}" 3
 	run mq-ls -s ready

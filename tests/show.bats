@@ -59,7 +59,7 @@ shows() {
 	assert_equal "$(mq-ls -s dead | cut -f1)" "$a"
 	run -0 --separate-stderr mq-show -v "$b"
 	assert_equal "$stderr" "mq-show: $b: ready"
-	mq-conf ttl=0.5
+	mq-conf -f ttl=0.5
 	sleep 0.6
 	run -0 --separate-stderr mq-show -v "$b"
 	assert_output b

@@ -135,7 +135,7 @@ now_ms() {
 
 @test "ttl: the spool's ttl applies to every waiting message, also one sent before it was set" {
 	before=$(echo before | mq-send)
-	mq-conf ttl=0.2
+	mq-conf -f ttl=0.2
 	after=$(echo after | mq-send)
 	sleep 0.4
 	run -1 mq-recv
@@ -149,7 +149,7 @@ now_ms() {
 
 @test "ttl: mq-sweep applies the spool's ttl too" {
 	id=$(echo a | mq-send)
-	mq-conf ttl=0.2
+	mq-conf -f ttl=0.2
 	sleep 0.4
 	run --separate-stderr mq-sweep -v
 	[[ $stderr == *"$id: dead: expired"* ]]
@@ -157,20 +157,20 @@ now_ms() {
 }
 
 @test "ttl: the lower of --ttl and the spool's ttl wins" {
-	mq-conf ttl=60
+	mq-conf -f ttl=60
 	echo own | mq-send --ttl 0.2 >/dev/null
 	sleep 0.4
 	run -1 mq-recv
 	assert_equal "$(reasons)" expired
 	mq-dlq purge --all
-	mq-conf ttl=0.2
+	mq-conf -f ttl=0.2
 	echo spool | mq-send --ttl 60 >/dev/null
 	sleep 0.4
 	run -1 mq-recv
 	assert_equal "$(reasons)" expired
 	# Neither passed: claimed.
 	mq-dlq purge --all
-	mq-conf ttl=60
+	mq-conf -f ttl=60
 	echo both | mq-send --ttl 60 >/dev/null
 	sleep 0.3
 	r=$(mq-recv)
@@ -178,7 +178,7 @@ now_ms() {
 }
 
 @test "ttl: a spool's ttl set back to none (ttl=) expires nothing more" {
-	mq-conf ttl=0.2
+	mq-conf -f ttl=0.2
 	mq-conf ttl=
 	echo a | mq-send >/dev/null
 	sleep 0.4
@@ -189,7 +189,7 @@ now_ms() {
 @test "ttl: a message in flight does not expire under its holder: ack after the ttl exits 0" {
 	# Long enough to be claimed in time on a loaded machine, or valgrind.
 	echo a | mq-send --ttl 2 >/dev/null
-	mq-conf ttl=2
+	mq-conf -f ttl=2
 	r=$(mq-recv -t 30)
 	sleep 2.3
 	run mq-sweep
@@ -252,7 +252,7 @@ now_ms() {
 }
 
 @test "ttl: a redrive restarts the clock under the spool's ttl too" {
-	mq-conf ttl=1
+	mq-conf -f ttl=1
 	echo a | mq-send >/dev/null
 	sleep 1.2
 	run -1 mq-recv
@@ -290,7 +290,7 @@ now_ms() {
 
 @test "ttl: worker mode applies the spool's ttl" {
 	echo old | mq-send >/dev/null
-	mq-conf ttl=0.2
+	mq-conf -f ttl=0.2
 	sleep 0.4
 	run -1 timeout 20 mq-recv -- sh -c 'cat >>"$1"' _ "$W/seen"
 	assert_file_not_exist "$W/seen"
@@ -336,7 +336,7 @@ now_ms() {
 	mq-ack -r "$r"
 	assert_equal "$(only_name new)" "$id,2"
 	# An hour's ttl: it was sent two hours ago.
-	mq-conf ttl=3600
+	mq-conf -f ttl=3600
 	run -1 mq-recv
 	assert_equal "$(mq-dlq ls | cut -f 1,2,4)" "$(printf '%s\t2\texpired' "$id")"
 	name=$(only_name dead)
