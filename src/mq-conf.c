@@ -89,16 +89,23 @@ expiring(struct mq_spool *sp, uint64_t ttl_ms)
 
 /*
  * A ttl that would bury a backlog at once is set only when asked for:
- * with -f, or by a yes on a terminal.  Else exit 2, nothing changed.
+ * with -f (which still says how many), or by a yes on a terminal.  Else
+ * exit 2, nothing changed.
  */
 static void
-confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms)
+confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms,
+    int force)
 {
 	char answer[16];
 	uint64_t n;
 
 	if ((n = expiring(sp, ttl_ms)) == 0)
 		return;
+	if (force) {
+		warnx("%s: %s expires %" PRIu64 " waiting message%s now",
+		    sp->path, setting, n, n == 1 ? "" : "s");
+		return;
+	}
 	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
 		fprintf(stderr, "%s: %s: %s expires %" PRIu64 " waiting "
 		    "message%s now (dead letters, reason expired); set it? "
@@ -150,8 +157,8 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 		mq_spool_xopen(&sp, dir, 1);
 		warnx("%s: new spool", sp.path);
 	} else {
-		if (ttl != NULL && !force)
-			confirm(&sp, ttl, check.ttl_ms);
+		if (ttl != NULL)
+			confirm(&sp, ttl, check.ttl_ms, force);
 		mq_spool_close(&sp);
 		mq_spool_xopen(&sp, dir, 1);
 	}

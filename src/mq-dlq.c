@@ -49,15 +49,23 @@ static int vflag, rawflag;
 /*
  * Buries what waits past its time to live, so that every command sees
  * what mq-ls and mq-stat call dead.  One that cannot be buried is warned
- * about (exit 4), and the command goes on with what is in dead/.
+ * about (exit 4), and the command goes on with what is in dead/; but an
+ * operator who may only look (ls, show) is not failed for what only a
+ * writer can do: told, exit 0.
  */
 static int
-expire(struct mq_spool *sp)
+expire(struct mq_spool *sp, int looking)
 {
 	struct mq_conf conf;
 
 	mq_conf_xread(sp, &conf);
 	if (mq_expire(sp, conf.ttl_ms, NULL) == -1) {
+		if (looking && (errno == EACCES || errno == EPERM ||
+		    errno == EROFS)) {
+			warn("%s: what expired is not buried (mq-ls -s dead "
+			    "lists it)", sp->path);
+			return MQ_EX_OK;
+		}
 		warn("%s: burying what expired", sp->path);
 		return MQ_EX_SYS;
 	}
@@ -99,7 +107,7 @@ cmd_ls(struct mq_spool *sp, int json)
 	off_t size;
 	int got, k, status;
 
-	status = expire(sp);
+	status = expire(sp, 1);
 	mq_keys_init(&keys, sp);
 	if (mq_dead_list(sp, &d, &n) == -1)
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
@@ -171,7 +179,7 @@ cmd_show(struct mq_spool *sp, const char *id)
 	struct stat st;
 	int fd, status;
 
-	status = expire(sp);
+	status = expire(sp, 1);
 	if (mq_dead_find(sp, id, &d) == -1) {
 		if (errno != ENOENT)
 			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
@@ -222,7 +230,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		warnx("--all and IDs exclude each other");
 		return MQ_EX_USAGE;
 	}
-	status = expire(sp);
+	status = expire(sp, 0);
 	if (to != NULL) {
 		mq_spool_xopen(&target, to, 1);
 		tsp = &target;

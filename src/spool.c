@@ -260,10 +260,6 @@ mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
 }
 
 /*
- * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
- * with the contract's status and a message that names it.
- */
-/*
  * Why path is the spool when opt (-d) is NULL and MQ_DIR is unset: the
  * default, which under sudo or in a unit is another user's; else NULL.
  */
@@ -277,6 +273,10 @@ mq_spool_whence(const char *opt)
 	return "the default spool, as neither -d nor MQ_DIR is given";
 }
 
+/*
+ * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
+ * with the contract's status and a message that names it.
+ */
 void
 mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
 {

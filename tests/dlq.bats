@@ -390,3 +390,31 @@ on_tty() {
 	run -2 mq-dlq purge --raw --all
 	assert_equal "$(count dead)" 1
 }
+
+@test "mq-dlq ls and show by a user who may only read: what expired is told as not buried, exit 0; the dead letters listed" {
+	[ "$(id -u)" -eq 0 ] || skip "switching users needs root"
+	command -v setpriv >/dev/null || skip "setpriv is not installed"
+	top=$(mktemp -d /tmp/mq-dlq-ro.XXXXXX)
+	chmod 755 "$top"
+	export MQ_DIR=$top/spool
+	id=$(echo gone | mq-send)
+	mq-ack -x broken "$(mq-recv)"
+	echo old | mq-send --ttl 5 >/dev/null
+	chmod -R a+rX "$MQ_DIR"
+	reader() {
+		setpriv --reuid=4003 --regid=4003 --clear-groups \
+		    env PATH="$(public_bin):$PATH" MQ_DIR="$MQ_DIR" \
+		    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		    NO_FAKE_STAT=1 faketime -f +60s "$@"
+	}
+	run -0 --separate-stderr reader mq-dlq ls
+	assert_equal "$stderr" "mq-dlq: $MQ_DIR: what expired is not buried (mq-ls -s dead lists it): Permission denied"
+	assert_equal "${#lines[@]}" 1
+	[[ ${lines[0]} == "$id	"* ]]
+	run -0 --separate-stderr reader mq-dlq show "$id"
+	assert_equal "$output" gone
+	run -1 --separate-stderr reader mq-dlq show 0123456789abcdef.1.0123456789ab
+	# A writer's redrive is no looker's: it fails where it cannot bury.
+	run -4 --separate-stderr reader mq-dlq redrive --all
+	rm -rf "$top"
+}
