@@ -178,7 +178,7 @@ fake_convert() {
 	kill "$pid"
 	wait "$pid" || true
 	assert_equal "$(cat thumbs/1.jpg)" 1
-	assert_equal "$(cat err)" ""
+	assert_equal "$(cat err)" "mq-recv: $MQ_DIR: waiting for the spool to be made"
 }
 
 @test "README: the worker-mode pool makes every thumbnail once" {
