@@ -126,10 +126,12 @@ cat <<'TXT'
 6. A bounded queue pushes back on its producer.  The spool's settings
    (mq-conf) say it holds at most 5 waiting messages:
      mq-conf max-depth=5
-   A send into a full spool sends what fits and exits 6:
 TXT
 mq-conf max-depth=5
-mq-conf -d "$work/full" max-depth=5
+# A spool made for its settings is said so, on standard error.
+mq-conf -d "$work/full" max-depth=5 2>"$work/conf-err"
+echo "   which made the spool, and said so: $(cat "$work/conf-err")"
+echo "   A send into a full spool sends what fits and exits 6:"
 st=0
 seq 1 8 | mq-send -d "$work/full" -l >"$work/full-ids" 2>"$work/full-err" ||
     st=$?
