@@ -321,6 +321,7 @@ while True:
 PY
 	mutes="${mutes:-} $!"
 	relay_until 30 test -s "$portf" || return 1
+	# shellcheck disable=SC2034 # read by the tests that start a peer
 	mute_port=$(cat "$portf")
 }
 
