@@ -1,17 +1,26 @@
 /*
  * dead.c: dead letters.  dead/ID,DIED,ATTEMPTS holds the body; reason/ID
  * holds the reason, byte for byte, unless a full file system left no room
- * for it.
+ * for it.  reason/ is dead letters' only: the reason a live message's last
+ * release gave is last/ID, a name no dead letter uses, so that a release
+ * that comes too late (its lease lost to a burial) never touches a dead
+ * letter's reason, and a burial that loses its rename never touches a
+ * live message's.
  *
  *	bury	new/... or cur/...	-> dead/ID,DIED,A[,TTL]	mq_burial_bury
  *		tmp/ID',reason		=> reason/ID (a link)	mq_burial_bury
- *	release	tmp/ID',reason		-> reason/ID, synced	mq_reason_keep
- *		(a release's reason, before its rename: receipt.c)
+ *		last/ID			-> (unlinked), once buried
+ *	release	tmp/ID',reason		-> last/ID, synced	mq_reason_keep
+ *		(a release's reason, before its rename: receipt.c; taken
+ *		back if the rename finds the lease lost: mq_reason_unkeep)
  *	redrive	deaths/ID (N records)	=> deaths/ID (N + 1)	mq_history_carry
+ *		last/ID			-> (unlinked)
  *		dead/ID,DIED,A[,TTL][,dN] -> new/T/M/L/ID,0,NOW,TTL,dN+1
  *						mq_dead_redrive
- *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked), and deaths/ID
+ *	purge	dead/ID,DIED,A[,TTL]	-> (unlinked), and deaths/ID, last/ID
  *						mq_dead_purge
+ *	sweep	reason/ID or last/ID	-> tmp/ID',reason -> (unlinked), if
+ *		still the file the sweep saw	mq_reason_remove_same
  *
  * A redrive and a purge hold an flock(2) on dead/ for the whole of one
  * message (dead_lock), and do nothing if dead/NAME is gone by then: two
@@ -81,32 +90,127 @@ reason_put(struct mq_spool *sp, const char *id, const char *reason,
 }
 
 /*
+ * last/, opened once per spool (sp->last); with create, made if it is
+ * missing, and the root synced when it was made: a reason kept must not
+ * be lost with the directory that holds it.  -1 with ENOENT: there is
+ * none (no release has given a reason here yet).
+ */
+int
+mq_last_dir(struct mq_spool *sp, int create)
+{
+	int made;
+
+	if (sp->last != -1)
+		return sp->last;
+	if (create && (mq_mkdirat(sp->fd, MQ_DIR_LAST, sp->dmode, &made) ==
+	    -1 || (made && mq_fsync_dir(sp->fd) == -1)))
+		return -1;
+	sp->last = mq_opendirat(sp->fd, MQ_DIR_LAST);
+	return sp->last;
+}
+
+/*
  * The reason a release gives (mq-ack -r --reason, a failed job), kept as
- * reason/ID while the message lives, for its death for attempts to name
- * (mq_bury_spent).  Written under a name of its own in tmp/ and renamed
- * over any earlier one, whole or absent, and durable before the release's
- * rename: a crash must not leave the release done and its reason lost.
+ * last/ID while the message lives, for its death for attempts to name
+ * (mq_bury_spent).  A name no dead letter uses: a release that comes too
+ * late (its lease lost, the message buried meanwhile) can leave a last/ID
+ * beside a dead letter, never touch the dead letter's reason/ID.  Written
+ * under a name of its own in tmp/ and renamed over any earlier one, whole
+ * or absent, and durable before the release's rename: a crash must not
+ * leave the release done and its reason lost.  *k says which file it is,
+ * for a release that then finds its lease lost to take it back.
  */
 int
 mq_reason_keep(struct mq_spool *sp, const char *id, const char *reason,
-    size_t len)
+    size_t len, struct mq_kept *k)
 {
 	struct mq_tmpfile tf;
+	struct stat st;
 	char tid[MQ_ID_LEN + 1], tmpname[MQ_NAME_MAX];
+	int last;
 
-	if (mq_spool_need(sp, 0) == -1)
+	if (mq_spool_need(sp, 0) == -1 || (last = mq_last_dir(sp, 1)) == -1)
 		return -1;
 	mq_id_new(tid);
 	snprintf(tmpname, sizeof(tmpname), "%s,reason", tid);
 	if (mq_tmp_create(&tf, sp, tmpname) == -1)
 		return -1;
 	if (mq_tmp_write(&tf, reason, len) == -1 ||
+	    fstat(tf.fd, &st) == -1 ||
 	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||
-	    mq_tmp_commit(&tf, sp->reason, id) == -1) {
+	    mq_tmp_commit(&tf, last, id) == -1) {
 		mq_tmp_abort(&tf);
 		return -1;
 	}
-	return mq_fsync_dir(sp->reason);
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	return mq_fsync_dir(last);
+}
+
+/*
+ * Removes dirfd/id (of last/ or reason/) only if it is still the file was
+ * describes: the same device and inode, and the same mtime.  It is taken
+ * into tmp/ first, under a name of its own, and looked at there, so that
+ * a file renamed into its place meanwhile (a release's reason, a burial's)
+ * is never the one removed: one taken by mistake is linked back, unless a
+ * newer one is there by then.  Returns 0 when removed; -1 if not (errno;
+ * ESTALE: another file is there now).
+ */
+int
+mq_reason_remove_same(struct mq_spool *sp, int dirfd, const char *id,
+    const struct stat *was)
+{
+	struct stat st;
+	char tid[MQ_ID_LEN + 1], tname[MQ_NAME_MAX];
+
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	mq_id_new(tid);
+	snprintf(tname, sizeof(tname), "%s,reason", tid);
+	if (renameat(dirfd, id, sp->tmp, tname) == -1)
+		return -1;
+	if (fstatat(sp->tmp, tname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == was->st_dev && st.st_ino == was->st_ino &&
+	    st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == was->st_mtim.tv_nsec)
+		return unlinkat(sp->tmp, tname, 0);
+	(void)linkat(sp->tmp, tname, dirfd, id, 0);
+	unlinkat(sp->tmp, tname, 0);
+	errno = ESTALE;
+	return -1;
+}
+
+/*
+ * A release that gave a reason (*k) and then found its lease lost takes
+ * its reason back if it is still the one it wrote: the message may be a
+ * dead letter by now, and a last/ID beside one is of no use.
+ */
+void
+mq_reason_unkeep(struct mq_spool *sp, const char *id, const struct mq_kept *k)
+{
+	struct stat st;
+	int saved = errno;
+
+	if (sp->last != -1 &&
+	    fstatat(sp->last, id, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_dev == k->dev && st.st_ino == k->ino)
+		(void)mq_reason_remove_same(sp, sp->last, id, &st);
+	errno = saved;
+}
+
+/*
+ * The last release's reason of id is of no more use (its message buried,
+ * redriven, purged, or released with a reason that found no room): it is
+ * removed, as far as it can be.
+ */
+void
+mq_reason_drop(struct mq_spool *sp, const char *id)
+{
+	int saved = errno;
+
+	if (mq_last_dir(sp, 0) != -1)
+		unlinkat(sp->last, id, 0);
+	errno = saved;
 }
 
 /*
@@ -197,10 +301,12 @@ reason_replace(struct mq_burial *b, const char *id)
 /*
  * Gives message id its reason: a hard link to the shared one (made at the
  * first burial), which costs one link(2) where writing a file costs four
- * calls and an inode.  A reason in the way is replaced: an earlier
- * death's, or that of another burier racing for the same message; *mine
- * is then 0.  A shared reason with all the links it can have is replaced
- * by a new one.
+ * calls and an inode.  reason/ holds dead letters' reasons only (a live
+ * message's is in last/), so a reason in the way is an earlier death's
+ * (a redrive stopped before it removed it) or that of another burier
+ * racing for the same message: it is replaced, and *mine is then 0 (a
+ * burial that then loses leaves it: it may be the winner's).  A shared
+ * reason with all the links it can have is replaced by a new one.
  */
 static int
 reason_link(struct mq_burial *b, const char *id, int *mine)
@@ -283,8 +389,12 @@ mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
  * otherwise leave the winner's dead letter without its reason.  With no
  * room for a reason the message is buried without one: the body must get
  * out of the way of a full file system, and a missing reason says why it
- * is missing (see mq-dlq(1)).  Nothing is synced: after a crash the rename
- * happened or the message is where it was, and is buried again.
+ * is missing (see mq-dlq(1)); an earlier death's reason is then removed,
+ * once the burial is done, so that it does not stand for this one.  Only
+ * then does the message's last release reason (last/ID) go: a burial that
+ * loses its rename leaves a live message's as it was.  Nothing is synced:
+ * after a crash the rename happened or the message is where it was, and
+ * is buried again.
  */
 int
 mq_burial_bury(struct mq_burial *b, int from, const char *name,
@@ -312,14 +422,9 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	 */
 	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
 		return -1;
-	with = reason_link(b, nm->id, &mine) == 0;
-	if (!with) {
-		if (!mq_spool_full(errno))
-			return -1;
-		/* A reason of an earlier death must not stand for this one. */
-		if (unlinkat(sp->reason, nm->id, 0) == -1 && errno != ENOENT)
-			return -1;
-	}
+	if (!(with = reason_link(b, nm->id, &mine) == 0) &&
+	    !mq_spool_full(errno))
+		return -1;
 	/*
 	 * The head of a group is buried by mq_group_leave, which hands its
 	 * turn on as it goes (1); another message of a group is buried
@@ -335,6 +440,10 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 		return -1;
 	}
 	mq_group_unlock(&lock);
+	/* A reason of an earlier death must not stand for this one. */
+	if (!with)
+		unlinkat(sp->reason, nm->id, 0);
+	mq_reason_drop(sp, nm->id);
 	return 0;
 }
 
@@ -365,7 +474,8 @@ mq_bury(struct mq_spool *sp, int from, const char *name,
 /*
  * A message that has had its attempts, buried by whoever meets it (a
  * claim, a sweep's reclaim): its reason says the last one its releases
- * gave (mq_reason_keep), if any.
+ * gave (last/ID: mq_reason_keep), if any; that goes once the burial is
+ * done (mq_burial_bury), and stays if another took the message first.
  */
 int
 mq_bury_spent(struct mq_spool *sp, int from, const char *name,
@@ -375,7 +485,7 @@ mq_bury_spent(struct mq_spool *sp, int from, const char *name,
 	size_t len, rlen;
 	int r, saved;
 
-	if (mq_dead_reason(sp, nm->id, &last, &len) != 0)
+	if (mq_reason_last(sp, nm->id, &last, &len) != 0)
 		len = 0;
 	reason = mq_reason_spent(last, len, &rlen);
 	free(last);
@@ -438,23 +548,19 @@ mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 }
 
 /*
- * The stored reason; the caller frees *buf.  Returns 1 (and no bytes) when
- * there is none: a message buried on a full file system has none; -1 (and
- * no bytes) when it cannot be read: not a regular file (EBADMSG), a
- * symbolic link (ELOOP), a read error.
+ * Reads dirfd/id, a reason, into *buf (the caller frees it).  Returns 1
+ * (and no bytes) when there is none; -1 (and no bytes) when it cannot be
+ * read: not a regular file (EBADMSG), a symbolic link (ELOOP), a read
+ * error.
  */
-int
-mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
+static int
+reason_read(int dirfd, const char *id, char **buf, size_t *len)
 {
 	struct stat st;
 	ssize_t n;
 	int fd, saved;
 
-	*buf = xmalloc(REASON_MAX);
-	*len = 0;
-	if (mq_spool_need(sp, 0) == -1)
-		return -1;
-	fd = openat(sp->reason, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	fd = openat(dirfd, id, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC);
 	if (fd == -1)
 		return errno == ENOENT ? 1 : -1;
@@ -484,6 +590,35 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 	}
 	close(fd);
 	return 0;
+}
+
+/*
+ * A dead letter's stored reason (reason/ID); the caller frees *buf.
+ * Returns 1 (and no bytes) when there is none: a message buried on a full
+ * file system has none; -1 (and no bytes) when it cannot be read.
+ */
+int
+mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
+{
+	*buf = xmalloc(REASON_MAX);
+	*len = 0;
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	return reason_read(sp->reason, id, buf, len);
+}
+
+/*
+ * The reason of a live message's last release (last/ID), as
+ * mq_dead_reason: 1 when there is none (nor last/ itself).
+ */
+int
+mq_reason_last(struct mq_spool *sp, const char *id, char **buf, size_t *len)
+{
+	*buf = xmalloc(REASON_MAX);
+	*len = 0;
+	if (mq_last_dir(sp, 0) == -1)
+		return errno == ENOENT ? 1 : -1;
+	return reason_read(sp->last, id, buf, len);
 }
 
 /* Opens a dead letter's body to be read. */
@@ -611,6 +746,13 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 	*history = 0;
 	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
+	/*
+	 * A last release reason left beside the dead letter (by a release
+	 * that came too late) must not be its next death's "last": it goes
+	 * before the body moves, when no release of the message can have
+	 * written a fresh one.
+	 */
+	mq_reason_drop(sp, d->n.id);
 	/* A message of a group goes back into its group, in ID order. */
 	if ((nm.group[0] != '\0' ? mq_group_place(pl, sp->dead, d->name, &nm,
 	    now) : mq_place(pl, sp->dead, d->name, newname, nm.prio,
@@ -674,6 +816,7 @@ mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 		return -1;
 	if ((r = unlinkat(sp->dead, d->name, 0)) == 0) {
 		unlinkat(sp->reason, d->n.id, 0);
+		mq_reason_drop(sp, d->n.id);
 		(void)mq_history_forget(sp, &d->n);
 	}
 	dead_unlock(sp);

@@ -151,6 +151,11 @@ handle(struct acker *a, const char *receipt)
 			st = mq_receipt_release(rc, &a->pl, a->now + a->ms,
 			    a->because, a->because != NULL ?
 			    strlen(a->because) : 0);
+			/* Released all the same: a full file system. */
+			if (st == MQ_EX_OK && rc->unkept != 0)
+				warnx("%s: reason not kept: %s",
+				    mq_receipt_shown(&a->sp, receipt),
+				    strerror(rc->unkept));
 			break;
 		case BURY:
 			st = mq_receipt_bury(rc, a->reason, strlen(a->reason));

@@ -29,7 +29,8 @@
 #define MQ_DIR_NEW	"new"
 #define MQ_DIR_CUR	"cur"
 #define MQ_DIR_DEAD	"dead"
-#define MQ_DIR_REASON	"reason"
+#define MQ_DIR_REASON	"reason"	/* a dead letter's reason */
+#define MQ_DIR_LAST	"last"		/* a live message's last reason */
 #define MQ_DIR_KEYS	"keys"		/* dedup keys: made by a keyed send */
 #define MQ_DIR_GROUPS	"groups"	/* ordered groups' turns and queues */
 
@@ -127,6 +128,7 @@ struct mq_spool {
 	char	 realbuf[PATH_MAX];
 	int	 fd;
 	int	 tmp, new, cur, dead, reason;
+	int	 last;		/* last/, opened when first needed */
 	int	 groups;	/* groups/, opened when first needed (group.c) */
 	mode_t	 dmode;		/* directories are made like the spool root */
 	mode_t	 fmode;
@@ -334,6 +336,7 @@ struct mq_receipt {
 	const char *name;	/* the claimed name inside it */
 	struct mq_name n;
 	char	 pruned[MQ_BUCKET_MAX];	/* a bucket to remove if empty */
+	int	 unkept;	/* a release's reason not kept: its errno */
 };
 void	 mq_receipt_init(struct mq_receipt *);
 int	 mq_receipt_open(struct mq_spool *, const char *, struct mq_receipt *,
@@ -422,11 +425,24 @@ int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
 	    const char *));
 
 /* dead.c */
+struct stat;
+struct mq_kept {		/* the last/ID a release wrote */
+	dev_t	 dev;
+	ino_t	 ino;
+};
 int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
 	    const char *, size_t);
 int	 mq_bury_spent(struct mq_spool *, int, const char *,
 	    const struct mq_name *);
-int	 mq_reason_keep(struct mq_spool *, const char *, const char *, size_t);
+int	 mq_last_dir(struct mq_spool *, int);
+int	 mq_reason_keep(struct mq_spool *, const char *, const char *, size_t,
+	    struct mq_kept *);
+void	 mq_reason_unkeep(struct mq_spool *, const char *,
+	    const struct mq_kept *);
+void	 mq_reason_drop(struct mq_spool *, const char *);
+int	 mq_reason_remove_same(struct mq_spool *, int, const char *,
+	    const struct stat *);
+int	 mq_reason_last(struct mq_spool *, const char *, char **, size_t *);
 char	*mq_reason_spent(const char *, size_t, size_t *);
 /* A run of burials for one reason, which they share (see dead.c). */
 struct mq_burial {

@@ -322,27 +322,37 @@ mq_receipt_ack(struct mq_receipt *rc)
 }
 
 /*
- * A reason given goes in first (mq_reason_keep), to be named by the
- * message's death for attempts; without one, the last reason given stays.
- * With no room for it, the message is released all the same, as it is
- * buried (dead.c), and an earlier reason must not stand for this one.
+ * A reason given goes in first (last/ID: mq_reason_keep), to be named by
+ * the message's death for attempts; without one, the last reason given
+ * stays.  A release that finds its lease lost takes back the reason it
+ * wrote (the message may be a dead letter by now).  With no room for it,
+ * the message is released all the same, as it is buried (dead.c), and
+ * rc->unkept says so; once the release is done (the lease was this
+ * one's), an earlier reason must not stand for this one.
  */
 static int
 release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due,
     const struct mq_name *nm, const char *reason, size_t len)
 {
-	int st;
+	struct mq_kept k;
+	int st, kept = 0;
 
-	if (reason != NULL &&
-	    mq_reason_keep(rc->sp, nm->id, reason, len) == -1) {
-		if (!mq_spool_full(errno) ||
-		    (unlinkat(rc->sp->reason, nm->id, 0) == -1 &&
-		    errno != ENOENT))
+	rc->unkept = 0;
+	if (reason != NULL) {
+		if (mq_reason_keep(rc->sp, nm->id, reason, len, &k) == 0)
+			kept = 1;
+		else if (mq_spool_full(errno))
+			rc->unkept = errno;
+		else
 			return MQ_EX_SYS;
 	}
-	if ((st = settled(mq_place_back(pl, rc->bucket, rc->name, nm,
-	    due))) == MQ_EX_OK)
+	st = settled(mq_place_back(pl, rc->bucket, rc->name, nm, due));
+	if (st == MQ_EX_OK) {
 		moved_on(rc);
+		if (rc->unkept != 0)
+			mq_reason_drop(rc->sp, nm->id);
+	} else if (st == MQ_EX_LOST && kept)
+		mq_reason_unkeep(rc->sp, nm->id, &k);
 	return st;
 }
 

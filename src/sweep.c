@@ -10,8 +10,9 @@
  *		past its time to live	-> dead/ID,EXPIRY,A	(mq_expire)
  *	prune	empty past directories of new/ (and new/pN) removed
  *		(mq_prune)
- *	tmp/	fragments of crashed senders, and reasons whose message is
- *		gone (acked, purged, removed), removed after
+ *	tmp/	fragments of crashed senders, reasons whose dead letter is
+ *		gone, and last release reasons (last/ID) whose message is
+ *		gone (acked, removed) or dead, removed after
  *		MQ_TMP_STALE_SECS				(mq_tmp_clean)
  *	keys/	records of keys whose window is over, of crashed senders,
  *		broken or orphaned, forgotten (key.c)	(mq_keys_sweep)
@@ -23,6 +24,14 @@
  * only: no stat).  Either dates such a death at the message's expiry
  * (mq_burial_expired).
  * mq_tidy prunes and makes the spares again (mq_spool_spares, spool.c).
+ *
+ * A last reason is looked for only once it is old: what is held is those
+ * (never every ID of the spool), one walk of every state marks those of
+ * live messages, a second walk looks again for the others, and each is
+ * removed only if it is still the file listed: a release that moves its
+ * message behind a walk's back writes a new last/ID first, which is
+ * never the one removed.  A live one is touched, to be looked for again
+ * only after another MQ_TMP_STALE_SECS.
  */
 #include <sys/stat.h>
 
@@ -294,13 +303,6 @@ is_ours(const char *s)
 	return mq_id_valid(id);
 }
 
-/* Dead letters are listed in ID order, so an ID can be looked up. */
-static int
-dead_cmp(const void *id, const void *d)
-{
-	return strcmp(id, ((const struct mq_dead *)d)->n.id);
-}
-
 static void
 held_add(struct mq_names *nl, const char *id)
 {
@@ -317,85 +319,199 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The IDs of every message in any state (look.c's walk). */
-struct alive {
-	struct mq_names	 ids;
-	int		 failed;	/* a directory could not be read */
+/* Dead letters are listed in ID order, so an ID can be looked up. */
+static int
+dead_cmp(const void *id, const void *d)
+{
+	return strcmp(id, ((const struct mq_dead *)d)->n.id);
+}
+
+/*
+ * A reason older than the cutoff: its ID and the file as it was listed,
+ * which it must still be when it is removed (mq_reason_remove_same).
+ */
+struct stale {
+	char	 id[MQ_ID_LEN + 1];
+	struct stat st;
+	int	 met;		/* its message was met alive */
 };
 
-static int
-alive_one(void *arg, const struct mq_look *m)
-{
-	struct alive *a = arg;
+/* What a clean of reason/ or last/ carries: its candidates. */
+struct cleaner {
+	struct mq_spool	*sp;
+	time_t		 cutoff;
+	struct mq_dead	*dead;		/* reason/: every dead letter */
+	size_t		 ndead;
+	struct stale	*v;		/* last/: the candidates, in ID order */
+	size_t		 n, cap;
+	int		 failed;	/* a directory could not be read */
+	void		(*report)(const char *, const char *);
+};
 
-	held_add(&a->ids, m->n.id);
+/*
+ * A reason of reason/ whose dead letter is gone (purged, redriven, or
+ * removed by hand), if old: removed, unless another is there by then.
+ */
+static int
+reason_one(void *arg, int dirfd, const char *id)
+{
+	struct cleaner *c = arg;
+	struct stat st;
+
+	if (!mq_id_valid(id) ||
+	    fstatat(dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    st.st_mtime > c->cutoff ||
+	    bsearch(id, c->dead, c->ndead, sizeof(*c->dead), dead_cmp) != NULL)
+		return 0;
+	if (mq_reason_remove_same(c->sp, dirfd, id, &st) == 0 &&
+	    c->report != NULL)
+		c->report(id, "orphan reason removed");
+	return 0;
+}
+
+/* A last release reason older than the cutoff: a candidate. */
+static int
+last_one(void *arg, int dirfd, const char *id)
+{
+	struct cleaner *c = arg;
+	struct stat st;
+
+	if (!mq_id_valid(id) ||
+	    fstatat(dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    st.st_mtime > c->cutoff)
+		return 0;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 64;
+		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
+	}
+	strlcpy(c->v[c->n].id, id, sizeof(c->v[c->n].id));
+	c->v[c->n].st = st;
+	c->v[c->n].met = 0;
+	c->n++;
+	return 0;
+}
+
+static int
+stale_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct stale *)a)->id,
+	    ((const struct stale *)b)->id);
+}
+
+static int
+stale_key(const void *id, const void *s)
+{
+	return strcmp(id, ((const struct stale *)s)->id);
+}
+
+/*
+ * The walk's callback: the candidate of a message met alive is marked.
+ * A dead letter is not alive: a last/ID beside one (a release that came
+ * too late) is of no use, and its redrive would remove it.
+ */
+static int
+stale_met(void *arg, const struct mq_look *m)
+{
+	struct cleaner *c = arg;
+	struct stale *s;
+
+	if (m->in != MQ_IN_DEAD && (s = bsearch(m->n.id, c->v, c->n,
+	    sizeof(*c->v), stale_key)) != NULL)
+		s->met = 1;
 	return 0;
 }
 
 static void
-alive_fail(void *arg, const char *where, int e)
+stale_fail(void *arg, const char *where, int e)
 {
-	struct alive *a = arg;
+	struct cleaner *c = arg;
 
 	(void)where;
-	a->failed = e;
+	c->failed = e;
 }
 
 /*
- * Removes the reasons of the IDs in orphans (sorted) whose message is in
- * no state: a released message keeps the reason its release gave
- * (mq_reason_keep) for its death to name.  With a part of the spool
- * unread, nothing is removed.
+ * One walk of every state (look.c), for the candidates: those whose
+ * message it meets are marked.  With a part of the spool unread, -1.
  */
 static int
-orphans_clean(struct mq_spool *sp, struct mq_names *orphans,
-    void (*report)(const char *, const char *))
+stale_walk(struct cleaner *c)
 {
-	struct alive a;
 	struct mq_looker lk;
-	size_t i;
-	int r;
 
-	memset(&a, 0, sizeof(a));
 	memset(&lk, 0, sizeof(lk));
 	lk.states = MQ_LOOK_ALL;
 	lk.now = mq_now_ms();
-	lk.fn = alive_one;
-	lk.fail = alive_fail;
-	lk.arg = &a;
-	if ((r = mq_look(sp, &lk)) == 0 && a.failed != 0) {
-		errno = a.failed;
-		r = -1;
-	}
-	if (r != 0) {
-		mq_names_free(&a.ids);
+	lk.fn = stale_met;
+	lk.fail = stale_fail;
+	lk.arg = c;
+	c->failed = 0;
+	if (mq_look(c->sp, &lk) == -1)
+		return -1;
+	if (c->failed != 0) {
+		errno = c->failed;
 		return -1;
 	}
-	mq_names_sort(&a.ids);
-	for (i = 0; i < orphans->n; i++) {
-		if (a.ids.n > 0 && bsearch(&orphans->v[i], a.ids.v, a.ids.n,
-		    sizeof(*a.ids.v), name_cmp) != NULL)
-			continue;
-		if (unlinkat(sp->reason, orphans->v[i], 0) == 0 &&
-		    report != NULL)
-			report(orphans->v[i], "orphan reason removed");
-	}
-	mq_names_free(&a.ids);
 	return 0;
 }
 
 /*
- * Removes tmp/ fragments of crashed senders, and reasons whose message is
- * in no state any more, once they are older than age seconds.
+ * Removes the last release reasons (last/ID) older than the cutoff whose
+ * message is in no state (acked, removed) or a dead letter.  A live one
+ * keeps its own for its death to name (mq_bury_spent), and its file is
+ * touched: it is no candidate again before another cutoff has passed, so
+ * that a message alive for long costs a walk of the spool once in that
+ * time, not at every sweep.  What is held is the candidates (sorted, for
+ * the walk to look its messages up), never the spool's IDs.  A message
+ * the walk missed as it moved back behind it (a release, cur/ -> new/)
+ * is met by a second walk of those left, as mq_find searches twice; and
+ * each is removed only if it is still the file listed (a release writes
+ * a new one: mq_reason_remove_same), so that no fresh reason is lost.
+ * With a part of the spool unread, nothing is removed.
+ */
+static int
+last_clean(struct cleaner *c)
+{
+	size_t i, j, pass;
+	int last;
+
+	if ((last = mq_last_dir(c->sp, 0)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (mq_dir_each(last, DT_REG, last_one, c) == -1)
+		return -1;
+	qsort(c->v, c->n, sizeof(*c->v), stale_cmp);
+	for (pass = 0; pass < 2 && c->n > 0; pass++) {
+		if (stale_walk(c) == -1)
+			return -1;
+		/* The live ones are done with: only the others are left. */
+		for (i = j = 0; i < c->n; i++) {
+			if (!c->v[i].met)
+				c->v[j++] = c->v[i];
+			else
+				(void)utimensat(last, c->v[i].id, NULL,
+				    AT_SYMLINK_NOFOLLOW);
+		}
+		c->n = j;
+	}
+	for (i = 0; i < c->n; i++)
+		if (mq_reason_remove_same(c->sp, last, c->v[i].id,
+		    &c->v[i].st) == 0 && c->report != NULL)
+			c->report(c->v[i].id, "orphan last reason removed");
+	return 0;
+}
+
+/*
+ * Removes tmp/ fragments of crashed senders, the reasons of dead letters
+ * that are gone, and the last release reasons of messages in no state,
+ * once they are older than age seconds.
  */
 int
 mq_tmp_clean(struct mq_spool *sp, uint64_t age,
     void (*report)(const char *, const char *))
 {
-	struct mq_names names, orphans;
-	struct mq_dead *dead;
+	struct mq_names names;
+	struct cleaner c;
 	struct stat st;
-	size_t ndead;
 	time_t cutoff = mq_now_ms() / 1000 - age;
 	size_t i;
 	int r;
@@ -411,27 +527,24 @@ mq_tmp_clean(struct mq_spool *sp, uint64_t age,
 			report(names.v[i], "stale tmp file removed");
 	}
 	mq_names_free(&names);
-	/* One listing of dead/ serves every reason. */
-	if (mq_dead_list(sp, &dead, &ndead) == -1)
+	memset(&c, 0, sizeof(c));
+	c.sp = sp;
+	c.cutoff = cutoff;
+	c.report = report;
+	/*
+	 * reason/ is dead letters' only: one listing of dead/ serves every
+	 * reason, and dead/ is listed before reason/ is read, so that a
+	 * reason whose burial is under way is either met with its dead
+	 * letter or replaced by then.
+	 */
+	if (mq_dead_list(sp, &c.dead, &c.ndead) == -1)
 		return -1;
-	if (mq_names_read(sp->reason, DT_REG, mq_id_valid, &names) == -1) {
-		free(dead);
+	r = mq_dir_each(sp->reason, DT_REG, reason_one, &c);
+	free(c.dead);
+	if (r == -1)
 		return -1;
-	}
-	/* Most are dead letters': the rest need a walk of every state. */
-	memset(&orphans, 0, sizeof(orphans));
-	for (i = 0; i < names.n; i++) {
-		if (fstatat(sp->reason, names.v[i], &st, AT_SYMLINK_NOFOLLOW)
-		    == -1 || st.st_mtime > cutoff)
-			continue;
-		if (bsearch(names.v[i], dead, ndead, sizeof(*dead), dead_cmp))
-			continue;
-		held_add(&orphans, names.v[i]);
-	}
-	free(dead);
-	mq_names_free(&names);
-	r = orphans.n > 0 ? orphans_clean(sp, &orphans, report) : 0;
-	mq_names_free(&orphans);
+	r = last_clean(&c);
+	free(c.v);
 	return r;
 }
 

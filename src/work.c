@@ -681,6 +681,19 @@ settled(struct worker *wk, struct job *j, int st, const char *why)
 }
 
 /*
+ * A release done whose reason found no room (a full file system) says so:
+ * a death for attempts will not name it.
+ */
+static void
+unkept(struct worker *wk, struct job *j, int st)
+{
+	if (st == MQ_EX_OK && wk->rc.unkept != 0)
+		warnx("%s: reason not kept: %s",
+		    mq_receipt_shown(wk->sp, j->receipt),
+		    strerror(wk->rc.unkept));
+}
+
+/*
  * Visible again at due, attempt kept; what a failed job's message gets,
  * with its failure as the reason (NULL: the last one given stays), so
  * that a death for attempts elsewhere still says why.
@@ -693,7 +706,7 @@ release(struct worker *wk, struct job *j, uint64_t due, const char *reason)
 	int st;
 
 	st = settle(wk, j, &h, &why);
-	settled(wk, j, st, why);
+	unkept(wk, j, settled(wk, j, st, why));
 }
 
 /*
@@ -708,7 +721,7 @@ unclaim(struct worker *wk, struct job *j, const char *reason)
 	int st;
 
 	st = settle(wk, j, &h, &why);
-	settled(wk, j, st, why);
+	unkept(wk, j, settled(wk, j, st, why));
 }
 
 /* Leases are extended every third of their length. */

@@ -302,6 +302,7 @@ fail_with() {
 	done
 	assert_equal "$(count dead)" 0
 	assert_not_exist "$MQ_DIR/reason"/*
+	assert_not_exist "$MQ_DIR/last"/*
 	mq-ack "$r"
 }
 
@@ -333,4 +334,63 @@ fail_with() {
 	run -1 --separate-stderr mq-recv -m 2
 	run -0 mq-dlq ls
 	[[ $output == "$id	2	"*"	max attempts	"* ]]
+}
+
+@test "mq-ack -r --reason on a receipt made stale by mq-ack -x meanwhile: lease lost (3), the dead letter keeps its own reason" {
+	id=$(echo m | mq-send)
+	r=$(mq-recv)
+	# Stopped past its look at the lease, before it keeps its reason,
+	# while another process dead-letters the message.
+	race_at mq-ack mq_reason_keep "-r --reason 'exit 1' $r" \
+	    "mq-ack -x 'poison: bad input' $r"
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_reason_keep was not reached: $output"
+	[[ $output == *"exited with code 03"* ]] || fail "mq-ack did not exit 3: $output"
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	poison: bad input	"* ]] || fail "$output"
+	# The late reason is taken back: none is left beside the dead letter.
+	assert_not_exist "$MQ_DIR/last/$id"
+}
+
+@test "mq-ack -r --reason with no room for the reason: released all the same, with a warning (exit 0); the earlier reason does not stand for it" {
+	id=$(echo job | mq-send)
+	fail_with "first"
+	r=$(mq-recv)
+	run -0 --separate-stderr faulty 'write:errno=ENOSPC:at=/tmp/' \
+	    mq-ack -r --reason second "$r"
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: reason not kept: No space left on device"
+	assert_not_exist "$r"
+	assert_equal "$(count new)" 1
+	run -1 --separate-stderr mq-recv -m 2
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts	"* ]] || fail "$output"
+}
+
+@test "mq-ack -r --reason on a stale receipt with no room for the reason: lease lost (3), the dead letter's reason is not removed" {
+	id=$(echo m | mq-send)
+	r=$(mq-recv)
+	fault_env 'write:errno=ENOSPC:at=/tmp/' race_at mq-ack mq_reason_keep \
+	    "-r --reason 'exit 1' $r" \
+	    "env -u LD_PRELOAD mq-ack -x 'poison: bad input' $r"
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_reason_keep was not reached: $output"
+	[[ $output == *"exited with code 03"* ]] || fail "mq-ack did not exit 3: $output"
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	poison: bad input	"* ]] || fail "$output"
+}
+
+@test "a burial for attempts that loses its rename (the holder released meanwhile) leaves the message's last release reason as it was" {
+	id=$(echo job | mq-send)
+	fail_with "db down"
+	r=$(mq-recv -t 0.1)
+	sleep 0.3
+	# mq-sweep buries the expired lease at its last attempt; stopped
+	# just before the burial's rename, while the holder releases it.
+	race_at mq-sweep mq_group_leave "-m 2" "mq-ack -r $r"
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_group_leave was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-sweep failed: $output"
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count new)" 1
+	# Its death, later, names that reason, not the lost burial's.
+	run -1 --separate-stderr mq-recv -m 2
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts; last: db down	"* ]] || fail "$output"
 }

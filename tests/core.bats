@@ -42,7 +42,7 @@ core_calls() {
 
 @test "core: no main touches a state directory's fd or reads a receipt's layout" {
 	src="$BATS_TEST_DIRNAME/../src"
-	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(|(strlen|strn?cmp)\([^)]*MQ_DIR_' \
+	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason|last)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(|(strlen|strn?cmp)\([^)]*MQ_DIR_' \
 	    "$src"/mq-*.c "$src"/work.c
 	assert_failure 1
 	assert_output ""
@@ -105,7 +105,7 @@ relay_files="broker push pull mq-relay"
 		esac
 	done
 	# Nor do push.c and pull.c touch a state directory themselves.
-	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(' \
+	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason|last)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(' \
 	    "$src"/broker.c "$src"/push.c "$src"/pull.c
 	assert_failure 1
 	assert_output ""

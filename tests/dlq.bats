@@ -238,6 +238,7 @@ bury() {
 	run -1 --separate-stderr mq-recv -m 1
 	mq-dlq redrive --all >/dev/null
 	assert_not_exist "$MQ_DIR/reason/$id"
+	assert_not_exist "$MQ_DIR/last/$id"
 	r=$(mq-recv)
 	mq-ack -r "$r"
 	run -1 --separate-stderr mq-recv -m 1

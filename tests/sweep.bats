@@ -63,11 +63,12 @@ load helper
 
 @test "mq-sweep: foreign files are never deleted" {
 	mq-send </dev/null >/dev/null
-	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z; do
+	mkdir "$MQ_DIR/last"
+	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z last/z; do
 		touch -d '-40 hours' "$MQ_DIR/$f"
 	done
 	mq-sweep
-	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z; do
+	for f in tmp/.x tmp/junk~ tmp/notes new/readme cur/x dead/y reason/z last/z; do
 		assert_file_exist "$MQ_DIR/$f"
 	done
 }
@@ -127,16 +128,19 @@ load helper
 	{ read -r a; read -r b; read -r c; } <"$BATS_TEST_TMPDIR/ids"
 	r=$(ahead 3601 mq-recv -t 600)		# a: in flight again
 	ahead 3601 mq-ack "$(ahead 3601 mq-recv)"	# b: acked
-	touch -d '-37 hours' "$MQ_DIR/reason"/*
+	touch -d '-37 hours' "$MQ_DIR/last"/*
 	run -0 --separate-stderr ahead 3602 mq-sweep -v
-	[[ $stderr == *"$b: orphan reason removed"* ]]
+	[[ $stderr == *"$b: orphan last reason removed"* ]]
 	[[ $stderr != *"$a: orphan"* ]]
 	[[ $stderr != *"$c: orphan"* ]]
-	assert_not_exist "$MQ_DIR/reason/$b"
-	assert_equal "$(cat "$MQ_DIR/reason/$a")" "why a"
-	assert_equal "$(cat "$MQ_DIR/reason/$c")" "why c"
+	assert_not_exist "$MQ_DIR/last/$b"
+	assert_not_exist "$MQ_DIR/reason"/*
+	assert_equal "$(cat "$MQ_DIR/last/$a")" "why a"
+	assert_equal "$(cat "$MQ_DIR/last/$c")" "why c"
+	# The live ones' are not looked for again at the next sweep.
+	assert_equal "$(find "$MQ_DIR/last" -type f -mmin +60 | wc -l)" 0
 	ahead 3602 mq-ack -r --reason "why a, again" "$r"
-	assert_equal "$(cat "$MQ_DIR/reason/$a")" "why a, again"
+	assert_equal "$(cat "$MQ_DIR/last/$a")" "why a, again"
 }
 
 @test "mq-sweep -w: its seconds are optional (default 60), like mq-recv's" {
@@ -152,4 +156,60 @@ load helper
 	assert_equal "$stderr" "mq-sweep: -w x: invalid"
 	run -2 --separate-stderr mq-sweep -w 5x
 	assert_equal "$stderr" "mq-sweep: -w 5x: invalid"
+}
+
+@test "mq-sweep: a message released with a fresh reason while the sweep walks the spool keeps it" {
+	id=$(echo job | mq-send)
+	r=$(mq-recv)
+	mq-ack -r --reason old "$r"
+	r=$(mq-recv -t 600)
+	# Its reason old enough for a sweep to look for its message.
+	find "$MQ_DIR" -mindepth 2 -maxdepth 2 \( -path "$MQ_DIR/last/$id" -o \
+	    -path "$MQ_DIR/reason/$id" \) -exec touch -d '-37 hours' {} +
+	# Stopped in its walk past new/, before the messages in flight, while
+	# the holder releases it (cur/ -> new/) with a fresh reason; then let
+	# go at each later stop there (each walk stops there more than once).
+	race_at mq-sweep groups_pass "-v" "mq-ack -r --reason fresh $r" 6
+	[[ $output == *"Breakpoint 1"* ]] || fail "groups_pass was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-sweep failed: $output"
+	[[ $output != *"$id: orphan"* ]] || fail "$output"
+	run -1 --separate-stderr mq-recv -m 2
+	run -0 mq-dlq ls
+	[[ $output == "$id	2	"*"	max attempts; last: fresh	"* ]] || fail "$output"
+}
+
+@test "mq-sweep: an old last reason beside a dead letter, or of a message removed, is removed" {
+	printf 'a\nb\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	{ read -r a; read -r b; } <"$BATS_TEST_TMPDIR/ids"
+	mkdir -p "$MQ_DIR/last"
+	for id in "$a" "$b"; do echo "old $id" >"$MQ_DIR/last/$id"; done
+	mq-ack -x gone "$(mq-recv)"			# a: a dead letter
+	mq-rm "$b"					# b: in no state
+	for id in "$a" "$b"; do echo "old $id" >"$MQ_DIR/last/$id"; done
+	touch -d '-37 hours' "$MQ_DIR/last"/*
+	run -0 --separate-stderr mq-sweep -v
+	[[ $stderr == *"$a: orphan last reason removed"* ]] || fail "$stderr"
+	[[ $stderr == *"$b: orphan last reason removed"* ]] || fail "$stderr"
+	assert_not_exist "$MQ_DIR/last/$a"
+	assert_not_exist "$MQ_DIR/last/$b"
+	run -0 mq-dlq ls
+	[[ $output == "$a	1	"*"	gone	"* ]] || fail "$output"
+}
+
+@test "mq-sweep: a last reason replaced by a fresh one between the sweep's walk and its removal is kept" {
+	id=$(echo job | mq-send)
+	mq-ack -x gone "$(mq-recv)"
+	mkdir -p "$MQ_DIR/last"
+	echo stale >"$MQ_DIR/last/$id"
+	touch -d '-37 hours' "$MQ_DIR/last/$id"
+	# Stopped as it is about to remove the stale one beside the dead
+	# letter, while the message is redriven, claimed and released with
+	# a fresh reason.
+	race_at mq-sweep mq_reason_remove_same "-v" \
+	    "mq-dlq redrive $id >/dev/null && mq-ack -r --reason fresh \$(mq-recv)"
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_reason_remove_same was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-sweep failed: $output"
+	[[ $output != *"$id: orphan"* ]] || fail "$output"
+	assert_equal "$(cat "$MQ_DIR/last/$id")" fresh
+	assert_equal "$(count tmp)" 0
 }

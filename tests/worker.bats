@@ -405,7 +405,7 @@ e2"
 	assert_equal "$(mq-ls --json | grep -c '"state":"ready","attempts":0,')" 2
 	assert_equal "$(count dead)" 0
 	# Its release says why, for a death for attempts to name.
-	assert_equal "$(cat "$MQ_DIR"/reason/*)" "cannot run job: No such file or directory"
+	assert_equal "$(cat "$MQ_DIR"/last/*)" "cannot run job: No such file or directory"
 }
 
 @test "worker: a failed job's message is released with its failure as the reason, which a death for attempts elsewhere names" {
@@ -640,4 +640,24 @@ b2 3"
 	assert_output --partial "expired"
 	kill "$worker" 2>/dev/null || :
 	wait "$worker" || :
+}
+
+@test "worker: a job that dead-letters its own message then fails: the late release (lease lost) leaves the dead letter's reason" {
+	printf '#!/bin/sh\nmq-ack -x "poison: bad input" "$MQ_RECEIPT"; exit 1\n' >"$W/job.sh"
+	chmod +x "$W/job.sh"
+	id=$(echo m | mq-send)
+	run --separate-stderr mq-recv -n 1 -- "$W/job.sh"
+	[[ $stderr == *"lease lost"* ]] || fail "$stderr"
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	poison: bad input	"* ]] || fail "$output"
+	assert_not_exist "$MQ_DIR/last/$id"
+}
+
+@test "worker: a failed job's release whose reason finds no room is done all the same, with a warning" {
+	id=$(echo m | mq-send)
+	run -5 --separate-stderr faulty 'write:errno=ENOSPC:at=/tmp/' \
+	    mq-recv -n 1 -- sh -c 'exit 3'
+	[[ $stderr == *"mq-recv: cur/"*": reason not kept: No space left on device"* ]] || fail "$stderr"
+	assert_equal "$(count new)" 1
+	assert_equal "$(count cur)" 0
 }
