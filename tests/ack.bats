@@ -316,7 +316,7 @@ fail_with() {
 	[[ $output != *$'\x1b'* ]]
 	assert_equal "$(cut -f 4 <<<"$output")" 'max attempts; last: line1\nline2\x1b]0;pwned\x07 \\ "q"\tend'
 	run -0 mq-dlq ls --json
-	reason=$(jq -j .reason <<<"$output")
+	reason=$(python3 -c 'import json, sys; sys.stdout.write(json.loads(sys.argv[1])["reason"])' "$output")
 	assert_equal "$reason" "max attempts; last: $why"
 }
 
