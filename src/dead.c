@@ -174,8 +174,9 @@ mq_reason_remove_same(struct mq_spool *sp, int dirfd, const char *id,
 	    st.st_mtim.tv_sec == was->st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == was->st_mtim.tv_nsec)
 		return unlinkat(sp->tmp, tname, 0);
-	(void)linkat(sp->tmp, tname, dirfd, id, 0);
-	unlinkat(sp->tmp, tname, 0);
+	/* Not the one listed: back in place, unless a newer one is there. */
+	if (linkat(sp->tmp, tname, dirfd, id, 0) == 0 || errno == EEXIST)
+		unlinkat(sp->tmp, tname, 0);
 	errno = ESTALE;
 	return -1;
 }
