@@ -322,8 +322,8 @@ dlq_died() {
 	assert_equal "$(grep -c ': redriven$' <<<"$stderr")" 2
 	assert_equal "$(count dead)" 0
 	[[ $(ahead 10 mq-stat --json) == *'"ready":2,'*'"dead":0,'* ]]
-	r=$(ahead 10 mq-recv -n 2)
-	assert_equal "$(cat "$r")" cd
+	mapfile -t rs < <(ahead 10 mq-recv -n 2)
+	assert_equal "$(cat "${rs[@]}")" cd
 }
 
 @test "mq-dlq: the parked messages of an ordered group past their ttl are dead letters, as mq-ls and mq-stat call them" {
