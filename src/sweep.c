@@ -361,7 +361,8 @@ reason_one(void *arg, int dirfd, const char *id)
 	if (!mq_id_valid(id) ||
 	    fstatat(dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    st.st_mtime > c->cutoff ||
-	    bsearch(id, c->dead, c->ndead, sizeof(*c->dead), dead_cmp) != NULL)
+	    (c->ndead > 0 && bsearch(id, c->dead, c->ndead, sizeof(*c->dead),
+	    dead_cmp) != NULL))
 		return 0;
 	if (mq_reason_remove_same(c->sp, dirfd, id, &st) == 0 &&
 	    c->report != NULL)
@@ -479,7 +480,9 @@ last_clean(struct cleaner *c)
 		return errno == ENOENT ? 0 : -1;
 	if (mq_dir_each(last, DT_REG, last_one, c) == -1)
 		return -1;
-	qsort(c->v, c->n, sizeof(*c->v), stale_cmp);
+	/* (qsort and bsearch take no NULL, even for none.) */
+	if (c->n > 0)
+		qsort(c->v, c->n, sizeof(*c->v), stale_cmp);
 	for (pass = 0; pass < 2 && c->n > 0; pass++) {
 		if (stale_walk(c) == -1)
 			return -1;
