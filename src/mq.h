@@ -284,6 +284,7 @@ struct mq_keys {
 	struct mq_spool *sp;
 	int	 fd;		/* keys/, or -1 */
 	int	 locked;
+	int	 taken;		/* a gone holder's key was forgotten */
 };
 enum mq_key_state {
 	MQ_KEY_LIVE,		/* its holder is in the spool */
