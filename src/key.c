@@ -161,7 +161,7 @@ mq_keys_open(struct mq_keys *ks, int create)
 {
 	if (ks->fd != -1)
 		return 0;
-	ks->fd = create ? mq_spool_subdir(ks->sp, ks->sp->fd, MQ_DIR_KEYS, 0) :
+	ks->fd = create ? mq_spool_topdir(ks->sp, MQ_DIR_KEYS) :
 	    mq_opendirat(ks->sp->fd, MQ_DIR_KEYS);
 	return ks->fd == -1 ? -1 : 0;
 }

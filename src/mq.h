@@ -198,6 +198,7 @@ void	 mq_spool_spares(struct mq_spool *);
 int	 mq_spare_take(struct mq_spool *, int, const char *);
 int	 mq_spool_full(int);
 int	 mq_spool_subdir(struct mq_spool *, int, const char *, int);
+int	 mq_spool_topdir(struct mq_spool *, const char *);
 int	 mq_spool_sync(struct mq_spool *);
 void	 mq_spool_close(struct mq_spool *);
 

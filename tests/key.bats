@@ -426,3 +426,16 @@ messages() {
 	run -0 grep -A1 -E '^[0-9]+ +symlinkat?\(' "$BATS_TEST_TMPDIR/trace2"
 	assert_line --index 1 --regexp '^[0-9]+ +fsync\('
 }
+
+@test "mq-send -k: keys/, made by the first keyed send, is synced into the spool before the ID is printed" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	echo plain | mq-send >/dev/null
+	root=$(cd "$MQ_DIR" && pwd -P)
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -y -e trace=fsync,write \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-send -k first <<<"keyed"
+	assert_success
+	n=$(grep -n "fsync([0-9]*<$root>)" "$BATS_TEST_TMPDIR/trace" | head -1 | cut -d: -f1)
+	out=$(grep -n 'write(1<' "$BATS_TEST_TMPDIR/trace" | cut -d: -f1)
+	[ -n "$n" ] || fail "the spool is not synced after keys/ is made"
+	[ "$n" -lt "$out" ]
+}
