@@ -1,0 +1,160 @@
+# mq-test: long
+load helper
+
+# A power cut loses nothing a tool said it did.  Each round makes a fresh
+# ext4 or xfs image on a loop device, runs a seeded random workload of
+# every tool that changes a spool (tests/crash/workload), which cuts the
+# power at a point its seed picks: between two commands, 0 to 20 ms into
+# one, or right after one's K-th rename, fsync, syncfs, link or unlink
+# (stopped there by strace); the cut is `xfs_io -x -c shutdown` without
+# -f, which drops what the file system had not made durable, as a power
+# loss does.  Then the file system is mounted again and tests/crash/check
+# compares the spools with the workload's ledger of promises (kept outside
+# the image), and drains them with the clock far ahead.  ext4 is mounted
+# with commit=600 and noauto_da_alloc, so that only what mq syncs is
+# durable, not what a journal commit or a rename's flush would save.
+#
+# CRASH_ROUNDS rounds per file system (default 12: some 50 s each on a
+# two-core machine); CRASH_SEED replays: round N uses seed CRASH_SEED+N,
+# so a failing round's seed, given back, runs it first.  Every round's
+# seed is printed, with where its cut fell.
+
+setup() {
+	MNT="$BATS_TEST_TMPDIR/mnt"
+	IMG="$BATS_TEST_TMPDIR/img"
+	CRASH="$BATS_TEST_DIRNAME/crash"
+	DEV=
+	ROUNDS=${CRASH_ROUNDS:-12}
+	SEED=${CRASH_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000000))}
+}
+
+teardown() {
+	detach
+}
+
+# Unmounts $MNT and detaches its loop device, whatever state they are in.
+detach() {
+	if mountpoint -q "$MNT" 2>/dev/null; then
+		timeout 20 umount "$MNT" || timeout 20 umount -l "$MNT" || true
+	fi
+	if [ -n "$DEV" ]; then
+		timeout 20 losetup -d "$DEV" || true
+		DEV=
+	fi
+}
+
+# Skips unless this machine can make, mount and cut file system $1.
+needs() {
+	[ "$(id -u)" -eq 0 ] || skip "mounting a loop device needs root"
+	[ -e /dev/loop-control ] || skip "this machine has no loop devices"
+	command -v losetup >/dev/null || skip "losetup is not installed (mount)"
+	command -v mountpoint >/dev/null || skip "mountpoint is not installed (util-linux)"
+	command -v "mkfs.$1" >/dev/null || skip "mkfs.$1 is not installed"
+	command -v xfs_io >/dev/null || skip "xfs_io is not installed (xfsprogs): it makes the cut"
+	command -v strace >/dev/null || skip "strace is not installed: it stops a command at a system call"
+	command -v faketime >/dev/null || skip "faketime is not installed: the drain moves the clock"
+	command -v python3 >/dev/null || skip "python3 is not installed"
+	fresh "$1" || skip "this machine does not allow mounting a loop device"
+	detach
+}
+
+# Makes a fresh file system $1 in $IMG, attaches it and mounts it on $MNT.
+# xfs wants 300 MB at least (mkfs.xfs 5.19 and later); the image is sparse.
+fresh() {
+	rm -f "$IMG"
+	case $1 in
+	ext4)
+		truncate -s 64M "$IMG"
+		timeout 60 mkfs.ext4 -q -F "$IMG" || return 1
+		OPTS=commit=600,noauto_da_alloc
+		;;
+	xfs)
+		truncate -s 320M "$IMG"
+		timeout 60 mkfs.xfs -q -f "$IMG" || return 1
+		OPTS=defaults
+		;;
+	esac
+	DEV=$(timeout 20 losetup -f --show "$IMG") || return 1
+	mkdir -p "$MNT"
+	timeout 20 mount -o "$OPTS" "$DEV" "$MNT" 2>/dev/null
+}
+
+# round FS SEED [WRAPPER...]: one round; its files are in $dir, the
+# checker's status in $cst (0 kept, 1 violations, anything else a failure
+# of the harness) and the workload's in $wst.
+round() {
+	local fs=$1 seed=$2
+	shift 2
+	dir="$BATS_TEST_TMPDIR/$fs.$seed"
+	mkdir -p "$dir"
+	fresh "$fs" || fail "round $seed: cannot make and mount $fs"
+	wst=0
+	timeout -k 5 120 "$@" "$CRASH/workload" "$MNT" "$dir/ledger" \
+	    --seed "$seed" --steps 40 --work "$dir" \
+	    --cut "xfs_io -x -c shutdown $(printf %q "$MNT")" \
+	    >"$dir/workload.out" 2>&1 || wst=$?
+	# The workload killed what it cut; the mount is left to nobody.
+	if ! timeout 20 umount "$MNT"; then
+		fuser -vm "$MNT" >&2 || true
+		fail "round $seed: $MNT is still busy after the cut"
+	fi
+	timeout 20 mount -o "$OPTS" "$DEV" "$MNT" ||
+	    fail "round $seed: $fs does not mount again after the cut"
+	cst=0
+	timeout -k 5 300 "$CRASH/check" "$MNT" "$dir/ledger" --drain \
+	    >"$dir/check.out" 2>&1 || cst=$?
+	detach
+}
+
+# rounds FS: $ROUNDS rounds of FS from seed $SEED; fails naming each round
+# that lost, tore or broke anything, with its seed, cut and violations.
+rounds() {
+	local fs=$1 i seed bad=0 failed=""
+	for ((i = 0; i < ROUNDS; i++)); do
+		seed=$((SEED + i))
+		round "$fs" "$seed"
+		echo "# $(head -n 1 "$dir/workload.out")" >&3
+		echo "# $(tail -n 1 "$dir/check.out")" >&3
+		if [ "$cst" -ne 0 ] || [ "$wst" -ne 0 ]; then
+			bad=$((bad + 1))
+			failed="$failed
+--- $fs, seed $seed (replay: CRASH_SEED=$seed CRASH_ROUNDS=1), workload status $wst, checker status $cst
+$(cat "$dir/workload.out" "$dir/check.out")"
+		fi
+	done
+	echo "# $fs: $ROUNDS rounds from seed $SEED, $bad with a violation" >&3
+	[ "$bad" -eq 0 ] || fail "$fs: $bad of $ROUNDS rounds broke a promise:$failed"
+}
+
+@test "powercut: ext4 cut anywhere in a random workload keeps every promise" {
+	needs ext4
+	rounds ext4
+}
+
+@test "powercut: xfs cut anywhere in a random workload keeps every promise" {
+	needs xfs
+	rounds xfs
+}
+
+# The harness can see a loss: with eatmydata, whose preload makes fsync
+# and its kin do nothing, the same rounds must lose or tear a message the
+# workload was told was sent.  A round cut before anything was sent loses
+# nothing, so up to 8 rounds of ext4 are run until one does.
+@test "powercut: under eatmydata (fsync a no-op) the checker sees a loss" {
+	needs ext4
+	command -v eatmydata >/dev/null || skip "eatmydata is not installed (Debian package eatmydata)"
+	local i seed summary
+	for ((i = 0; i < 8; i++)); do
+		seed=$((SEED + i))
+		round ext4 "$seed" eatmydata
+		summary=$(tail -n 1 "$dir/check.out")
+		echo "# eatmydata ext4 seed $seed: $summary" >&3
+		[ "$wst" -eq 0 ] || fail "seed $seed: the workload failed: $(cat "$dir/workload.out")"
+		[[ $summary == "check: lost "* ]] || fail "seed $seed: the checker failed: $(cat "$dir/check.out")"
+		if [[ ! $summary =~ lost\ 0,\ torn\ 0, ]]; then
+			assert_equal "$cst" 1
+			return 0
+		fi
+	done
+	fail "8 rounds under eatmydata lost nothing: the harness does not see a loss"
+}
