@@ -81,7 +81,7 @@ reason_put(struct mq_spool *sp, const char *id, const char *reason,
 	if (mq_tmp_create(&tf, sp, tmpname) == -1)
 		return -1;
 	if (mq_tmp_write(&tf, reason, len) == -1 ||
-	    mq_tmp_close(&tf, MQ_TMP_SYNC_NONE) == -1 ||
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||
 	    mq_tmp_commit(&tf, sp->reason, id) == -1) {
 		mq_tmp_abort(&tf);
 		return -1;
@@ -241,7 +241,12 @@ mq_reason_spent(const char *last, size_t len, size_t *outlen)
 	return r;
 }
 
-/* Writes the reason that the burials of b share, as tmp/ID,reason. */
+/*
+ * Writes the reason that the burials of b share, as tmp/ID,reason, its
+ * data durable (one fsync for the run): each link to it is made durable
+ * before a rename into dead/, and a link to a reason whose data was not
+ * written yet comes back from a power cut as an empty file.
+ */
 static int
 shared_make(struct mq_burial *b)
 {
@@ -257,7 +262,7 @@ shared_make(struct mq_burial *b)
 	}
 	if (mq_tmp_write(&tf, b->reason, b->len) == -1 ||
 	    fstat(tf.fd, &st) == -1 ||
-	    mq_tmp_close(&tf, MQ_TMP_SYNC_NONE) == -1) {
+	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1) {
 		mq_tmp_abort(&tf);
 		b->shared[0] = '\0';
 		return -1;
@@ -393,9 +398,11 @@ mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
  * is missing (see mq-dlq(1)); an earlier death's reason is then removed,
  * once the burial is done, so that it does not stand for this one.  Only
  * then does the message's last release reason (last/ID) go: a burial that
- * loses its rename leaves a live message's as it was.  Nothing is synced:
- * after a crash the rename happened or the message is where it was, and
- * is buried again.
+ * loses its rename leaves a live message's as it was.  The reason is
+ * durable before the rename (its data, then reason/), so that a power cut
+ * cannot keep the dead letter and lose or empty its reason; the rename
+ * itself is not synced: after a crash it happened or the message is where
+ * it was, and is buried again.
  */
 int
 mq_burial_bury(struct mq_burial *b, int from, const char *name,
@@ -426,6 +433,13 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	if (!(with = reason_link(b, nm->id, &mine) == 0) &&
 	    !mq_spool_full(errno))
 		return -1;
+	if (with && mq_fsync_dir(sp->reason) == -1) {
+		saved = errno;
+		if (mine && still_mine(b, nm->id))
+			unlinkat(sp->reason, nm->id, 0);
+		errno = saved;
+		return -1;
+	}
 	/*
 	 * The head of a group is buried by mq_group_leave, which hands its
 	 * turn on as it goes (1); another message of a group is buried

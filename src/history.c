@@ -64,7 +64,7 @@ static int
 deaths_dir(struct mq_spool *sp, int create)
 {
 	if (create)
-		return mq_spool_subdir(sp, sp->fd, MQ_DIR_DEATHS, 0);
+		return mq_spool_topdir(sp, MQ_DIR_DEATHS);
 	return mq_opendirat(sp->fd, MQ_DIR_DEATHS);
 }
 

@@ -148,6 +148,7 @@ mq_keys_init(struct mq_keys *ks, struct mq_spool *sp)
 	ks->sp = sp;
 	ks->fd = -1;
 	ks->locked = 0;
+	ks->taken = 0;
 }
 
 /*
@@ -160,7 +161,7 @@ mq_keys_open(struct mq_keys *ks, int create)
 {
 	if (ks->fd != -1)
 		return 0;
-	ks->fd = create ? mq_spool_subdir(ks->sp, ks->sp->fd, MQ_DIR_KEYS, 0) :
+	ks->fd = create ? mq_spool_topdir(ks->sp, MQ_DIR_KEYS) :
 	    mq_opendirat(ks->sp->fd, MQ_DIR_KEYS);
 	return ks->fd == -1 ? -1 : 0;
 }
@@ -299,6 +300,7 @@ mq_key_look(struct mq_keys *ks, const char *key, size_t len, uint64_t window,
 	size_t olen;
 	int st;
 
+	ks->taken = 0;
 	mq_key_hash(key, len, hash);
 	if (mq_key_read(ks, hash, id, other, &olen) == -1) {
 		if (errno == ENOENT)
@@ -313,15 +315,21 @@ mq_key_look(struct mq_keys *ks, const char *key, size_t len, uint64_t window,
 		memcpy(holder, id, sizeof(id));
 		return MQ_KEY_HELD;
 	}
-	return mq_key_forget(ks, hash, id, st) == -1 ? -1 : MQ_KEY_FREE;
+	if (mq_key_forget(ks, hash, id, st) == -1)
+		return -1;
+	ks->taken |= st == MQ_KEY_PAST;
+	return MQ_KEY_FREE;
 }
 
 /*
  * For a sender holding the lock, the key free: makes tmp/id, written and
  * synced, the key's holder: keys/ID, then keys/HASH, then (with sync) keys/
  * synced, so that the message, once renamed into new/, never outlives its
- * key in a crash (a rerun would queue it again).  On failure what was made
- * is removed.
+ * key in a crash (a rerun would queue it again).  A key taken from a holder
+ * that was acknowledged or purged is synced with the whole file system
+ * (syncfs, one call as the fsync it replaces): nothing synced that unlink,
+ * and a power cut that kept the new holder and undid it would leave two
+ * live messages with one key.  On failure what was made is removed.
  */
 int
 mq_key_hold(struct mq_keys *ks, const char *key, size_t len, const char *id,
@@ -338,8 +346,8 @@ mq_key_hold(struct mq_keys *ks, const char *key, size_t len, const char *id,
 	}
 	if (linkat(ks->sp->tmp, id, ks->fd, id, 0) == -1)
 		return -1;
-	if (symlinkat(rec, ks->fd, hash) == -1 ||
-	    (sync && mq_fsync_dir(ks->fd) == -1)) {
+	if (symlinkat(rec, ks->fd, hash) == -1 || (sync && (ks->taken ?
+	    mq_syncfs(ks->fd) : mq_fsync_dir(ks->fd)) == -1)) {
 		mq_key_drop(ks, hash, id);
 		return -1;
 	}

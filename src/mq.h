@@ -198,6 +198,7 @@ void	 mq_spool_spares(struct mq_spool *);
 int	 mq_spare_take(struct mq_spool *, int, const char *);
 int	 mq_spool_full(int);
 int	 mq_spool_subdir(struct mq_spool *, int, const char *, int);
+int	 mq_spool_topdir(struct mq_spool *, const char *);
 int	 mq_spool_sync(struct mq_spool *);
 void	 mq_spool_close(struct mq_spool *);
 
@@ -284,6 +285,7 @@ struct mq_keys {
 	struct mq_spool *sp;
 	int	 fd;		/* keys/, or -1 */
 	int	 locked;
+	int	 taken;		/* a gone holder's key was forgotten */
 };
 enum mq_key_state {
 	MQ_KEY_LIVE,		/* its holder is in the spool */

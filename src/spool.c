@@ -49,28 +49,50 @@ mq_spool_dir(const char *opt)
 	return buf;
 }
 
+/* Syncs directory path (its entries made durable); "" is the cwd. */
+static int
+sync_path(const char *path)
+{
+	int fd, r;
+
+	if ((fd = open(*path == '\0' ? "." : path, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	r = mq_fsync_dir(fd);
+	close(fd);
+	return r;
+}
+
 /*
  * mkdir -p.  Parents made here are private; so is the spool, unless its
  * parent is a shared spool root (setgid and group-writable): then the
- * spool is shared with that group too (mode 2770).
+ * spool is shared with that group too (mode 2770).  The parent of each
+ * directory made is synced, so that a power cut after the first send
+ * cannot keep the message and lose the spool.
  */
 static int
 mkpath(const char *path)
 {
 	char buf[PATH_MAX];
 	struct stat st;
-	char *p, *last;
+	char *p, *last, *first = NULL;
 	mode_t mode = PRIVATE_MODE;
+	int made, r;
 
 	if (strlcpy(buf, path, sizeof(buf)) >= sizeof(buf)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	/* first: where the first directory made starts. */
 	for (p = buf + 1; *p != '\0'; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, PRIVATE_MODE) == -1 && errno != EEXIST)
+		if (mkdir(buf, PRIVATE_MODE) == 0) {
+			if (first == NULL)
+				first = (last = strrchr(buf, '/')) == NULL ?
+				    buf : last + 1;
+		} else if (errno != EEXIST)
 			return -1;
 		*p = '/';
 	}
@@ -81,20 +103,41 @@ mkpath(const char *path)
 			mode = SHARED_MODE;
 		*last = '/';
 	}
-	if (mkdir(buf, mode) == -1)
-		return errno == EEXIST ? 0 : -1;
-	/* The umask must not take the group's access away. */
-	if (mode != PRIVATE_MODE && chmod(buf, mode) == -1)
+	if (!(made = mkdir(buf, mode) == 0) && errno != EEXIST)
 		return -1;
-	return 0;
+	/* The umask must not take the group's access away. */
+	if (made && mode != PRIVATE_MODE && chmod(buf, mode) == -1)
+		return -1;
+	if (first == NULL && made)
+		first = last == NULL ? buf : last + 1;
+	if (first == NULL)
+		return 0;
+	/* The parent of the first made ("." or "/" too), then each made. */
+	if (first == buf)
+		r = sync_path("");
+	else {
+		first[-1] = '\0';
+		r = sync_path(first - 1 == buf ? "/" : buf);
+		first[-1] = '/';
+	}
+	for (p = strchr(first, '/'); r == 0 && p != NULL; p = strchr(p + 1,
+	    '/')) {
+		*p = '\0';
+		r = sync_path(buf);
+		*p = '/';
+	}
+	return r;
 }
 
 static int
 state_open(struct mq_spool *sp, const char *name, int create)
 {
-	int fd;
+	int fd, made;
 
-	if (create && mq_mkdirat(sp->fd, name, sp->dmode, NULL) == -1)
+	if (create && mq_mkdirat(sp->fd, name, sp->dmode, &made) == -1)
+		return -1;
+	/* Made: synced into the root before anything is renamed into it. */
+	if (create && made && mq_fsync_dir(sp->fd) == -1)
 		return -1;
 	fd = mq_opendirat(sp->fd, name);
 	if (fd == -1 && errno == ENOENT) {
@@ -254,6 +297,27 @@ mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
 		    mq_spare_take(sp, dirfd, name) == -1))
 			return -1;
 		if ((fd = mq_opendirat(dirfd, name)) != -1 || errno != ENOENT)
+			return fd;
+	}
+	return -1;
+}
+
+/*
+ * Opens (making it if need be) a directory of the root made on first use,
+ * keys/ or deaths/: one made here is synced into the root before anything
+ * synced in it is said done, or a power cut could keep a record and lose
+ * the directory that holds it.
+ */
+int
+mq_spool_topdir(struct mq_spool *sp, const char *name)
+{
+	int fd, i, made;
+
+	for (i = 0; i < MQ_RETRIES; i++) {
+		if (mq_mkdirat(sp->fd, name, sp->dmode, &made) == -1 ||
+		    (made && mq_fsync_dir(sp->fd) == -1))
+			return -1;
+		if ((fd = mq_opendirat(sp->fd, name)) != -1 || errno != ENOENT)
 			return fd;
 	}
 	return -1;

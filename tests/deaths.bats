@@ -532,3 +532,15 @@ assert [d["reason"] for d in o["deaths"]] == [None], o
 	mq-ack -x two "$r"
 	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 "one"' '6 "two"')"
 }
+
+@test "mq-dlq redrive: deaths/, made by the first redrive, is synced into the spool before the redrive is done" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	echo doomed | mq-send >/dev/null
+	mq-ack -x "first death" "$(mq-recv -t 60)"
+	root=$(cd "$MQ_DIR" && pwd -P)
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -y -e trace=fsync,mkdirat \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-dlq redrive --all
+	assert_success
+	run -0 grep -A1 'mkdirat([0-9]*<[^>]*>, "deaths"' "$BATS_TEST_TMPDIR/trace"
+	assert_line --index 1 --regexp "fsync\([0-9]+<$root>\)"
+}

@@ -408,3 +408,34 @@ messages() {
 	run grep -cE '^(fsync|fdatasync|syncfs)\(' "$t"
 	assert_output 0
 }
+
+@test "mq-send -k: a key taken from an acknowledged holder syncs the file system, so a power cut cannot bring back both holders" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	echo first | mq-send -k reused >/dev/null
+	mq-ack "$(mq-recv -t 60)"
+	# Nothing synced the ack's unlink; the new holder's sync must cover it.
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -e trace=fsync,fdatasync,syncfs,symlinkat,symlink \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-send -k reused <<<"second"
+	assert_success
+	run -0 grep -A1 -E '^[0-9]+ +symlinkat?\(' "$BATS_TEST_TMPDIR/trace"
+	assert_line --index 1 --regexp '^[0-9]+ +syncfs\('
+	# A key held for the first time costs an fsync of keys/ only.
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -e trace=fsync,fdatasync,syncfs,symlinkat,symlink \
+	    -o "$BATS_TEST_TMPDIR/trace2" mq-send -k fresh <<<"third"
+	assert_success
+	run -0 grep -A1 -E '^[0-9]+ +symlinkat?\(' "$BATS_TEST_TMPDIR/trace2"
+	assert_line --index 1 --regexp '^[0-9]+ +fsync\('
+}
+
+@test "mq-send -k: keys/, made by the first keyed send, is synced into the spool before the ID is printed" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	echo plain | mq-send >/dev/null
+	root=$(cd "$MQ_DIR" && pwd -P)
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -y -e trace=fsync,write \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-send -k first <<<"keyed"
+	assert_success
+	n=$(grep -n "fsync([0-9]*<$root>)" "$BATS_TEST_TMPDIR/trace" | head -1 | cut -d: -f1)
+	out=$(grep -n 'write(1<' "$BATS_TEST_TMPDIR/trace" | cut -d: -f1)
+	[ -n "$n" ] || fail "the spool is not synced after keys/ is made"
+	[ "$n" -lt "$out" ]
+}

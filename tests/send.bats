@@ -229,3 +229,29 @@ mq-send: ${lines[2]}: queued from stdin"
 	assert_success
 	[ -z "$stderr" ]
 }
+
+@test "mq-send: a spool it makes, and the parents it makes, are synced into their directories before its ID is printed" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mkdir "$BATS_TEST_TMPDIR/top"
+	cd "$BATS_TEST_TMPDIR/top"
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -y -e trace=fsync,write \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-send -d a/b/sp <<<"first"
+	assert_success
+	top=$(pwd -P)
+	# Each new entry's directory is synced: ., a, a/b, and the spool
+	# itself for new/ and the other state directories in it; all before
+	# the ID is written.
+	out=$(grep -n 'write(1<' "$BATS_TEST_TMPDIR/trace" | cut -d: -f1)
+	for d in "$top" "$top/a" "$top/a/b" "$top/a/b/sp"; do
+		n=$(grep -n "fsync([0-9]*<$d>)" "$BATS_TEST_TMPDIR/trace" |
+		    head -1 | cut -d: -f1)
+		[ -n "$n" ] || fail "$d is never synced"
+		[ "$n" -lt "$out" ] || fail "$d is synced after the ID is printed"
+	done
+	# A second send makes nothing, and syncs none of them.
+	ASAN_OPTIONS=detect_leaks=0 run strace -f -y -e trace=fsync \
+	    -o "$BATS_TEST_TMPDIR/trace2" mq-send -d a/b/sp <<<"second"
+	assert_success
+	run grep -E "fsync\([0-9]*<$top(/a|/a/b)?>\)" "$BATS_TEST_TMPDIR/trace2"
+	assert_failure
+}
