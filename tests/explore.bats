@@ -76,6 +76,10 @@ $(violations "$name")"
 	explored send-key 7 send-key-held 3
 }
 
+@test "explore: mq-ack then mq-send -k of the key it held: the ack is durable before the key is taken" {
+	explored send-key-acked 20
+}
+
 @test "explore: mq-send -g: a new group's head and a message parked behind a head" {
 	explored send-group 12 send-group-parked 6
 }
