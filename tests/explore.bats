@@ -108,6 +108,14 @@ $(violations "$name")"
 	explored extend 2
 }
 
+@test "explore: mq-ack of a group's head: the head gone or back, the next promoted or parked, never lost or stuck" {
+	explored ack-group-head 30
+}
+
+@test "explore: mq-send into a full spool with overflow=drop-oldest: the oldest buried as maxlen, the new one kept" {
+	explored send-drop-oldest 100
+}
+
 @test "explore: worker mode: a job that succeeds is acknowledged, nothing else lost" {
 	explored worker-ok 3
 }
