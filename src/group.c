@@ -92,7 +92,9 @@ subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
 
 	if (!create)
 		return mq_opendirat(dirfd, name);
+	/* One made is synced into dirfd, as mq_spool_subdir does. */
 	if (mq_mkdirat(dirfd, name, sp->dmode, &m) == 0 &&
+	    (!m || mq_fsync_dir(dirfd) == 0) &&
 	    (fd = mq_opendirat(dirfd, name)) != -1) {
 		*made |= m;
 		return fd;
