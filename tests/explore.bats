@@ -109,7 +109,7 @@ $(violations "$name")"
 }
 
 @test "explore: mq-ack of a group's head: the head gone or back, the next promoted or parked, never lost or stuck" {
-	explored ack-group-head 30
+	explored ack-group-head 20
 }
 
 @test "explore: mq-send into a full spool with overflow=drop-oldest: the oldest buried as maxlen, the new one kept" {
