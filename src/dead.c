@@ -38,7 +38,10 @@
  *
  * A redrive into a spool on another file system copies the body to that
  * spool's tmp/ and syncs it before the original goes (send.c writes it);
- * the reason is removed after the body moved, by redrive and purge alike.
+ * the reason is removed after the body moved, by redrive and purge alike,
+ * and only once that is durable (mq_dead_redriven after the placer's
+ * sync, mq_dead_purged after dead/'s): a power cut must not bring a dead
+ * letter back without its reason.
  */
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -792,10 +795,31 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 		errno = saved;
 		return synced;
 	}
-	unlinkat(sp->reason, d->n.id, 0);
-	if (away)
-		(void)mq_history_forget(sp, &d->n);
+	/* Its reason and history here go once it is durable there. */
 	return 0;
+}
+
+/*
+ * What a redrive by rename (not a copy) leaves of the dead letter d, to
+ * go once the placer has synced where it went (mq_placer_flush): its
+ * reason, and its history if it went to another spool.  Removed before,
+ * a power cut could keep the removal and undo the rename, and the dead
+ * letter come back without them.
+ */
+void
+mq_dead_redriven(struct mq_spool *sp, const struct mq_dead *d,
+    const struct mq_spool *to)
+{
+	struct stat st;
+
+	/* Copied, it is gone already; a failed rename left it here. */
+	if (fstatat(sp->dead, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return;
+	unlinkat(sp->reason, d->n.id, 0);
+	if (!same_spool(sp, to) && dead_lock(sp) == 0) {
+		(void)mq_history_forget(sp, &d->n);
+		dead_unlock(sp);
+	}
 }
 
 /*
@@ -821,7 +845,12 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	return r;
 }
 
-/* Under the same lock as a redrive. */
+/*
+ * Under the same lock as a redrive.  Its reason, last reason and history
+ * go by mq_dead_purged, once dead/ is synced (one sync for a run of
+ * purges): removed before, a power cut could keep their removal and undo
+ * the purge, and the dead letter come back without its reason.
+ */
 int
 mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 {
@@ -829,11 +858,22 @@ mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 
 	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
 		return -1;
-	if ((r = unlinkat(sp->dead, d->name, 0)) == 0) {
-		unlinkat(sp->reason, d->n.id, 0);
-		mq_reason_drop(sp, d->n.id);
-		(void)mq_history_forget(sp, &d->n);
-	}
+	r = unlinkat(sp->dead, d->name, 0);
 	dead_unlock(sp);
 	return r;
+}
+
+/*
+ * What a purge of d leaves, for after the sync of dead/; its history is
+ * forgotten under the lock, as every change to a history is.
+ */
+void
+mq_dead_purged(struct mq_spool *sp, const struct mq_dead *d)
+{
+	unlinkat(sp->reason, d->n.id, 0);
+	mq_reason_drop(sp, d->n.id);
+	if (dead_lock(sp) == -1)
+		return;
+	(void)mq_history_forget(sp, &d->n);
+	dead_unlock(sp);
 }

@@ -235,6 +235,7 @@ mq_fan_open(struct mq_fan *f)
 			f->status = mq_worse(f->status, MQ_EX_SYS);
 		} else	/* It starts from new/, open now. */
 			mq_placer_init(&t->pl, &t->sp, f->sync);
+		t->pl.fresh = 1;
 	}
 	for (i = 0; i < f->n; i++)
 		for (j = 0; j < i; j++) {

@@ -250,7 +250,12 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 	case MQ_IN_DEAD:
 		strlcpy(d.name, f->name, sizeof(d.name));
 		d.n = f->n;
-		return mq_dead_purge(sp, &d);
+		if (mq_dead_purge(sp, &d) == -1)
+			return -1;
+		/* Its reason and history go once the purge is durable. */
+		if (mq_fsync_dir(sp->dead) == 0)
+			mq_dead_purged(sp, &d);
+		return 0;
 	default:
 		return forget(sp, f, unlink_message(sp, f));
 	}

@@ -92,14 +92,19 @@ subdir(struct mq_spool *sp, int dirfd, const char *name, int create,
 
 	if (!create)
 		return mq_opendirat(dirfd, name);
-	/* One made is synced into dirfd, as mq_spool_subdir does. */
+	/*
+	 * One made is synced into dirfd, as mq_spool_subdir does, for a
+	 * consumer (spares), who moves a durable message into it; a send
+	 * syncs what it made (*made) after its rename.
+	 */
 	if (mq_mkdirat(dirfd, name, sp->dmode, &m) == 0 &&
-	    (!m || mq_fsync_dir(dirfd) == 0) &&
+	    (!m || !spares || mq_fsync_dir(dirfd) == 0) &&
 	    (fd = mq_opendirat(dirfd, name)) != -1) {
 		*made |= m;
 		return fd;
 	}
-	return mq_spool_subdir(sp, dirfd, name, spares);
+	return mq_spool_subdir(sp, dirfd, name, spares ? MQ_SUBDIR_SPARES :
+	    MQ_SUBDIR_UNSYNCED);
 }
 
 /*
@@ -191,6 +196,8 @@ park(struct mq_spool *sp, int gfd, int from, const char *fromname,
 	mq_placer_init(&pl, sp, 0);
 	pl.root = gfd;
 	pl.spares = spares;
+	/* A send's: synced below, after the rename (a claim's: before). */
+	pl.fresh = !spares;
 	r = mq_place(&pl, from, fromname, name, 0, mq_id_ms(nm->id));
 	if (r == 0 && sync && (sync_fd(pl.leaf) == -1 ||
 	    sync_fd(pl.mid) == -1 || sync_fd(pl.top) == -1 ||

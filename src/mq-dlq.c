@@ -219,7 +219,8 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_spool target, *tsp = sp;
 	struct mq_placer pl;
 	struct mq_dead *d, one;
-	size_t n, i;
+	char *moved;
+	size_t n, i, j;
 	int k, history = 0, status;
 
 	if (!all && nids == 0) {
@@ -252,6 +253,8 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 				err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 		}
 	}
+	moved = xmalloc(n ? n : 1);
+	memset(moved, 0, n ? n : 1);
 	for (i = 0; i < n; i++) {
 		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &history) :
 		    mq_dead_purge(sp, &d[i])) == -1) {
@@ -268,6 +271,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 			status = mq_worse(status, MQ_EX_SYS);
 			break;
 		}
+		moved[i] = 1;
 		if (vflag)
 			warnx("%s: %s", d[i].n.id, redrive ? "redriven" :
 			    "purged");
@@ -275,10 +279,21 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	if (mq_placer_flush(&pl) == -1) {
 		warn("%s", tsp->path);
 		status = mq_worse(status, MQ_EX_SYS);
+	} else if (redrive) {
+		/* Durable where they went: what they leave here can go. */
+		for (j = 0; j < n; j++)
+			if (moved[j])
+				mq_dead_redriven(sp, &d[j], tsp);
 	}
+	/* Purged durably: their reasons and histories can go. */
+	if (!redrive && mq_fsync_dir(sp->dead) == 0)
+		for (j = 0; j < n; j++)
+			if (moved[j])
+				mq_dead_purged(sp, &d[j]);
 	mq_placer_close(&pl);
 	if (tsp != sp)
 		mq_spool_close(tsp);
+	free(moved);
 	free(d);
 	return status;
 }

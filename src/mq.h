@@ -181,6 +181,12 @@ struct mq_placer {
 	 */
 	int	 spares;
 	/*
+	 * Placing new messages (a send): the directories it makes need no
+	 * sync of their own before the rename, as what is placed was never
+	 * durable elsewhere, and the placer syncs every level after it.
+	 */
+	int	 fresh;
+	/*
 	 * A sync that failed after its rename (a parked message of a group:
 	 * it is queued all the same): the errno the next flush fails with.
 	 */
@@ -198,6 +204,8 @@ void	 mq_spool_spares(struct mq_spool *);
 int	 mq_spare_take(struct mq_spool *, int, const char *);
 int	 mq_spool_full(int);
 int	 mq_spool_subdir(struct mq_spool *, int, const char *, int);
+#define MQ_SUBDIR_SPARES	1	/* a consumer's: may take a spare */
+#define MQ_SUBDIR_UNSYNCED	2	/* one made is not synced: a send's */
 int	 mq_spool_topdir(struct mq_spool *, const char *);
 int	 mq_spool_sync(struct mq_spool *);
 void	 mq_spool_close(struct mq_spool *);
@@ -475,6 +483,9 @@ int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
 	    struct mq_placer *, int *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
+void	 mq_dead_purged(struct mq_spool *, const struct mq_dead *);
+void	 mq_dead_redriven(struct mq_spool *, const struct mq_dead *,
+	    const struct mq_spool *);
 
 /* history.c: a message's past deaths, deaths/ID (see history.c) */
 #define MQ_DIR_DEATHS	"deaths"

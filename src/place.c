@@ -68,7 +68,7 @@ static int
 leaf_open(struct mq_placer *pl, unsigned prio, uint64_t key)
 {
 	char top[16], mid[16], leaf[16], pdir[16];
-	int i, saved;
+	int i, saved, how;
 
 	if (prio > MQ_PRIORITY_MAX) {
 		errno = EINVAL;
@@ -79,16 +79,18 @@ leaf_open(struct mq_placer *pl, unsigned prio, uint64_t key)
 	    mq_key_format(leaf, sizeof(leaf), key, MQ_KEY_DIGITS) == -1)
 		return -1;
 	prio_name(pdir, sizeof(pdir), prio);
+	how = (pl->spares ? MQ_SUBDIR_SPARES : 0) |
+	    (pl->fresh ? MQ_SUBDIR_UNSYNCED : 0);
 	for (i = 0; i < MQ_RETRIES; i++) {
 		mq_placer_close(pl);
 		if ((prio == 0 || (pl->pdir = mq_spool_subdir(pl->sp,
-		    pl->root, pdir, pl->spares)) != -1) &&
+		    pl->root, pdir, how)) != -1) &&
 		    (pl->top = mq_spool_subdir(pl->sp, prio == 0 ?
-		    pl->root : pl->pdir, top, pl->spares)) != -1 &&
+		    pl->root : pl->pdir, top, how)) != -1 &&
 		    (pl->mid = mq_spool_subdir(pl->sp, pl->top, mid,
-		    pl->spares)) != -1 &&
+		    how)) != -1 &&
 		    (pl->leaf = mq_spool_subdir(pl->sp, pl->mid, leaf,
-		    pl->spares)) != -1) {
+		    how)) != -1) {
 			pl->key = key;
 			pl->prio = prio;
 			pl->count = 0;

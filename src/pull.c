@@ -1112,6 +1112,7 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 		exit(MQ_EX_SYS);
 	mq_broker_default_queue(b, &p.sp);
 	mq_placer_init(&p.pl, &p.sp, 1);
+	p.pl.fresh = 1;
 	mq_keys_init(&p.keys, &p.sp);
 	idle_since = mq_now_ms();
 	for (;;) {

@@ -284,25 +284,29 @@ mq_spool_full(int e)
 /*
  * Opens (making it if need be) the directory name inside dirfd.  With no
  * room to make it, a consumer (spares set) renames a spare directory into
- * place, so that a full file system can still be drained.  A directory
- * put in place here is synced into dirfd before it is used: a message
- * renamed into it (a claim's bucket, a release's leaf) was durable where
- * it came from, and a power cut must not keep its rename and lose the
- * directory it went to (one fsync a directory, not a message).
+ * place (how has MQ_SUBDIR_SPARES), so that a full file system can still
+ * be drained.  A directory put in place here is synced into dirfd before
+ * it is used: a message renamed into it (a claim's bucket, a release's or
+ * a redrive's leaf) was durable where it came from, and a power cut must
+ * not keep its rename and lose the directory it went to (one fsync a
+ * directory, not a message).  A send's (MQ_SUBDIR_UNSYNCED) is synced by
+ * the placer after the rename, before the send says it is done.
  */
 int
-mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int spares)
+mq_spool_subdir(struct mq_spool *sp, int dirfd, const char *name, int how)
 {
 	int fd, i, made;
 
 	for (i = 0; i < MQ_RETRIES; i++) {
 		if (mq_mkdirat(dirfd, name, sp->dmode, &made) == -1) {
-			if (!spares || !mq_spool_full(errno) ||
+			if (!(how & MQ_SUBDIR_SPARES) ||
+			    !mq_spool_full(errno) ||
 			    mq_spare_take(sp, dirfd, name) == -1)
 				return -1;
 			made = 1;
 		}
-		if (made && mq_fsync_dir(dirfd) == -1)
+		if (made && !(how & MQ_SUBDIR_UNSYNCED) &&
+		    mq_fsync_dir(dirfd) == -1)
 			return -1;
 		if ((fd = mq_opendirat(dirfd, name)) != -1 || errno != ENOENT)
 			return fd;

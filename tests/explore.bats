@@ -133,7 +133,7 @@ $(violations "$name")"
 }
 
 @test "explore: mq-dlq redrive --all: each message kept, with the deaths promised" {
-	explored dlq-redrive 70
+	explored dlq-redrive 35
 }
 
 @test "explore: mq-dlq purge and mq-rm: nothing but the message removed can go" {
