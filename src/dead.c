@@ -365,6 +365,21 @@ still_mine(struct mq_burial *b, const char *id)
 	    st.st_ino == b->ino && st.st_dev == b->dev;
 }
 
+/*
+ * A burial of a run of expired ones whose reason is linked, waiting for
+ * the one sync of reason/ that a batch of them shares before their
+ * renames (from: a dup of the caller's directory).
+ */
+struct mq_interment {
+	int		 from;
+	int		 mine;
+	struct mq_name	 nm;
+	char		 name[MQ_NAME_MAX];
+	char		 deadname[MQ_NAME_MAX];
+};
+
+#define INTERMENTS	64	/* burials a sync of reason/ is shared by */
+
 /* A run of burials for one reason; nothing is made before the first. */
 void
 mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
@@ -388,6 +403,40 @@ mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
 	mq_burial_init(b, sp, MQ_REASON_EXPIRED, strlen(MQ_REASON_EXPIRED));
 	b->expiry = 1;
 	b->ttl = ttl;
+	b->batch = 1;
+}
+
+/*
+ * The renames of the burials queued (a run of expired ones), after one
+ * sync of reason/ for all their reasons; one whose message is gone by
+ * then takes its reason back, as mq_burial_bury does.  -1 if the sync
+ * failed: nothing was renamed, and each is where it was, to be buried
+ * another time.
+ */
+static int
+inter(struct mq_burial *b)
+{
+	struct mq_spool *sp = b->sp;
+	struct mq_interment *q;
+	size_t i;
+	int synced, saved = 0;
+
+	if (b->nqueue == 0)
+		return 0;
+	if (!(synced = mq_fsync_dir(sp->reason) == 0))
+		saved = errno;
+	for (i = 0; i < b->nqueue; i++) {
+		q = &b->queue[i];
+		if (synced && renameat(q->from, q->name, sp->dead,
+		    q->deadname) == 0)
+			mq_reason_drop(sp, q->nm.id);
+		else if (q->mine && still_mine(b, q->nm.id))
+			unlinkat(sp->reason, q->nm.id, 0);
+		close(q->from);
+	}
+	b->nqueue = 0;
+	errno = saved;
+	return synced ? 0 : -1;
 }
 
 /*
@@ -436,7 +485,36 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	if (!(with = reason_link(b, nm->id, &mine) == 0) &&
 	    !mq_spool_full(errno))
 		return -1;
-	if (with && mq_fsync_dir(sp->reason) == -1) {
+	/*
+	 * An expired one (not of a group, which goes under its lock) waits
+	 * for the sync of reason/ that a batch shares: one per burial would
+	 * cost a run of a million expired messages a million syncs.  It
+	 * counts as buried; if it is gone by its rename, it was buried or
+	 * claimed by another, as a lost rename here would say.
+	 */
+	if (with && b->batch && nm->group[0] == '\0') {
+		struct mq_interment *q;
+
+		if (b->queue == NULL)
+			b->queue = xreallocarray(NULL, INTERMENTS,
+			    sizeof(*b->queue));
+		q = &b->queue[b->nqueue];
+		if ((q->from = fcntl(from, F_DUPFD_CLOEXEC, 0)) == -1) {
+			saved = errno;
+			if (mine && still_mine(b, nm->id))
+				unlinkat(sp->reason, nm->id, 0);
+			errno = saved;
+			return -1;
+		}
+		q->mine = mine;
+		q->nm = *nm;
+		strlcpy(q->name, name, sizeof(q->name));
+		strlcpy(q->deadname, deadname, sizeof(q->deadname));
+		if (++b->nqueue == INTERMENTS)
+			(void)inter(b);
+		return 0;
+	}
+	if (with && (inter(b) == -1 || mq_fsync_dir(sp->reason) == -1)) {
 		saved = errno;
 		if (mine && still_mine(b, nm->id))
 			unlinkat(sp->reason, nm->id, 0);
@@ -465,12 +543,18 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	return 0;
 }
 
-/* Ends a run of burials: the shared reason leaves tmp/. */
+/*
+ * Ends a run of burials: the burials queued are made, and the shared
+ * reason leaves tmp/.
+ */
 void
 mq_burial_end(struct mq_burial *b)
 {
 	int saved = errno;
 
+	(void)inter(b);
+	free(b->queue);
+	b->queue = NULL;
 	shared_drop(b);
 	errno = saved;
 }
@@ -863,8 +947,17 @@ mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 	return r;
 }
 
+/* Makes the purges made so far durable: one sync of dead/. */
+int
+mq_dead_sync(struct mq_spool *sp)
+{
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	return mq_fsync_dir(sp->dead);
+}
+
 /*
- * What a purge of d leaves, for after the sync of dead/; its history is
+ * What a purge of d leaves, for after mq_dead_sync; its history is
  * forgotten under the lock, as every change to a history is.
  */
 void

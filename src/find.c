@@ -253,7 +253,7 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 		if (mq_dead_purge(sp, &d) == -1)
 			return -1;
 		/* Its reason and history go once the purge is durable. */
-		if (mq_fsync_dir(sp->dead) == 0)
+		if (mq_dead_sync(sp) == 0)
 			mq_dead_purged(sp, &d);
 		return 0;
 	default:

@@ -286,7 +286,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 				mq_dead_redriven(sp, &d[j], tsp);
 	}
 	/* Purged durably: their reasons and histories can go. */
-	if (!redrive && mq_fsync_dir(sp->dead) == 0)
+	if (!redrive && mq_dead_sync(sp) == 0)
 		for (j = 0; j < n; j++)
 			if (moved[j])
 				mq_dead_purged(sp, &d[j]);

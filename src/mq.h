@@ -465,6 +465,9 @@ struct mq_burial {
 	int	 nolink;	/* no hard links here: each writes its own */
 	int	 expiry;	/* each dead as of its expiry, under ttl */
 	uint64_t ttl;		/* the spool's */
+	int	 batch;		/* renames may wait for reason/'s sync */
+	struct mq_interment *queue;	/* those waiting */
+	size_t	 nqueue;
 };
 void	 mq_burial_init(struct mq_burial *, struct mq_spool *, const char *,
 	    size_t);
@@ -483,6 +486,7 @@ int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
 	    struct mq_placer *, int *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
+int	 mq_dead_sync(struct mq_spool *);
 void	 mq_dead_purged(struct mq_spool *, const struct mq_dead *);
 void	 mq_dead_redriven(struct mq_spool *, const struct mq_dead *,
 	    const struct mq_spool *);

@@ -136,6 +136,34 @@ $(cat "$dir/workload.out" "$dir/check.out")"
 	rounds xfs
 }
 
+# The cut that found a dead letter's reason empty: a burial, then any
+# later command that syncs (a send), then the cut.  On both file systems
+# the dead letter keeps its reason, and so does one buried as expired.
+@test "powercut: a dead letter buried before a later send keeps its reason after a cut, on ext4 and xfs" {
+	needs ext4
+	local fs sp r why
+	for fs in ext4 xfs; do
+		needs "$fs"
+		fresh "$fs" || fail "cannot make and mount $fs"
+		sp="$MNT/sp"
+		echo first | mq-send -d "$sp" >/dev/null
+		echo old | mq-send -d "$sp" --ttl 1 >/dev/null
+		r=$(mq-recv -d "$sp" -t 60)
+		mq-ack -d "$sp" -x "the reason given" "$r"
+		# Buried as expired by the sweep, a run of one.
+		ahead 5 mq-sweep -d "$sp"
+		echo second | mq-send -d "$sp" >/dev/null
+		timeout 20 xfs_io -x -c shutdown "$MNT"
+		timeout 20 umount "$MNT"
+		timeout 20 mount -o "$OPTS" "$DEV" "$MNT"
+		why=$(mq-dlq -d "$sp" ls --json | python3 -c '
+import json, sys
+print(" / ".join(sorted(json.loads(l)["reason"] or "(none)" for l in sys.stdin)))')
+		assert_equal "$why" "expired / the reason given"
+		detach
+	done
+}
+
 # The harness can see a loss: with eatmydata, whose preload makes fsync
 # and its kin do nothing, the same rounds must lose or tear a message the
 # workload was told was sent.  A round cut before anything was sent loses

@@ -213,3 +213,19 @@ load helper
 	assert_equal "$(cat "$MQ_DIR/last/$id")" fresh
 	assert_equal "$(count tmp)" 0
 }
+
+@test "mq-sweep: expired messages buried in a run share one sync of reason/ per 64, each synced before its rename" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	seq 1 100 | mq-send -l --ttl 1 >/dev/null
+	root=$(cd "$MQ_DIR" && pwd -P)
+	ASAN_OPTIONS=detect_leaks=0 run ahead 10 strace -f -y -e trace=fsync,renameat,renameat2 \
+	    -o "$BATS_TEST_TMPDIR/trace" mq-sweep
+	assert_success
+	assert_equal "$(count dead)" 100
+	assert_equal "$(mq-dlq ls --json | grep -c '"reason":"expired"')" 100
+	# Two syncs of reason/ for 100 (64, then 36), each before its renames.
+	run -0 grep -E "fsync\([0-9]+<$root/reason>\)|<$root/dead>" "$BATS_TEST_TMPDIR/trace"
+	assert_equal "$(grep -c fsync <<<"$output")" 2
+	assert_line --index 0 --regexp 'fsync'
+	assert_line --index 65 --regexp 'fsync'
+}
