@@ -888,18 +888,23 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
  * go once the placer has synced where it went (mq_placer_flush): its
  * reason, and its history if it went to another spool.  Removed before,
  * a power cut could keep the removal and undo the rename, and the dead
- * letter come back without them.
+ * letter come back without them.  The reason goes only if it is still
+ * the one the redrive saw (why, from mq_dead_redrive): meanwhile the
+ * message may have been claimed and buried again, with a reason of its
+ * new death.
  */
 void
 mq_dead_redriven(struct mq_spool *sp, const struct mq_dead *d,
-    const struct mq_spool *to)
+    const struct mq_spool *to, const struct stat *why)
 {
 	struct stat st;
 
 	/* Copied, it is gone already; a failed rename left it here. */
 	if (fstatat(sp->dead, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return;
-	unlinkat(sp->reason, d->n.id, 0);
+	/* A directory in its place is no reason, and is left as it is. */
+	if (why->st_ino != 0 && !S_ISDIR(why->st_mode))
+		(void)mq_reason_remove_same(sp, sp->reason, d->n.id, why);
 	if (!same_spool(sp, to) && dead_lock(sp) == 0) {
 		(void)mq_history_forget(sp, &d->n);
 		dead_unlock(sp);
@@ -917,13 +922,16 @@ mq_dead_redriven(struct mq_spool *sp, const struct mq_dead *d,
  */
 int
 mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
-    struct mq_placer *pl, int *history)
+    struct mq_placer *pl, int *history, struct stat *why)
 {
 	int r;
 
 	*history = 0;
 	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
 		return -1;
+	/* The reason as it is now, for mq_dead_redriven to remove only it. */
+	if (fstatat(sp->reason, d->n.id, why, AT_SYMLINK_NOFOLLOW) == -1)
+		why->st_ino = 0;
 	r = redrive(sp, d, pl, history);
 	dead_unlock(sp);
 	return r;

@@ -219,6 +219,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	struct mq_spool target, *tsp = sp;
 	struct mq_placer pl;
 	struct mq_dead *d, one;
+	struct stat *why;
 	char *moved;
 	size_t n, i, j;
 	int k, history = 0, status;
@@ -253,10 +254,12 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 				err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 		}
 	}
+	why = xreallocarray(NULL, n ? n : 1, sizeof(*why));
 	moved = xmalloc(n ? n : 1);
 	memset(moved, 0, n ? n : 1);
 	for (i = 0; i < n; i++) {
-		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &history) :
+		if ((redrive ? mq_dead_redrive(sp, &d[i], &pl, &history,
+		    &why[i]) :
 		    mq_dead_purge(sp, &d[i])) == -1) {
 			if (errno == ENOENT && !history) {
 				warnx("%s: no such dead letter", d[i].n.id);
@@ -283,7 +286,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 		/* Durable where they went: what they leave here can go. */
 		for (j = 0; j < n; j++)
 			if (moved[j])
-				mq_dead_redriven(sp, &d[j], tsp);
+				mq_dead_redriven(sp, &d[j], tsp, &why[j]);
 	}
 	/* Purged durably: their reasons and histories can go. */
 	if (!redrive && mq_dead_sync(sp) == 0)
@@ -293,6 +296,7 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	mq_placer_close(&pl);
 	if (tsp != sp)
 		mq_spool_close(tsp);
+	free(why);
 	free(moved);
 	free(d);
 	return status;

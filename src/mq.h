@@ -484,12 +484,12 @@ int	 mq_dead_find(struct mq_spool *, const char *, struct mq_dead *);
 int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
 int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
-	    struct mq_placer *, int *);
+	    struct mq_placer *, int *, struct stat *);
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_sync(struct mq_spool *);
 void	 mq_dead_purged(struct mq_spool *, const struct mq_dead *);
 void	 mq_dead_redriven(struct mq_spool *, const struct mq_dead *,
-	    const struct mq_spool *);
+	    const struct mq_spool *, const struct stat *);
 
 /* history.c: a message's past deaths, deaths/ID (see history.c) */
 #define MQ_DIR_DEATHS	"deaths"
