@@ -247,6 +247,12 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 	case MQ_IN_PARKED:
 		return forget(sp, f, mq_group_unpark(sp, f->dirfd, f->name,
 		    f->n.group));
+	case MQ_IN_LEAVING:
+		/* Its burial finished first; then it is looked for again. */
+		if (mq_group_mend(sp, f->n.group) == -1)
+			return -1;
+		errno = ENOENT;
+		return -1;
 	case MQ_IN_DEAD:
 		strlcpy(d.name, f->name, sizeof(d.name));
 		d.n = f->n;

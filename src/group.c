@@ -502,8 +502,12 @@ leaving_format(char *buf, size_t size, const struct mq_name *nm, int dead)
 	return 0;
 }
 
-static int
-leaving_parse(const char *s, struct mq_name *nm, int *dead)
+/*
+ * A head half way through its leave, as the walks see it: nm is its name
+ * in new/, *dead 1 for a burial's.  -1 when s is no such name.
+ */
+int
+mq_group_leaving_parse(const char *s, struct mq_name *nm, int *dead)
 {
 	char name[MQ_NAME_MAX];
 	size_t n;
@@ -807,7 +811,7 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 	char name[MQ_NAME_MAX];
 	int dead, r;
 
-	if (leaving_parse(leaving, &nm, &dead) == -1)
+	if (mq_group_leaving_parse(leaving, &nm, &dead) == -1)
 		return 0;
 	if (fstatat(gfd, leaving, &me, AT_SYMLINK_NOFOLLOW) == -1)
 		return errno == ENOENT ? 0 : -1;
@@ -980,6 +984,63 @@ sweep_group(void *arg, int groups, const char *group)
 	close(gfd);
 	errno = saved;
 	return r == -1 ? -1 : 0;
+}
+
+/*
+ * Mends group (as mq_group_sweep does each): a search that met one of its
+ * messages half way through a leave finishes it this way.  0, or -1.
+ */
+int
+mq_group_mend(struct mq_spool *sp, const char *group)
+{
+	struct sweeping w = { sp, NULL };
+	int groups;
+
+	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return sweep_group(&w, groups, group);
+}
+
+static int
+is_leaving_dead(const char *s)
+{
+	size_t n = strlen(s);
+
+	return is_leaving(s) && n > sizeof(LEAVING_DEAD) - 1 &&
+	    strcmp(s + n - (sizeof(LEAVING_DEAD) - 1), LEAVING_DEAD) == 0;
+}
+
+/*
+ * The burials of group that a crash left
+ * half way (leaving.*.dead) are finished: the message into dead/, the
+ * turn handed on.  A burial's caller was told it was made, and a dead
+ * letter is looked for in dead/ (mq-dlq): mq_expire finishes them before
+ * it buries what expired.  The acks' are mq_group_sweep's.  0, or -1.
+ */
+int
+mq_group_bury_unfinished(struct mq_spool *sp, const char *group,
+    void (*report)(const char *, const char *))
+{
+	struct sweeping w = { sp, report };
+	struct mq_names leaving;
+	char what[MQ_GROUP_MAX + 16];
+	size_t i;
+	int gfd, r = 0, saved;
+
+	if ((gfd = group_lock(sp, group, 0, 0, NULL)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	snprintf(what, sizeof(what), "group %s", group);
+	if (mq_names_read(gfd, DT_REG, is_leaving_dead, &leaving) == 0) {
+		for (i = 0; i < leaving.n; i++)
+			if (finish_leave(&w, gfd, what, leaving.v[i]) == -1)
+				r = -1;
+		mq_names_free(&leaving);
+	} else if (errno != ENOENT)
+		r = -1;
+	saved = errno;
+	close(gfd);
+	errno = saved;
+	return r;
 }
 
 /*

@@ -19,7 +19,9 @@
  *	inflight	cur/S/, the leases running
  *	dead		dead/, then the waiting messages past their time to
  *			live (mq_name_expiry): never handed out, they are
- *			buried by the next claim or sweep that meets them
+ *			buried by the next claim or sweep that meets them;
+ *			and a group's head a crash left half way through its
+ *			burial (groups/G/leaving.*.dead)
  *
  * Ready before delayed takes two descents of new/: the first ends each
  * priority's tree at its first leaf not due (MQ_TREE_LATER), the second
@@ -69,6 +71,7 @@ struct look {
 	int		 stopped;	/* fn asked to stop */
 	int		 failed;	/* fn failed: errno is its */
 	const char	*group;		/* the group whose tree is walked */
+	int		 leaving_only;	/* of a group, its leaving.* only */
 	size_t		 idlen;		/* of lk->id */
 	int		 type;		/* of the entries handed out (DT_*) */
 	char		 dir[MQ_NAME_MAX * 2];
@@ -563,11 +566,45 @@ cur_pass(struct look *l, enum mq_look_state pass)
 	    bucket);
 }
 
+/*
+ * The heads a crash left half way through their burial (group.c's
+ * leaving.NAME.dead): dead, their reason linked, their callers told so;
+ * the next mq_expire or mq-sweep moves them into dead/.  An ack's half
+ * way (leaving.NAME.ack) is not listed: acked, or (its ack never
+ * confirmed) made the head again by mq-sweep.
+ */
+static int
+leaving(struct look *l, int fd)
+{
+	struct mq_names names;
+	struct mq_name nm;
+	size_t i;
+	int dead, r = 0;
+
+	if (mq_names_read(fd, l->type, NULL, &names) == -1) {
+		if (errno != ENOENT)
+			fail(l, l->dir, errno);
+		return 0;
+	}
+	mq_names_sort(&names);
+	l->in = MQ_IN_LEAVING;
+	for (i = 0; i < names.n && r == 0; i++)
+		if (mq_group_leaving_parse(names.v[i], &nm, &dead) == 0 &&
+		    dead && (l->lk->id == NULL ||
+		    strcmp(nm.id, l->lk->id) == 0)) {
+			/* Its time of death is the one its burial will give. */
+			nm.ms = l->lk->now;
+			r = hand(l, MQ_LOOK_DEAD, fd, names.v[i], &nm, nm.ms);
+		}
+	mq_names_free(&names);
+	return r;
+}
+
 static int
 group(struct look *l, int groupsfd, const char *name)
 {
 	char where[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + 1];
-	int fd, r;
+	int fd, r = 0;
 
 	snprintf(where, sizeof(where), "%s/%s", MQ_DIR_GROUPS, name);
 	if ((fd = mq_opendirat(groupsfd, name)) == -1) {
@@ -576,7 +613,12 @@ group(struct look *l, int groupsfd, const char *name)
 		return 0;
 	}
 	l->group = name;
-	r = walk(l, fd, where);
+	if (l->pass == MQ_LOOK_DEAD) {
+		snprintf(l->dir, sizeof(l->dir), "%s", where);
+		r = leaving(l, fd);
+	}
+	if (r == 0 && !l->leaving_only)
+		r = walk(l, fd, where);
 	l->group = NULL;
 	close(fd);
 	return r;
@@ -632,8 +674,11 @@ dead_pass(struct look *l)
 	    (states & BIT(MQ_LOOK_DELAYED)) == 0) &&
 	    (r = new_pass(l, MQ_LOOK_DEAD, 1)) != 0)
 		return r;
-	if ((l->seen & AREA_GROUPS || (states & BIT(MQ_LOOK_BLOCKED)) == 0) &&
-	    (r = groups_pass(l, MQ_LOOK_DEAD)) != 0)
+	l->leaving_only = !(l->seen & AREA_GROUPS ||
+	    (states & BIT(MQ_LOOK_BLOCKED)) == 0);
+	r = groups_pass(l, MQ_LOOK_DEAD);
+	l->leaving_only = 0;
+	if (r != 0)
 		return r;
 	if (l->seen & AREA_CUR || (states & BIT(MQ_LOOK_EXPIRED)) == 0)
 		return cur_pass(l, MQ_LOOK_DEAD);

@@ -79,7 +79,7 @@ deaths(struct lister *ls, const struct mq_look *m)
 	size_t rlen = 0;
 	int buried, got = 1;
 
-	buried = m->in == MQ_IN_DEAD;
+	buried = m->in == MQ_IN_DEAD || m->in == MQ_IN_LEAVING;
 	if (!buried && m->n.deaths == 0)
 		return;
 	if (buried && (got = mq_dead_reason(sp, m->n.id, &reason, &rlen)) ==

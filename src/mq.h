@@ -431,6 +431,10 @@ void	 mq_group_unlock(int *);
 int	 mq_group_unpark(struct mq_spool *, int, const char *, const char *);
 int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t, uint64_t,
 	    uint64_t *);
+int	 mq_group_leaving_parse(const char *, struct mq_name *, int *);
+int	 mq_group_mend(struct mq_spool *, const char *);
+int	 mq_group_bury_unfinished(struct mq_spool *, const char *,
+	    void (*)(const char *, const char *));
 int	 mq_group_sweep(struct mq_spool *, void (*)(const char *,
 	    const char *));
 
@@ -599,7 +603,8 @@ enum mq_look_in {		/* where it is, which its removal follows */
 	MQ_IN_NEW,		/* new/ (a group's head too) */
 	MQ_IN_PARKED,		/* a group's tree, groups/G/T/M/L/ */
 	MQ_IN_CUR,
-	MQ_IN_DEAD		/* dead/ */
+	MQ_IN_DEAD,		/* dead/ */
+	MQ_IN_LEAVING		/* groups/G/leaving.*: a burial half way */
 };
 struct mq_look {
 	enum mq_look_state state;

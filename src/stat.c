@@ -12,7 +12,8 @@
  * waiting message past its time to live (its name and the spool's ttl
  * tell) is counted as dead, as the next claim or sweep will bury it: it
  * is never ready.  The messages parked behind the head of an
- * ordered group (groups/G/, group.c) are counted as blocked.
+ * ordered group (groups/G/, group.c) are counted as blocked, a head
+ * that a crash left half way through its burial as dead.
  */
 #include <sys/stat.h>
 
@@ -138,6 +139,27 @@ count_parked(void *arg, int dirfd, const char *name, int digits,
 	    MQ_TREE_NEXT;
 }
 
+/*
+ * A head a crash left half way through its burial (leaving.NAME.dead,
+ * group.c) is dead, as mq-ls lists it; its time of death is the one the
+ * burial's end will give it: now.
+ */
+static int
+count_leaving(void *arg, int dirfd, const char *name)
+{
+	struct counter *c = arg;
+	struct mq_name nm;
+	int dead;
+
+	if (mq_group_leaving_parse(name, &nm, &dead) == -1 || !dead)
+		return 0;
+	c->st->dead++;
+	if (c->now < c->st->oldest_dead_ms)
+		c->st->oldest_dead_ms = c->now;
+	add_bytes(c, dirfd, name);
+	return 0;
+}
+
 static int
 count_group(void *arg, int dirfd, const char *name)
 {
@@ -146,7 +168,9 @@ count_group(void *arg, int dirfd, const char *name)
 
 	if (!mq_group_valid(name) || (fd = mq_opendirat(dirfd, name)) == -1)
 		return 0;
-	r = mq_tree_walk(&t, fd);
+	r = mq_dir_each(fd, DT_REG, count_leaving, arg);
+	if (r == 0)
+		r = mq_tree_walk(&t, fd);
 	close(fd);
 	return r == -1 ? -1 : 0;
 }

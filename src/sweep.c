@@ -178,7 +178,11 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	return MQ_TREE_NEXT;
 }
 
-/* A group's tree, its leaves as new/'s (expire_step). */
+/*
+ * A group's tree, its leaves as new/'s (expire_step), once its burials
+ * left half way by a crash are finished: what its callers were told is
+ * dead is then in dead/, where mq-dlq looks.
+ */
 static int
 expire_group(void *arg, int groups, const char *name)
 {
@@ -188,6 +192,8 @@ expire_group(void *arg, int groups, const char *name)
 
 	if (!mq_group_valid(name))
 		return 0;
+	if (mq_group_bury_unfinished(rc->sp, name, rc->report) == -1)
+		rc->failed = errno;
 	if ((fd = mq_opendirat(groups, name)) == -1) {
 		if (errno != ENOENT)
 			rc->failed = errno;
@@ -416,8 +422,10 @@ stale_met(void *arg, const struct mq_look *m)
 	struct cleaner *c = arg;
 	struct stale *s;
 
-	if (m->in != MQ_IN_DEAD && (s = bsearch(m->n.id, c->v, c->n,
-	    sizeof(*c->v), stale_key)) != NULL)
+	if (m->in == MQ_IN_DEAD || m->in == MQ_IN_LEAVING)
+		return 0;
+	if ((s = bsearch(m->n.id, c->v, c->n, sizeof(*c->v),
+	    stale_key)) != NULL)
 		s->met = 1;
 	return 0;
 }

@@ -391,6 +391,46 @@ new_name() {
 	assert_equal "$(count dead)" 1
 }
 
+# What a power cut can leave (tests/powercut.bats found it): the burial's
+# first rename made durable by a later sync, not its last.  The caller was
+# told "dead-lettered": every tool sees a dead letter before any sweep.
+@test "group: a head a crash left half way through its burial is dead to mq-ls, mq-stat, mq-show, mq-dlq and mq-rm" {
+	gsend A a1 a2
+	recv_one
+	id=$(basename "$r" | cut -d, -f1)
+	printf 'poison' >"$MQ_DIR/reason/$id"
+	mv "$r" "$MQ_DIR/groups/A/leaving.$(new_name "$r").dead"
+	run mq-ls
+	assert_success
+	assert_line --regexp "^$id	dead	1	"
+	run mq-ls -s dead --json
+	assert_success
+	assert_output --partial "\"id\":\"$id\",\"state\":\"dead\""
+	assert_output --partial '"reason":"poison"'
+	run mq-stat --json
+	assert_output --partial '"dead":1,"blocked":1'
+	run mq-show "$id"
+	assert_success
+	assert_output a1
+	cp -a "$MQ_DIR" "$BATS_TEST_TMPDIR/copy"
+	# mq-dlq finishes the burial first: a dead letter in dead/, a2 next.
+	run mq-dlq ls
+	assert_success
+	assert_line --regexp "^$id	1	.*	poison	"
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 0
+	recv_one
+	assert_equal "$body" a2
+	# mq-rm by ID finishes it too, then removes the dead letter.
+	MQ_DIR="$BATS_TEST_TMPDIR/copy"
+	run mq-rm -v "$id"
+	assert_success
+	assert_output --partial "removed $id (dead)"
+	run mq-ls
+	assert_output --regexp "	ready	"
+	refute_output --partial "$id"
+	assert_equal "$(find "$MQ_DIR/groups/A" -name 'leaving.*' | wc -l)" 0
+}
+
 @test "group: overflow=drop-oldest neither counts nor drops parked messages" {
 	gsend g h p1 p2 p3
 	recv_one

@@ -169,7 +169,7 @@ load helper
 	# Stopped in its walk past new/, before the messages in flight, while
 	# the holder releases it (cur/ -> new/) with a fresh reason; then let
 	# go at each later stop there (each walk stops there more than once).
-	race_at mq-sweep groups_pass "-v" "mq-ack -r --reason fresh $r" 6
+	race_at mq-sweep groups_pass "-v" "mq-ack -r --reason fresh $r" 12
 	[[ $output == *"Breakpoint 1"* ]] || fail "groups_pass was not reached: $output"
 	[[ $output == *"exited normally"* ]] || fail "mq-sweep failed: $output"
 	[[ $output != *"$id: orphan"* ]] || fail "$output"
