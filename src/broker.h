@@ -22,6 +22,14 @@
 #include <stdint.h>
 
 #define MQ_BROKER_URIS_MAX	16
+
+/* The headers a push sets and a pull reads (any other publisher may). */
+#define MQ_HEADER_PRIORITY	"x-mq-priority"
+#define MQ_HEADER_GROUP		"x-mq-group"
+#define MQ_HEADER_KEY		"x-mq-key"
+#define MQ_HEADER_ATTEMPTS	"x-mq-attempts"
+#define MQ_HEADER_SENT		"x-mq-sent"
+#define MQ_HEADER_TTL		"x-mq-ttl"
 #define MQ_BROKER_DEFAULT_URI	"amqp://localhost"
 #define MQ_BROKER_MAX_SIZE	134217728	/* RabbitMQ 3.10's max_message_size */
 #define MQ_BROKER_SIZE_LIMIT	536870912	/* RabbitMQ's own ceiling for it */

@@ -434,7 +434,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
     uint64_t lease_ms, unsigned max, mq_claim_fn fn, void *arg,
     uint64_t *wake)
 {
-	struct mq_tree t = { claim_step, NULL, 1, 1, 0, 0, 0 };
+	struct mq_tree t = { .fn = claim_step, .sorted = 1, .remove = 1 };
 	struct run c;
 	int r;
 

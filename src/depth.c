@@ -516,7 +516,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
     int parked_too, uint64_t *n)
 {
 	struct counting c;
-	struct mq_tree t = { count_step, NULL, 1, 0, 0, 0, 1 };
+	struct mq_tree t = { .fn = count_step, .sorted = 1, .lowfirst = 1 };
 	uint64_t parked;
 	int r, saved;
 
@@ -659,7 +659,7 @@ mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
     mq_drop_fn fn, void *arg)
 {
 	struct dropping d;
-	struct mq_tree t = { drop_step, NULL, 1, 0, 0, 0, 1 };
+	struct mq_tree t = { .fn = drop_step, .sorted = 1, .lowfirst = 1 };
 	int r;
 
 	if (n == 0)

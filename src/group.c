@@ -243,9 +243,8 @@ promote_leaf(struct promotion *p, int leaf)
 	if (mq_names_read(leaf, DT_REG, NULL, &names) == -1)
 		return errno == ENOENT ? 0 : -1;
 	mq_names_sort(&names);
-	mq_placer_init(&pl, p->sp, 0);
 	/* As a release: it is a consumer's step, which must drain. */
-	pl.spares = 1;
+	mq_placer_release_init(&pl, p->sp);
 	for (i = 0; i < names.n && !p->done; i++) {
 		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == -1 ||
 		    mq_name_format(newname, sizeof(newname), MQ_NEW,
@@ -318,7 +317,8 @@ static int
 promote(struct mq_spool *sp, int gfd)
 {
 	struct promotion p = { sp, gfd, 0 };
-	struct mq_tree t = { promote_step, NULL, 1, 1, 0, UINT64_MAX, 0 };
+	struct mq_tree t = { .fn = promote_step, .sorted = 1, .remove = 1,
+	    .now = UINT64_MAX };
 
 	t.arg = &p;
 	if (mq_tree_walk(&t, gfd) == -1)
@@ -559,8 +559,7 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
 
 	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
 		return -1;
-	mq_placer_init(&pl, sp, 0);
-	pl.spares = 1;
+	mq_placer_release_init(&pl, sp);
 	r = mq_place(&pl, gfd, leaving, name, nm->prio, mq_now_ms());
 	saved = errno;
 	(void)mq_placer_flush(&pl);
@@ -747,7 +746,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 static int
 count_group(void *arg, int groups, const char *name)
 {
-	struct mq_tree t = { count_step, arg, 0, 0, 1, 0, 0 };
+	struct mq_tree t = { .fn = count_step, .arg = arg, .tolerant = 1 };
 	struct parked *c = arg;
 	int fd, r;
 
@@ -890,7 +889,7 @@ static int
 in_tree(int gfd, const struct stat *st)
 {
 	struct finding f = { st, NULL, 0 };
-	struct mq_tree t = { find_step, NULL, 0, 0, 0, 0, 0 };
+	struct mq_tree t = { .fn = find_step };
 
 	t.arg = &f;
 	if (mq_tree_walk(&t, gfd) == -1)

@@ -170,9 +170,9 @@ leaf_path(struct look *l, uint64_t key, unsigned prio)
 {
 	char t[16], m[16], k[16], p[16] = "";
 
-	mq_key_format(t, sizeof(t), key, MQ_TOP_DIGITS);
-	mq_key_format(m, sizeof(m), key, MQ_MID_DIGITS);
-	mq_key_format(k, sizeof(k), key, MQ_KEY_DIGITS);
+	mq_leaf_key_format(t, sizeof(t), key, MQ_TOP_DIGITS);
+	mq_leaf_key_format(m, sizeof(m), key, MQ_MID_DIGITS);
+	mq_leaf_key_format(k, sizeof(k), key, MQ_KEY_DIGITS);
 	if (prio > 0)
 		snprintf(p, sizeof(p), "p%u/", prio);
 	l->in = l->group != NULL ? MQ_IN_PARKED : MQ_IN_NEW;
@@ -365,7 +365,7 @@ step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 static int
 walk(struct look *l, int root, const char *where)
 {
-	struct mq_tree t = { step, l, 1, 0, 0, 0, 0 };
+	struct mq_tree t = { .fn = step, .arg = l, .sorted = 1 };
 
 	if (mq_tree_walk(&t, root) != -1)
 		return l->stopped;

@@ -82,8 +82,7 @@ spool_done(struct acker *a)
 static void
 spool_ready(struct acker *a)
 {
-	mq_placer_init(&a->pl, &a->sp, 0);
-	a->pl.spares = 1;
+	mq_placer_release_init(&a->pl, &a->sp);
 	mq_receipt_init(&a->rc);
 	a->open = 1;
 }

@@ -219,8 +219,8 @@ int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
 int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
 int	 mq_group_valid(const char *);
 uint64_t mq_name_expiry(const struct mq_name *, uint64_t);
-int	 mq_key_format(char *, size_t, uint64_t, int);
-int	 mq_key_parse(const char *, int, uint64_t *);
+int	 mq_leaf_key_format(char *, size_t, uint64_t, int);
+int	 mq_leaf_key_parse(const char *, int, uint64_t *);
 uint64_t mq_cur_bucket(uint64_t);
 int	 mq_cur_bucket_format(char *, size_t, uint64_t);
 int	 mq_cur_bucket_parse(const char *, uint64_t *);
@@ -230,6 +230,7 @@ void	 mq_time_iso(char *, size_t, uint64_t);
 
 /* place.c: the new/ tree */
 void	 mq_placer_init(struct mq_placer *, struct mq_spool *, int);
+void	 mq_placer_release_init(struct mq_placer *, struct mq_spool *);
 int	 mq_place(struct mq_placer *, int, const char *, const char *,
 	    unsigned, uint64_t);
 int	 mq_placer_flush(struct mq_placer *);

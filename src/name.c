@@ -349,7 +349,7 @@ mq_name_expiry(const struct mq_name *n, uint64_t spool_ttl)
 
 /* The first `digits` hex digits of a visibility key (ms since the epoch). */
 int
-mq_key_format(char *buf, size_t size, uint64_t key, int digits)
+mq_leaf_key_format(char *buf, size_t size, uint64_t key, int digits)
 {
 	char full[32];
 
@@ -364,7 +364,7 @@ mq_key_format(char *buf, size_t size, uint64_t key, int digits)
 }
 
 int
-mq_key_parse(const char *s, int digits, uint64_t *key)
+mq_leaf_key_parse(const char *s, int digits, uint64_t *key)
 {
 	uint64_t v = 0;
 	int i;

@@ -40,6 +40,18 @@ mq_placer_init(struct mq_placer *pl, struct mq_spool *sp, int sync)
 	pl->pdir = pl->top = pl->mid = pl->leaf = -1;
 }
 
+/*
+ * A placer for what goes back into new/ (a release, a reclaim, a
+ * promote): a consumer's step, which must drain a full file system, so
+ * it may take spare directories (MQ_SPARES).  Not synced.
+ */
+void
+mq_placer_release_init(struct mq_placer *pl, struct mq_spool *sp)
+{
+	mq_placer_init(pl, sp, 0);
+	pl->spares = 1;
+}
+
 /* "pN", the directory of priority N's tree in new/ (N > 0). */
 static void
 prio_name(char *buf, size_t size, unsigned prio)
@@ -74,9 +86,9 @@ leaf_open(struct mq_placer *pl, unsigned prio, uint64_t key)
 		errno = EINVAL;
 		return -1;
 	}
-	if (mq_key_format(top, sizeof(top), key, MQ_TOP_DIGITS) == -1 ||
-	    mq_key_format(mid, sizeof(mid), key, MQ_MID_DIGITS) == -1 ||
-	    mq_key_format(leaf, sizeof(leaf), key, MQ_KEY_DIGITS) == -1)
+	if (mq_leaf_key_format(top, sizeof(top), key, MQ_TOP_DIGITS) == -1 ||
+	    mq_leaf_key_format(mid, sizeof(mid), key, MQ_MID_DIGITS) == -1 ||
+	    mq_leaf_key_format(leaf, sizeof(leaf), key, MQ_KEY_DIGITS) == -1)
 		return -1;
 	prio_name(pdir, sizeof(pdir), prio);
 	how = (pl->spares ? MQ_SUBDIR_SPARES : 0) |
@@ -237,7 +249,7 @@ is_top(const char *s)
 {
 	uint64_t k;
 
-	return mq_key_parse(s, MQ_TOP_DIGITS, &k) == 0;
+	return mq_leaf_key_parse(s, MQ_TOP_DIGITS, &k) == 0;
 }
 
 static int
@@ -245,7 +257,7 @@ is_mid(const char *s)
 {
 	uint64_t k;
 
-	return mq_key_parse(s, MQ_MID_DIGITS, &k) == 0;
+	return mq_leaf_key_parse(s, MQ_MID_DIGITS, &k) == 0;
 }
 
 static int
@@ -253,7 +265,7 @@ is_leaf(const char *s)
 {
 	uint64_t k;
 
-	return mq_key_parse(s, MQ_KEY_DIGITS, &k) == 0;
+	return mq_leaf_key_parse(s, MQ_KEY_DIGITS, &k) == 0;
 }
 
 /* What new/ itself holds: priority 0's top level, and the pN trees. */
@@ -366,7 +378,7 @@ visit_streamed(void *arg, int dirfd, const char *name)
 	if (s->digits == 0) {
 		if ((prio = mq_prio_dir(name)) == -1) {
 			if (s->ended ||
-			    mq_key_parse(name, MQ_TOP_DIGITS, &key) == -1)
+			    mq_leaf_key_parse(name, MQ_TOP_DIGITS, &key) == -1)
 				return 0;
 			s->r = visit(s->w, dirfd, name, MQ_TOP_DIGITS, key);
 			/* Its other top levels are passed, not the pN. */
@@ -382,7 +394,7 @@ visit_streamed(void *arg, int dirfd, const char *name)
 				s->r = PASSED;
 		}
 	} else {
-		if (mq_key_parse(name, s->digits, &key) == -1)
+		if (mq_leaf_key_parse(name, s->digits, &key) == -1)
 			return 0;
 		s->r = visit(s->w, dirfd, name, s->digits, key);
 	}
@@ -403,7 +415,7 @@ each(struct walk *w, int dirfd, struct mq_names *names, int digits)
 	int r = PASSED;
 
 	for (i = 0; i < names->n && r == PASSED; i++) {
-		mq_key_parse(names->v[i], digits, &key);
+		mq_leaf_key_parse(names->v[i], digits, &key);
 		r = visit(w, dirfd, names->v[i], digits, key);
 	}
 	return r;

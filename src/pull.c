@@ -78,14 +78,6 @@
 #define HERE_STATES	(1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY | \
 	1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED | 1u << MQ_LOOK_INFLIGHT)
 
-/* The headers push sets (and any other publisher may). */
-#define H_PRIORITY	"x-mq-priority"
-#define H_GROUP		"x-mq-group"
-#define H_KEY		"x-mq-key"
-#define H_ATTEMPTS	"x-mq-attempts"
-#define H_SENT		"x-mq-sent"
-#define H_TTL		"x-mq-ttl"
-
 /* The largest sent time a name holds: 15 digits. */
 #define SENT_MAX	999999999999999ULL
 
@@ -362,48 +354,48 @@ name_of(struct held *h)
 		return;
 	for (i = 0; i < pr->headers.num_entries; i++) {
 		e = &pr->headers.entries[i];
-		if (named(e, H_PRIORITY)) {
+		if (named(e, MQ_HEADER_PRIORITY)) {
 			if (header_int(&e->value, &v) == -1 || v < 0 ||
 			    v > MQ_PRIORITY_MAX)
-				bad_header(h, H_PRIORITY);
+				bad_header(h, MQ_HEADER_PRIORITY);
 			else
 				h->n.prio = (unsigned)v;
-		} else if (named(e, H_ATTEMPTS)) {
+		} else if (named(e, MQ_HEADER_ATTEMPTS)) {
 			if (header_int(&e->value, &v) == -1 || v < 0 ||
 			    v > MQ_ATTEMPTS_MAX)
-				bad_header(h, H_ATTEMPTS);
+				bad_header(h, MQ_HEADER_ATTEMPTS);
 			else
 				h->n.attempts = (unsigned)v;
-		} else if (named(e, H_SENT)) {
+		} else if (named(e, MQ_HEADER_SENT)) {
 			if (header_int(&e->value, &v) == -1 || v < 0 ||
 			    (uint64_t)v > SENT_MAX)
-				bad_header(h, H_SENT);
+				bad_header(h, MQ_HEADER_SENT);
 			else
 				h->n.sent = (uint64_t)v;
-		} else if (named(e, H_TTL)) {
+		} else if (named(e, MQ_HEADER_TTL)) {
 			if (header_int(&e->value, &v) == -1 || v < 0 ||
 			    v > MQ_SECS_MAX * 1000)
-				bad_header(h, H_TTL);
+				bad_header(h, MQ_HEADER_TTL);
 			else
 				h->n.ttl = (uint64_t)v;
-		} else if (named(e, H_GROUP)) {
+		} else if (named(e, MQ_HEADER_GROUP)) {
 			if (header_str(&e->value, &s) == -1 ||
 			    s.len > MQ_GROUP_MAX ||
 			    memchr(s.bytes, '\0', s.len) != NULL) {
-				bad_header(h, H_GROUP);
+				bad_header(h, MQ_HEADER_GROUP);
 				continue;
 			}
 			memcpy(h->n.group, s.bytes, s.len);
 			h->n.group[s.len] = '\0';
 			if (!mq_group_valid(h->n.group)) {
 				h->n.group[0] = '\0';
-				bad_header(h, H_GROUP);
+				bad_header(h, MQ_HEADER_GROUP);
 			}
-		} else if (named(e, H_KEY)) {
+		} else if (named(e, MQ_HEADER_KEY)) {
 			if (header_str(&e->value, &s) == -1 ||
 			    s.len > MQ_KEY_MAX ||
 			    !mq_key_valid(s.bytes, s.len)) {
-				bad_header(h, H_KEY);
+				bad_header(h, MQ_HEADER_KEY);
 				continue;
 			}
 			memcpy(h->key, s.bytes, s.len);
@@ -832,39 +824,45 @@ settle_pending(struct puller *p)
 }
 
 /*
- * Writes the first n deliveries in hand into the spool, then settles them
- * with the broker.  Returns 0, or -1 after a local failure (named; what
- * was not placed was nacked, what was placed and not synced is pending)
- * or a lost connection.
+ * A batch of deliveries on its way into the spool: how many of each fate,
+ * and the first failure (saved, an errno; what, the directory it names).
  */
-static int
-batch(struct puller *p, size_t n)
+struct batching {
+	size_t		 n;
+	size_t		 here, added, held, held_added;
+	int		 saved;
+	const char	*what;
+};
+
+/*
+ * 1. Named; those already here (one walk) left out.  2. The others
+ * written into tmp/, up to the first failure.  3. Their data made
+ * durable (not durable: not kept).
+ */
+static void
+batch_write(struct puller *p, struct batching *bt)
 {
 	struct held *h;
-	const char *what = MQ_DIR_TMP, *failed;
-	size_t i, nw = 0, here = 0, added = 0, held = 0, held_added;
-	uint64_t now;
-	int r, saved = 0;
+	const char *failed;
+	size_t i, nw = 0, n = bt->n;
 
-	/* 1. Named; those already here (one walk) left out. */
 	for (i = 0; i < n; i++) {
 		name_of(&p->hand[i]);
 		p->hand[i].fate = F_NONE;
 	}
 	i = 0;
 	if (look_here(p, n) == -1) {
-		saved = errno;
-		what = MQ_DIR_NEW;	/* or cur/, groups/: not read */
+		bt->saved = errno;
+		bt->what = MQ_DIR_NEW;	/* or cur/, groups/: not read */
 		for (; i < n; i++)	/* nothing written: all nacked */
 			p->hand[i].fate = F_FAILED;
 	}
-	/* 2. The others written into tmp/, up to the first failure. */
 	for (; i < n; i++) {
 		h = &p->hand[i];
 		if (h->fate == F_HERE)
 			continue;
 		if (write_tmp(p, h) == -1) {
-			saved = errno;
+			bt->saved = errno;
 			break;
 		}
 		h->fate = F_WRITTEN;
@@ -872,19 +870,27 @@ batch(struct puller *p, size_t n)
 	}
 	for (; i < n; i++)
 		p->hand[i].fate = F_FAILED;
-	/* 3. Their data made durable. */
 	if (nw > 0 && mq_tmp_sync(&p->sp, p->ids, (int)nw, &failed) == -1) {
-		saved = errno;
-		what = MQ_DIR_TMP;
-		for (i = 0; i < n; i++)	/* not durable: not kept */
+		bt->saved = errno;
+		bt->what = MQ_DIR_TMP;
+		for (i = 0; i < n; i++)
 			if (p->hand[i].fate == F_WRITTEN) {
 				mq_tmp_remove(&p->sp, p->hand[i].n.id);
 				p->hand[i].fate = F_FAILED;
 			}
 	}
-	/* 4. Placed, in order, up to the first failure. */
-	now = mq_now_ms();
-	for (i = 0; i < n && saved == 0; i++) {
+}
+
+/* 4. Placed, in order, up to the first failure. */
+static void
+batch_place(struct puller *p, struct batching *bt)
+{
+	struct held *h;
+	uint64_t now = mq_now_ms();
+	size_t i;
+	int r;
+
+	for (i = 0; i < bt->n && bt->saved == 0; i++) {
 		h = &p->hand[i];
 		if (h->fate != F_WRITTEN)
 			continue;
@@ -893,78 +899,113 @@ batch(struct puller *p, size_t n)
 		else
 			r = mq_tmp_land(&p->pl, &h->n, now);
 		if (r == -1) {
-			saved = errno;
-			what = h->keyed ? MQ_DIR_KEYS : MQ_DIR_NEW;
+			bt->saved = errno;
+			bt->what = h->keyed ? MQ_DIR_KEYS : MQ_DIR_NEW;
 			break;
 		}
 		h->fate = r == 1 ? F_HERE : F_PLACED;
 	}
-	/*
-	 * 5. new/'s directories synced, tried twice.  When that fails, what
-	 * was placed is held: not acked (it may not survive a crash) nor
-	 * nacked (another host would add it too); the broker redelivers it
-	 * when the channel closes, and the ID check finds it here.
-	 */
+}
+
+/*
+ * 5. new/'s directories synced, tried twice.  When that fails, what was
+ * placed is held: not acked (it may not survive a crash) nor nacked
+ * (another host would add it too); the broker redelivers it when the
+ * channel closes, and the ID check finds it here.  Then what is left in
+ * tmp/ goes, and the fates are counted.
+ */
+static void
+batch_sync(struct puller *p, struct batching *bt)
+{
+	struct held *h;
+	size_t i;
+
 	if (sync_placed(p) == -1) {
-		if (saved == 0) {
-			saved = errno;
-			what = MQ_DIR_NEW;
+		if (bt->saved == 0) {
+			bt->saved = errno;
+			bt->what = MQ_DIR_NEW;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < bt->n; i++)
 			if (p->hand[i].fate == F_PLACED) {
 				p->hand[i].fate = F_HELD;
-				held++;
+				bt->held++;
 			}
 	}
-	held_added = held;
-	for (i = 0; i < n; i++) {
+	bt->held_added = bt->held;
+	for (i = 0; i < bt->n; i++) {
 		h = &p->hand[i];
 		if (h->fate == F_WRITTEN) {
 			mq_tmp_remove(&p->sp, h->n.id);
 			h->fate = F_FAILED;
 		}
 		if (h->fate == F_PLACED)
-			added++;
+			bt->added++;
 		else if (h->fate == F_HERE)
-			here++;
+			bt->here++;
 	}
-	/*
-	 * 6. Those already here are acked only once the spool is durable:
-	 * the copy found may be in the page cache alone (placed by a pull
-	 * whose sync failed, its delivery redelivered).  One syncfs for the
-	 * batch; when it fails they are held as the unsynced placed ones.
-	 */
-	if (here > 0 && mq_spool_sync(&p->sp) == -1) {
-		if (saved == 0) {
-			saved = errno;
-			what = "";
+}
+
+/*
+ * 6. Those already here are acked only once the spool is durable: the
+ * copy found may be in the page cache alone (placed by a pull whose sync
+ * failed, its delivery redelivered).  One syncfs for the batch; when it
+ * fails they are held as the unsynced placed ones.
+ */
+static void
+batch_here(struct puller *p, struct batching *bt)
+{
+	size_t i;
+
+	if (bt->here == 0 || mq_spool_sync(&p->sp) == 0)
+		return;
+	if (bt->saved == 0) {
+		bt->saved = errno;
+		bt->what = "";
+	}
+	p->here_unsynced = 1;
+	for (i = 0; i < bt->n; i++)
+		if (p->hand[i].fate == F_HERE) {
+			p->hand[i].fate = F_HELD_HERE;
+			bt->held++;
 		}
-		p->here_unsynced = 1;
-		for (i = 0; i < n; i++)
-			if (p->hand[i].fate == F_HERE) {
-				p->hand[i].fate = F_HELD_HERE;
-				held++;
-			}
-		here = 0;
-	}
-	if (saved != 0)
-		say_failure(p, what, saved);
-	r = settle(p, n, held, held_added);
+	bt->here = 0;
+}
+
+/*
+ * Writes the first n deliveries in hand into the spool, then settles them
+ * with the broker.  Returns 0, or -1 after a local failure (named; what
+ * was not placed was nacked, what was placed and not synced is pending)
+ * or a lost connection.
+ */
+static int
+batch(struct puller *p, size_t n)
+{
+	struct batching bt = { n, 0, 0, 0, 0, 0, MQ_DIR_TMP };
+	int r;
+
+	batch_write(p, &bt);
+	batch_place(p, &bt);
+	batch_sync(p, &bt);
+	batch_here(p, &bt);
+	if (bt.saved != 0)
+		say_failure(p, bt.what, bt.saved);
+	r = settle(p, n, bt.held, bt.held_added);
 	if (r == 0) {
 		shift(p, n);
-		p->added += added;
-		if (added > 0)
+		p->added += bt.added;
+		if (bt.added > 0)
 			mq_broker_moved(p->b);
 		if (p->b->verbose)
 			warnx("pulled %zu (added %zu, already here %zu%s)", n,
-			    added, here, held > 0 ? ", held unsynced" : "");
-		if (saved == 0) {
+			    bt.added, bt.here,
+			    bt.held > 0 ? ", held unsynced" : "");
+		if (bt.saved == 0) {
 			p->named_what = NULL;
 			p->named_errno = 0;
 			p->pause_ms = FAIL_PAUSE_MS;
 		}
 	}
-	return saved != 0 || r == -1 ? -1 : 0;
+	return bt.saved != 0 || r == -1 ? -1 : 0;
 }
 
 /*
@@ -1095,12 +1136,88 @@ drained(struct puller *p)
 	return r == 0 && count == 0;
 }
 
+/* What one step of the puller's loop ends in. */
+enum { PULL_ON, PULL_FAILED, PULL_END, PULL_ERROR };
+
+/* Full: counted again every second, holding nothing. */
+static int
+rest_step(struct puller *p)
+{
+	uint64_t room;
+
+	if (idle(p, ROOM_MS) == -1 || stopped(p))
+		return PULL_ON;
+	if (count(p, &room) == -1)
+		return PULL_FAILED;
+	if (room > 0)
+		p->resting = 0;	/* consumed again */
+	return PULL_ON;
+}
+
+/*
+ * One step: a batch received and written into the spool, or a wait for
+ * deliveries, room or a connection.  PULL_FAILED: a local failure
+ * (named); PULL_END: stopped, drained or full with -1; PULL_ERROR: no
+ * broker to be had.
+ */
+static int
+pull_step(struct puller *p, uint64_t *idle_since)
+{
+	struct mq_broker *b = p->b;
+	uint64_t room, limit;
+	int r;
+
+	if (stopped(p))
+		return PULL_END;
+	if (connected(p) == -1)
+		return stopped(p) ? PULL_END : PULL_ERROR;
+	if (p->resting)
+		return rest_step(p);
+	/* The first may be waited for; the rest as far as buffered. */
+	if (p->nhand == 0 && (r = receive(p, SLICE_MS)) != 1) {
+		if (r == -1)
+			return PULL_ON;
+		if (p->once && !stopped(p) &&
+		    mq_now_ms() - *idle_since >= IDLE_MS) {
+			if (drained(p) == 1)
+				return PULL_END;
+			*idle_since = mq_now_ms();
+		}
+		return PULL_ON;
+	}
+	/* Counted once a batch, when one has begun. */
+	if (count(p, &room) == -1)
+		return PULL_FAILED;
+	if (room == 0 && p->once) {
+		/* -1: full ends the run; what is in hand goes back. */
+		give_back(p);
+		return PULL_END;
+	}
+	if (room == 0) {
+		/* Full: nothing held until there is room. */
+		if (rest(p) == 0 && b->verbose)
+			warnx("the spool is full: consuming again when there "
+			    "is room");
+		return PULL_ON;
+	}
+	limit = room < MQ_BATCH_MAX ? room : MQ_BATCH_MAX;
+	/* Then what keeps coming, until GATHER_MS without one. */
+	while (p->nhand < limit && b->conn != NULL && !stopped(p) &&
+	    receive(p, GATHER_MS) == 1)
+		;
+	if (b->conn == NULL || p->nhand == 0)
+		return PULL_ON;
+	*idle_since = mq_now_ms();
+	return batch(p, p->nhand < limit ? p->nhand : limit) == -1 &&
+	    b->conn != NULL ? PULL_FAILED : PULL_ON;
+}
+
 int
 mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 {
 	struct puller p;
-	uint64_t room, idle_since, limit;
-	int r, status = MQ_EX_OK, failed = 0;
+	uint64_t idle_since;
+	int r, status = MQ_EX_OK;
 
 	memset(&p, 0, sizeof(p));
 	p.b = b;
@@ -1116,73 +1233,15 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	mq_keys_init(&p.keys, &p.sp);
 	idle_since = mq_now_ms();
 	for (;;) {
-		if (stopped(&p))
+		r = pull_step(&p, &idle_since);
+		if (r == PULL_END)
 			break;
-		if (connected(&p) == -1) {
-			if (!stopped(&p))
-				status = MQ_EX_SYS;
-			break;
-		}
-		if (p.resting) {
-			/* Full: counted again every second, holding nothing. */
-			if (idle(&p, ROOM_MS) == -1 || stopped(&p))
-				continue;
-			if (count(&p, &room) == -1) {
-				failed = 1;
-				goto local;
-			}
-			if (room > 0)
-				p.resting = 0;	/* consumed again */
-			continue;
-		}
-		/* The first may be waited for; the rest as far as buffered. */
-		if (p.nhand == 0 && (r = receive(&p, SLICE_MS)) != 1) {
-			if (r == -1)
-				continue;
-			if (once && !stopped(&p) &&
-			    mq_now_ms() - idle_since >= IDLE_MS) {
-				if ((r = drained(&p)) == 1)
-					break;
-				idle_since = mq_now_ms();
-			}
-			continue;
-		}
-		/* Counted once a batch, when one has begun. */
-		if (count(&p, &room) == -1) {
-			failed = 1;
-			goto local;
-		}
-		if (room == 0 && once) {
-			/* -1: full ends the run; what is in hand goes back. */
-			give_back(&p);
-			break;
-		}
-		if (room == 0) {
-			/* Full: nothing held until there is room. */
-			if (rest(&p) == 0 && b->verbose)
-				warnx("the spool is full: consuming again when "
-				    "there is room");
-			continue;
-		}
-		limit = room < MQ_BATCH_MAX ? room : MQ_BATCH_MAX;
-		/* Then what keeps coming, until GATHER_MS without one. */
-		while (p.nhand < limit && b->conn != NULL && !stopped(&p) &&
-		    receive(&p, GATHER_MS) == 1)
-			;
-		if (b->conn == NULL || p.nhand == 0)
-			continue;
-		idle_since = mq_now_ms();
-		failed = batch(&p, p.nhand < limit ? p.nhand : limit) == -1 &&
-		    b->conn != NULL;
-local:
-		if (!failed)
-			continue;
-		failed = 0;
-		if (once) {
+		if (r == PULL_ERROR || (r == PULL_FAILED && once)) {
 			status = MQ_EX_SYS;
 			break;
 		}
-		pause_after_failure(&p);
+		if (r == PULL_FAILED)
+			pause_after_failure(&p);
 	}
 	forget_hand(&p);
 	free(p.hand);

@@ -313,20 +313,20 @@ publish(struct push *p, struct batch *bt, struct msg *m, const void *body,
 	int k = 0, r;
 
 	if (nm->prio > 0)
-		header_int(&h[k++], "x-mq-priority", nm->prio, 0);
+		header_int(&h[k++], MQ_HEADER_PRIORITY, nm->prio, 0);
 	if (nm->group[0] != '\0')
-		header_str(&h[k++], "x-mq-group", nm->group);
+		header_str(&h[k++], MQ_HEADER_GROUP, nm->group);
 	if (nm->keyhash[0] != '\0') {
 		if (mq_key_get(&p->keys, nm, key) == 1)
-			header_str(&h[k++], "x-mq-key", key);
+			header_str(&h[k++], MQ_HEADER_KEY, key);
 		else
 			warnx("%s: its key cannot be read: sent without it",
 			    mq_receipt_shown(&p->sp, m->receipt));
 	}
-	header_int(&h[k++], "x-mq-attempts", nm->attempts, 0);
-	header_int(&h[k++], "x-mq-sent", (int64_t)sent, 1);
+	header_int(&h[k++], MQ_HEADER_ATTEMPTS, nm->attempts, 0);
+	header_int(&h[k++], MQ_HEADER_SENT, (int64_t)sent, 1);
 	if (nm->ttl != 0)
-		header_int(&h[k++], "x-mq-ttl", (int64_t)nm->ttl, 1);
+		header_int(&h[k++], MQ_HEADER_TTL, (int64_t)nm->ttl, 1);
 	memset(&props, 0, sizeof(props));
 	props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG |
 	    AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG |
@@ -1078,13 +1078,117 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 	}
 }
 
+/*
+ * A connection, a channel and confirms, not blocked: 1 when a batch may
+ * be published; 0 to look again (what was out settled, a channel or
+ * confirms that failed, a block waited out); -1 to end (no node answered
+ * for GIVE_UP_MS, with -1, or stopping).
+ */
+static int
+channel_ready(struct push *p, int once)
+{
+	struct mq_broker *b = p->b;
+	int live = b->conn != NULL && b->ch != 0 && b->confirming;
+
+	if (p->nq > 0 && !live) {
+		/* The channel went with batches out: settled first. */
+		settle_batches(p, 1);
+		return 0;
+	}
+	if (b->conn == NULL && mq_broker_connect(b, 0,
+	    once ? GIVE_UP_MS : 0) == -1) {
+		if (!*b->stop) {
+			warnx("no node answered for %d s", GIVE_UP_MS / 1000);
+			p->status = MQ_EX_SYS;
+		}
+		return -1;
+	}
+	if (b->ch == 0 && mq_broker_new_channel(b) == -1)
+		return 0;
+	if (!b->confirming) {
+		if (mq_broker_confirms(b) == -1)
+			return 0;
+		p->next_tag = 1;
+	}
+	if (b->blocked) {
+		/* Nothing published while blocked: what is out first. */
+		if (p->nq > 0)
+			settle_batches(p, 1);
+		else
+			wait_unblocked(p);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Claims a batch and publishes it; settles the older of two out, or the
+ * one out when nothing more came.  0 to go on at once, 1 to idle until
+ * *wake (nothing claimable), -1 to end (with -1: an error, nothing
+ * confirmed for GIVE_UP_MS, or nothing left).
+ */
+static int
+push_step(struct push *p, int once, uint64_t *wake)
+{
+	int got;
+
+	p->cl.ttl_ms = p->conf.ttl_ms;
+	*wake = UINT64_MAX;
+	p->cur = &p->q[p->nq];
+	p->cur->n = 0;
+	/* What is out keeps its lease: not claimed again below. */
+	keep_leases(p, p->nq);
+	p->claimed = mq_now_ms();
+	got = p->conf.paused ? 0 : mq_claim(&p->sp, &p->cl, (int)p->batch,
+	    p->conf.lease_ms, UINT_MAX, collect, p, wake);
+	if (got == -1) {
+		warn("%s", p->sp.path);
+		p->status = MQ_EX_SYS;
+	}
+	if (p->cur->n > 0) {
+		publish_batch(p, p->cur);
+		p->nq++;
+	}
+	if (once && (got == -1 || p->status == MQ_EX_SYS))
+		return -1;
+	/* Two out: the older awaited; one, and nothing more: it. */
+	if (p->nq == 2)
+		settle_batches(p, 0);
+	else if (p->nq == 1 && got == 0) {
+		settle_batches(p, 1);
+		got = 1;	/* a claim again before -1 ends */
+	}
+	if (p->status == MQ_EX_SYS && once)
+		return -1;
+	if (got == -1 || p->status == MQ_EX_SYS) {
+		/*
+		 * Without -1, a local error (named) is not the end, as in
+		 * pull: what is out settled, a pause, on.
+		 */
+		if (p->nq > 0)
+			settle_batches(p, 1);
+		p->status = MQ_EX_OK;
+		(void)mq_broker_pause(p->b, 1000);
+		return 0;
+	}
+	if (once && p->failing != 0 && mq_now_ms() - p->failing >= GIVE_UP_MS) {
+		warnx("%s: nothing confirmed for %d s", mq_broker_where(p->b),
+		    GIVE_UP_MS / 1000);
+		p->status = MQ_EX_SYS;
+		return -1;
+	}
+	if (got > 0)
+		return 0;
+	return once ? -1 : 1;
+}
+
 int
 mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 {
 	struct push p;
 	struct mq_waiter w;
 	uint64_t wake;
-	int got, live, waiting = 0;
+	int r, waiting = 0;
 
 	memset(&p, 0, sizeof(p));
 	p.b = b;
@@ -1098,8 +1202,7 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	p.cl.ttl_ms = p.conf.ttl_ms;
 	p.cl.ring = p.conf.max_depth > 0;
 	mq_receipt_init(&p.rc);
-	mq_placer_init(&p.pl, &p.sp, 0);
-	p.pl.spares = 1;
+	mq_placer_release_init(&p.pl, &p.sp);
 	mq_keys_init(&p.keys, &p.sp);
 	b->notify_blocked = 1;
 	/* Connected before the first claim: no broker, nothing claimed. */
@@ -1113,87 +1216,14 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 		err(MQ_EX_SYS, "%s/%s", p.sp.path, MQ_DIR_NEW);
 	waiting = 1;
 	while (!*b->stop) {
-		live = b->conn != NULL && b->ch != 0 && b->confirming;
-		if (p.nq > 0 && !live) {
-			/* The channel went with batches out: settled first. */
-			settle_batches(&p, 1);
-			continue;
-		}
-		if (b->conn == NULL && mq_broker_connect(b, 0,
-		    once ? GIVE_UP_MS : 0) == -1) {
-			if (!*b->stop) {
-				warnx("no node answered for %d s",
-				    GIVE_UP_MS / 1000);
-				p.status = MQ_EX_SYS;
-			}
+		if ((r = channel_ready(&p, once)) == -1)
 			break;
-		}
-		if (b->ch == 0 && mq_broker_new_channel(b) == -1)
+		if (r == 0)
 			continue;
-		if (!b->confirming) {
-			if (mq_broker_confirms(b) == -1)
-				continue;
-			p.next_tag = 1;
-		}
-		if (b->blocked) {
-			/* Nothing published while blocked: what is out first. */
-			if (p.nq > 0)
-				settle_batches(&p, 1);
-			else
-				wait_unblocked(&p);
-			continue;
-		}
-		p.cl.ttl_ms = p.conf.ttl_ms;
-		wake = UINT64_MAX;
-		p.cur = &p.q[p.nq];
-		p.cur->n = 0;
-		/* What is out keeps its lease: not claimed again below. */
-		keep_leases(&p, p.nq);
-		p.claimed = mq_now_ms();
-		got = p.conf.paused ? 0 : mq_claim(&p.sp, &p.cl, (int)batch,
-		    p.conf.lease_ms, UINT_MAX, collect, &p, &wake);
-		if (got == -1) {
-			warn("%s", p.sp.path);
-			p.status = MQ_EX_SYS;
-		}
-		if (p.cur->n > 0) {
-			publish_batch(&p, p.cur);
-			p.nq++;
-		}
-		if (once && (got == -1 || p.status == MQ_EX_SYS))
+		if ((r = push_step(&p, once, &wake)) == -1)
 			break;
-		/* Two out: the older awaited; one, and nothing more: it. */
-		if (p.nq == 2)
-			settle_batches(&p, 0);
-		else if (p.nq == 1 && got == 0) {
-			settle_batches(&p, 1);
-			got = 1;	/* a claim again before -1 ends */
-		}
-		if (p.status == MQ_EX_SYS && once)
-			break;
-		if (got == -1 || p.status == MQ_EX_SYS) {
-			/*
-			 * Without -1, a local error (named) is not the end,
-			 * as in pull: what is out settled, a pause, on.
-			 */
-			if (p.nq > 0)
-				settle_batches(&p, 1);
-			p.status = MQ_EX_OK;
-			(void)mq_broker_pause(b, 1000);
-			continue;
-		}
-		if (once && p.failing != 0 &&
-		    mq_now_ms() - p.failing >= GIVE_UP_MS) {
-			warnx("%s: nothing confirmed for %d s",
-			    mq_broker_where(b), GIVE_UP_MS / 1000);
-			p.status = MQ_EX_SYS;
-			break;
-		}
-		if (got > 0)
-			continue;
-		if (once)
-			break;
-		idle(&p, &w, wake);
+		if (r == 1)
+			idle(&p, &w, wake);
 	}
 	/* Stopping or failing: everything outstanding is settled first. */
 	if (p.nq > 0)

@@ -163,7 +163,7 @@ count_leaving(void *arg, int dirfd, const char *name)
 static int
 count_group(void *arg, int dirfd, const char *name)
 {
-	struct mq_tree t = { count_parked, arg, 0, 0, 1, 0, 0 };
+	struct mq_tree t = { .fn = count_parked, .arg = arg, .tolerant = 1 };
 	int fd, r;
 
 	if (!mq_group_valid(name) || (fd = mq_opendirat(dirfd, name)) == -1)
@@ -239,7 +239,7 @@ mq_stat(struct mq_spool *sp, uint64_t now, uint64_t ttl_ms, int bytes,
     struct mq_stats *st)
 {
 	struct counter c;
-	struct mq_tree t = { count_step, &c, 0, 0, 0, 0, 0 };
+	struct mq_tree t = { .fn = count_step, .arg = &c };
 
 	memset(st, 0, sizeof(*st));
 	st->oldest_ready_ms = st->oldest_dead_ms = UINT64_MAX;

@@ -125,8 +125,7 @@ mq_reclaim(struct mq_spool *sp, unsigned max, uint64_t ttl,
 	int r, saved;
 
 	reclaimer_init(&rc, sp, max, ttl, report);
-	mq_placer_init(&rc.pl, sp, 0);
-	rc.pl.spares = 1;
+	mq_placer_release_init(&rc.pl, sp);
 	r = mq_expired_scan(sp, rc.now, INT32_MAX, reclaim_one, &rc, &wake);
 	if (mq_placer_flush(&rc.pl) == -1)
 		r = -1;
@@ -187,7 +186,7 @@ static int
 expire_group(void *arg, int groups, const char *name)
 {
 	struct reclaimer *rc = arg;
-	struct mq_tree t = { expire_step, rc, 0, 0, 1, 0, 0 };
+	struct mq_tree t = { .fn = expire_step, .arg = rc, .tolerant = 1 };
 	int fd;
 
 	if (!mq_group_valid(name))
@@ -229,7 +228,7 @@ mq_expire(struct mq_spool *sp, uint64_t ttl,
     void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
-	struct mq_tree t = { expire_step, &rc, 0, 0, 1, 0, 0 };
+	struct mq_tree t = { .fn = expire_step, .arg = &rc, .tolerant = 1 };
 	uint64_t wake = UINT64_MAX;
 	int r, groups;
 
@@ -277,7 +276,8 @@ void
 mq_prune(struct mq_spool *sp)
 {
 	uint64_t now = mq_now_ms(), before = now - MQ_LEAF_SPAN_MS;
-	struct mq_tree t = { prune_step, &before, 1, 1, 1, now, 0 };
+	struct mq_tree t = { .fn = prune_step, .arg = &before, .sorted = 1,
+	    .remove = 1, .tolerant = 1, .now = now };
 
 	(void)mq_tree_walk(&t, sp->new);
 }

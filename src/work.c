@@ -139,6 +139,13 @@ struct worker {
 	uint64_t	 now;
 	sigset_t	 sigs;		/* the signals we handle */
 	struct launch	 ln;
+	struct mq_waiter w;		/* the spool's doorbell */
+	struct pollfd	*pfd;		/* 2 + 2 a slot */
+	uint64_t	 wake;		/* the next delay due; NEVER: none */
+	uint64_t	 idle_since;
+	int		 look;		/* claim at the next turn */
+	int		 empty;		/* the last claim found too few */
+	int		 claimed_any;
 };
 
 static int sigpipe[2] = { -1, -1 };
@@ -1115,196 +1122,251 @@ rung(struct worker *wk)
 		wk->conf_due = at > wk->now ? at : wk->now;
 }
 
-int
-mq_work(struct mq_spool *sp, const struct mq_work *opt)
+/*
+ * Everything a worker needs before its first claim.  A command that
+ * cannot run is known before anything is claimed: each start of a worker
+ * restarted on failure would otherwise spend an attempt of the messages
+ * at the head of the queue.
+ */
+static void
+worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 {
-	struct worker wk;
-	struct mq_waiter w;
-	struct pollfd *pfd;
-	uint64_t wake = NEVER, next, idle_since;
-	int64_t timeout;
-	int i, n, got, child, look = 1, empty = 0, ring, wfd, watching;
-	int claimed_any = 0;
-
-	memset(&wk, 0, sizeof(wk));
-	wk.opt = opt;
-	wk.sp = sp;
-	mq_receipt_init(&wk.rc);
-	mq_placer_init(&wk.pl, sp, 0);
-	wk.pl.spares = 1;
-	mq_keys_init(&wk.keys, sp);
+	memset(wk, 0, sizeof(*wk));
+	wk->opt = opt;
+	wk->sp = sp;
+	wk->wake = NEVER;
+	wk->look = 1;
+	mq_receipt_init(&wk->rc);
+	mq_placer_release_init(&wk->pl, sp);
+	mq_keys_init(&wk->keys, sp);
 	/* One claim per free slot: list each leaf once, not once a claim. */
-	mq_claimer_init(&wk.cl, 1);
-	wk.cl.lazy = 1;
-	wk.jobs = xreallocarray(NULL, opt->slots, sizeof(*wk.jobs));
-	memset(wk.jobs, 0, opt->slots * sizeof(*wk.jobs));
-	pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots, sizeof(*pfd));
+	mq_claimer_init(&wk->cl, 1);
+	wk->cl.lazy = 1;
+	wk->jobs = xreallocarray(NULL, opt->slots, sizeof(*wk->jobs));
+	memset(wk->jobs, 0, opt->slots * sizeof(*wk->jobs));
+	wk->pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots,
+	    sizeof(*wk->pfd));
 	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
 		err(MQ_EX_SYS, "%s", sp->path);
-	launch_init(&wk.ln, sp->real);
-	/*
-	 * A command that cannot run is known before anything is claimed:
-	 * each start of a worker restarted on failure would otherwise spend
-	 * an attempt of the messages at the head of the queue.
-	 */
-	if (launch_find(&wk.ln, opt->argv) == -1) {
+	launch_init(&wk->ln, sp->real);
+	if (launch_find(&wk->ln, opt->argv) == -1) {
 		if (errno == ENOENT && strchr(opt->argv[0], '/') == NULL)
 			errx(MQ_EX_SYS, "%s: command not found", opt->argv[0]);
 		err(MQ_EX_SYS, "%s", opt->argv[0]);
 	}
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
-	signals_setup(&wk.sigs);
+	signals_setup(&wk->sigs);
 	/* Watch before the first look, so that no ring falls in between. */
-	if (mq_wait_open(&w, sp) == -1) {
+	if (mq_wait_open(&wk->w, sp) == -1) {
 		if (errno == ENOENT)
 			errx(MQ_EX_SYS, "%s: spool removed", sp->path);
 		err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
 	}
 	/* After the watch, so that a resume from now on rings it. */
-	wk.now = mq_now_ms();
-	reread(&wk);
-	if (wk.halt)
+	wk->now = mq_now_ms();
+	reread(wk);
+	if (wk->halt)
 		exit(MQ_EX_SYS);
-	idle_since = wk.now;
+	wk->idle_since = wk->now;
+}
 
-	for (;;) {
-		wk.now = mq_now_ms();
-		if (wk.conf_due <= wk.now && wk.halt)
-			wk.conf_due = NEVER;	/* claims no more anyway */
-		else if (wk.conf_due <= wk.now) {
-			reread(&wk);
-			if (!wk.paused)
-				look = 1;
-		}
-		/* Paused, nothing is claimable: as an empty queue, no wake. */
-		if (wk.paused) {
-			empty = 1;
-			wake = NEVER;
-		}
-		if (look && !wk.paused && !wk.stop && !wk.halt &&
-		    wk.running < opt->slots &&
-		    (opt->limit == 0 || wk.claimed < opt->limit)) {
-			n = opt->slots - wk.running;
-			if (opt->limit > 0 && opt->limit - wk.claimed < n)
-				n = (int)(opt->limit - wk.claimed);
-			got = mq_claim(sp, &wk.cl, n, wk.lease_ms,
-			    wk.max, start, &wk, &wake);
-			if (got == -1 && !wk.halt) {
-				warn("%s", sp->path);
-				wk.status = MQ_EX_SYS;
-				wk.halt = 1;
-			}
-			if (got > 0)
-				claimed_any = 1;
-			empty = got < n;
-			/* A claim whose job could not start leaves its slot free. */
-			look = !empty && wk.running < opt->slots && !wk.halt;
-			wk.now = mq_now_ms();
-		}
-		if (wk.running == 0) {
-			if (wk.stop || wk.halt)
-				break;
-			if (opt->limit > 0 && wk.claimed >= opt->limit)
-				break;
-			if (empty && wk.now - idle_since >= opt->idle_ms)
-				break;
-			/*
-			 * The bucket of the last lease settled goes once idle:
-			 * while busy, the next claims' leases mostly fall in
-			 * it, and one settled in another removes it then.
-			 */
-			mq_receipt_prune(&wk.rc);
-		} else
-			idle_since = wk.now;
-
-		next = timers(&wk);
-		if (empty && wake < next)
-			next = wake;
-		if (wk.conf_due < next)
-			next = wk.conf_due;
-		if (wk.running == 0 && empty && opt->idle_ms != NEVER &&
-		    idle_since + opt->idle_ms < next)
-			next = idle_since + opt->idle_ms;
-		timeout = until(next, wk.now);
-
-		n = 0;
-		pfd[n].fd = sigpipe[0];
-		pfd[n++].events = POLLIN;
-		wfd = -1;
-		/* Also with every slot busy: a pause must be seen then too. */
-		watching = !wk.stop && !wk.halt;
-		if (watching) {
-			wfd = mq_wait_fd(&w, &timeout);
-			pfd[n].fd = wfd;
-			pfd[n++].events = POLLIN;
-		}
-		for (i = 0; i < opt->slots; i++) {
-			pfd[n].fd = wk.jobs[i].pid ? wk.jobs[i].out.fd : -1;
-			pfd[n++].events = POLLIN;
-			pfd[n].fd = wk.jobs[i].pid ? wk.jobs[i].err.fd : -1;
-			pfd[n++].events = POLLIN;
-		}
-		for (i = 0; i < n; i++)
-			pfd[i].revents = 0;
-		if (poll(pfd, n, timeout > INT_MAX ? INT_MAX : (int)timeout)
-		    == -1 && errno != EINTR)
-			err(MQ_EX_SYS, "poll");
-		wk.now = mq_now_ms();
-
-		child = 0;
-		if (pfd[0].revents)
-			signals_read(&wk, &child);
-		i = 1;
-		if (watching) {
-			ring = mq_wait_rung(&w, wfd != -1 &&
-			    pfd[i].revents != 0);
-			if (ring == 1) {
-				look = 1;
-				rung(&wk);
-			} else if (ring == -1 && !wk.halt) {
-				if (errno == ENOENT)
-					warnx("%s: spool removed", sp->path);
-				else
-					warn("%s/%s", sp->path, MQ_DIR_NEW);
-				wk.status = MQ_EX_SYS;
-				wk.halt = 1;
-			}
-			i++;
-		}
-		for (int s = 0; s < opt->slots; s++, i += 2) {
-			if (wk.jobs[s].pid == 0)
-				continue;
-			if (pfd[i].revents)
-				drain(&wk, &wk.jobs[s], &wk.jobs[s].out, 0);
-			if (pfd[i + 1].revents)
-				drain(&wk, &wk.jobs[s], &wk.jobs[s].err, 0);
-		}
-		if (child) {
-			int before = wk.running;
-
-			reap(&wk);
-			if (wk.running < before)
-				look = 1;
-		}
-		if (empty && wake != NEVER && wk.now >= wake)
-			look = 1;
+/* The settings read again when due; paused, nothing is claimable. */
+static void
+settings_due(struct worker *wk)
+{
+	if (wk->conf_due <= wk->now && wk->halt)
+		wk->conf_due = NEVER;	/* claims no more anyway */
+	else if (wk->conf_due <= wk->now) {
+		reread(wk);
+		if (!wk->paused)
+			wk->look = 1;
 	}
+	/* Paused: as an empty queue, no wake. */
+	if (wk->paused) {
+		wk->empty = 1;
+		wk->wake = NEVER;
+	}
+}
 
-	mq_wait_close(&w);
-	mq_receipt_close(&wk.rc);
-	mq_claimer_close(&wk.cl);
-	mq_placer_close(&wk.pl);
-	mq_keys_close(&wk.keys);
+/* A claim for each free slot, within the limit; each job started. */
+static void
+claim_some(struct worker *wk)
+{
+	const struct mq_work *opt = wk->opt;
+	int n, got;
+
+	if (!wk->look || wk->paused || wk->stop || wk->halt ||
+	    wk->running >= opt->slots ||
+	    (opt->limit != 0 && wk->claimed >= opt->limit))
+		return;
+	n = opt->slots - wk->running;
+	if (opt->limit > 0 && opt->limit - wk->claimed < n)
+		n = (int)(opt->limit - wk->claimed);
+	got = mq_claim(wk->sp, &wk->cl, n, wk->lease_ms, wk->max, start, wk,
+	    &wk->wake);
+	if (got == -1 && !wk->halt) {
+		warn("%s", wk->sp->path);
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+	}
+	if (got > 0)
+		wk->claimed_any = 1;
+	wk->empty = got < n;
+	/* A claim whose job could not start leaves its slot free. */
+	wk->look = !wk->empty && wk->running < opt->slots && !wk->halt;
+	wk->now = mq_now_ms();
+}
+
+/* With no job running: 1 when the worker is done. */
+static int
+worker_done(struct worker *wk)
+{
+	const struct mq_work *opt = wk->opt;
+
+	if (wk->stop || wk->halt)
+		return 1;
+	if (opt->limit > 0 && wk->claimed >= opt->limit)
+		return 1;
+	if (wk->empty && wk->now - wk->idle_since >= opt->idle_ms)
+		return 1;
+	/*
+	 * The bucket of the last lease settled goes once idle: while busy,
+	 * the next claims' leases mostly fall in it, and one settled in
+	 * another removes it then.
+	 */
+	mq_receipt_prune(&wk->rc);
+	return 0;
+}
+
+/* When to wake at the latest: a job's timer, a delay due, the settings. */
+static uint64_t
+next_wake(struct worker *wk)
+{
+	uint64_t next = timers(wk);
+
+	if (wk->empty && wk->wake < next)
+		next = wk->wake;
+	if (wk->conf_due < next)
+		next = wk->conf_due;
+	if (wk->running == 0 && wk->empty && wk->opt->idle_ms != NEVER &&
+	    wk->idle_since + wk->opt->idle_ms < next)
+		next = wk->idle_since + wk->opt->idle_ms;
+	return next;
+}
+
+/* The spool's doorbell, as poll found it. */
+static void
+doorbell(struct worker *wk, int wfd, int revents)
+{
+	int ring = mq_wait_rung(&wk->w, wfd != -1 && revents != 0);
+
+	if (ring == 1) {
+		wk->look = 1;
+		rung(wk);
+	} else if (ring == -1 && !wk->halt) {
+		if (errno == ENOENT)
+			warnx("%s: spool removed", wk->sp->path);
+		else
+			warn("%s/%s", wk->sp->path, MQ_DIR_NEW);
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+	}
+}
+
+/*
+ * One wait, up to timeout ms: for a signal, the doorbell (also with every
+ * slot busy: a pause must be seen then too), and the jobs' output; then
+ * what came is handled.
+ */
+static void
+wait_once(struct worker *wk, int64_t timeout)
+{
+	const struct mq_work *opt = wk->opt;
+	struct pollfd *pfd = wk->pfd;
+	int i, n = 0, s, child = 0, wfd = -1, watching, before;
+
+	pfd[n].fd = sigpipe[0];
+	pfd[n++].events = POLLIN;
+	if ((watching = !wk->stop && !wk->halt)) {
+		wfd = mq_wait_fd(&wk->w, &timeout);
+		pfd[n].fd = wfd;
+		pfd[n++].events = POLLIN;
+	}
+	for (i = 0; i < opt->slots; i++) {
+		pfd[n].fd = wk->jobs[i].pid ? wk->jobs[i].out.fd : -1;
+		pfd[n++].events = POLLIN;
+		pfd[n].fd = wk->jobs[i].pid ? wk->jobs[i].err.fd : -1;
+		pfd[n++].events = POLLIN;
+	}
+	for (i = 0; i < n; i++)
+		pfd[i].revents = 0;
+	if (poll(pfd, n, timeout > INT_MAX ? INT_MAX : (int)timeout) == -1 &&
+	    errno != EINTR)
+		err(MQ_EX_SYS, "poll");
+	wk->now = mq_now_ms();
+
+	if (pfd[0].revents)
+		signals_read(wk, &child);
+	i = 1;
+	if (watching)
+		doorbell(wk, wfd, pfd[i++].revents);
+	for (s = 0; s < opt->slots; s++, i += 2) {
+		if (wk->jobs[s].pid == 0)
+			continue;
+		if (pfd[i].revents)
+			drain(wk, &wk->jobs[s], &wk->jobs[s].out, 0);
+		if (pfd[i + 1].revents)
+			drain(wk, &wk->jobs[s], &wk->jobs[s].err, 0);
+	}
+	if (child) {
+		before = wk->running;
+		reap(wk);
+		if (wk->running < before)
+			wk->look = 1;
+	}
+	if (wk->empty && wk->wake != NEVER && wk->now >= wk->wake)
+		wk->look = 1;
+}
+
+/* Closes what worker_open opened; the worker's exit status. */
+static int
+worker_close(struct worker *wk)
+{
+	mq_wait_close(&wk->w);
+	mq_receipt_close(&wk->rc);
+	mq_claimer_close(&wk->cl);
+	mq_placer_close(&wk->pl);
+	mq_keys_close(&wk->keys);
 	close(sigpipe[0]);
 	close(sigpipe[1]);
-	launch_free(&wk.ln);
-	free(wk.jobs);
-	free(pfd);
-	if (wk.status != MQ_EX_OK)
-		return wk.status;
-	if (wk.stop)
+	launch_free(&wk->ln);
+	free(wk->jobs);
+	free(wk->pfd);
+	if (wk->status != MQ_EX_OK)
+		return wk->status;
+	if (wk->stop)
 		return MQ_EX_OK;
-	if (!claimed_any)
+	if (!wk->claimed_any)
 		return MQ_EX_NONE;
-	return wk.failed ? MQ_EX_FAILED : MQ_EX_OK;
+	return wk->failed ? MQ_EX_FAILED : MQ_EX_OK;
+}
+
+int
+mq_work(struct mq_spool *sp, const struct mq_work *opt)
+{
+	struct worker wk;
+
+	worker_open(&wk, sp, opt);
+	for (;;) {
+		wk.now = mq_now_ms();
+		settings_due(&wk);
+		claim_some(&wk);
+		if (wk.running == 0) {
+			if (worker_done(&wk))
+				break;
+		} else
+			wk.idle_since = wk.now;
+		wait_once(&wk, until(next_wake(&wk), wk.now));
+	}
+	return worker_close(&wk);
 }

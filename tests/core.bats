@@ -84,6 +84,24 @@ core_calls() {
 	done
 }
 
+# Every function, mains, engines and the relay alike: a definition starts
+# with its name at the start of a line (style(9)) and ends at the first
+# "}" there.
+@test "core: no function anywhere is over 100 lines" {
+	run awk '
+	/^[A-Za-z_][A-Za-z_0-9]*\(/ { name = $0; sub(/\(.*/, "", name); s = FNR }
+	s && /^}/ {
+		if (FNR - s + 1 > 100)
+			printf "%s: %s is %d lines\n", FILENAME, name, FNR - s + 1
+		s = 0
+	}' "$BATS_TEST_DIRNAME"/../src/*.c
+	assert_success
+	assert_output ""
+	# The rule sees the functions: a file of the engine has several.
+	run grep -c '^[A-Za-z_][A-Za-z_0-9]*(' "$BATS_TEST_DIRNAME/../src/work.c"
+	[ "$output" -gt 20 ] || fail "work.c: $output definitions found"
+}
+
 # mq-relay (RabbitMQ): broker.c, push.c and pull.c sit above the core as
 # work.c does, and only they and mq-relay.c's main speak AMQP; none of
 # them is in libmq.a, and no other program is linked with rabbitmq-c.

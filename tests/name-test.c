@@ -247,15 +247,15 @@ main(void)
 	ok(mq_name_expiry(&nm, 0) == 1795975866689ULL,
 	    "sent unset counts from the ID's time");
 
-	ok(mq_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_KEY_DIGITS) ==
+	ok(mq_leaf_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_KEY_DIGITS) ==
 	    0 && strcmp(buf, "1a22880e559") == 0, "leaf key formats");
-	ok(mq_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_TOP_DIGITS) ==
+	ok(mq_leaf_key_format(buf, sizeof(buf), 0x1a22880e559ULL, MQ_TOP_DIGITS) ==
 	    0 && strcmp(buf, "1a228") == 0, "top key is the prefix");
-	ok(mq_key_parse("1a22880e", MQ_MID_DIGITS, &v) == 0 &&
+	ok(mq_leaf_key_parse("1a22880e", MQ_MID_DIGITS, &v) == 0 &&
 	    v == 0x1a22880e000ULL, "mid key parses to its first ms");
-	ok(mq_key_parse("1A22880E", MQ_MID_DIGITS, &v) == -1 &&
-	    mq_key_parse("1a22880", MQ_MID_DIGITS, &v) == -1 &&
-	    mq_key_parse("1a22880e0", MQ_MID_DIGITS, &v) == -1,
+	ok(mq_leaf_key_parse("1A22880E", MQ_MID_DIGITS, &v) == -1 &&
+	    mq_leaf_key_parse("1a22880", MQ_MID_DIGITS, &v) == -1 &&
+	    mq_leaf_key_parse("1a22880e0", MQ_MID_DIGITS, &v) == -1,
 	    "bad keys are rejected");
 
 	ok(mq_cur_bucket(1795975895000ULL) == 1795975895 &&

@@ -73,9 +73,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	mq_id_valid(s);
-	mq_key_parse(s, MQ_TOP_DIGITS, &v);
-	mq_key_parse(s, MQ_MID_DIGITS, &v);
-	mq_key_parse(s, MQ_KEY_DIGITS, &v);
+	mq_leaf_key_parse(s, MQ_TOP_DIGITS, &v);
+	mq_leaf_key_parse(s, MQ_MID_DIGITS, &v);
+	mq_leaf_key_parse(s, MQ_KEY_DIGITS, &v);
 	mq_cur_bucket_parse(s, &v);
 	if (mq_secs_parse(s, &v, &errstr) == 0 && v > MQ_SECS_MAX * 1000 + 999)
 		abort();
