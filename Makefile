@@ -33,9 +33,9 @@ BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
 LIBOBJ = src/claim.o src/conf.o src/dead.o src/depth.o src/fan.o src/find.o \
-	src/group.o src/history.o src/key.o src/look.o src/name.o src/place.o \
-	src/receipt.o src/send.o src/spool.o src/stat.o src/sweep.o src/util.o \
-	src/wait.o src/work.o
+	src/group.o src/history.o src/key.o src/leave.o src/look.o src/name.o \
+	src/place.o src/receipt.o src/send.o src/spool.o src/stat.o src/sweep.o \
+	src/util.o src/wait.o src/work.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
 	mq-show mq-rm
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \

@@ -205,39 +205,6 @@ mq_found_close(struct mq_found *f)
 	mq_closefd(&f->dirfd);
 }
 
-/* new/ or cur/: unlinked as an ack does, a group's head leaving it. */
-static int
-unlink_message(struct mq_spool *sp, struct mq_found *f)
-{
-	int lock, r, saved;
-
-	switch (mq_group_leave(sp, f->dirfd, f->name, &f->n, NULL, &lock)) {
-	case -1:
-		return -1;
-	case 1:
-		return 0;
-	}
-	r = unlinkat(f->dirfd, f->name, 0);
-	saved = errno;
-	mq_group_unlock(&lock);
-	errno = saved;
-	return r;
-}
-
-/*
- * A message that has left the spool takes its death history along, after
- * it (a crash between leaves an orphan history, harmless: history.c); a
- * group's head that left through mq_group_leave had it taken there, and
- * its second unlink finds nothing.
- */
-static int
-forget(struct mq_spool *sp, const struct mq_found *f, int r)
-{
-	if (r == 0 && f->n.deaths != 0)
-		(void)mq_history_forget(sp, &f->n);
-	return r;
-}
-
 static int
 remove_once(struct mq_spool *sp, struct mq_found *f)
 {
@@ -245,8 +212,12 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 
 	switch (f->in) {
 	case MQ_IN_PARKED:
-		return forget(sp, f, mq_group_unpark(sp, f->dirfd, f->name,
-		    f->n.group));
+		if (mq_group_unpark(sp, f->dirfd, f->name, f->n.group) == -1)
+			return -1;
+		/* Its death history goes too, after it (history.c). */
+		if (f->n.deaths != 0)
+			(void)mq_history_forget(sp, &f->n);
+		return 0;
 	case MQ_IN_LEAVING:
 		/* Its burial finished first; then it is looked for again. */
 		if (mq_group_mend(sp, f->n.group) == -1)
@@ -263,7 +234,8 @@ remove_once(struct mq_spool *sp, struct mq_found *f)
 			mq_dead_purged(sp, &d);
 		return 0;
 	default:
-		return forget(sp, f, unlink_message(sp, f));
+		/* new/ or cur/: as an ack (leave.c). */
+		return mq_leave(sp, f->dirfd, f->name, &f->n);
 	}
 }
 

@@ -142,26 +142,61 @@ hand(struct look *l, enum mq_look_state state, int dirfd, const char *name,
 }
 
 /*
- * A waiting message (of new/ or of a group's tree, in a leaf keyed key):
- * its state and time, or dead (past its time to live) with its expiry.
+ * The one classification of states, for this walk and for mq_stat's
+ * counts.  A waiting message (of new/ in a leaf keyed key, or parked in a
+ * group's tree): dead past its time to live (*ms: its expiry), blocked
+ * when parked (*ms: sent), else ready once its leaf is due, or delayed
+ * (*ms: the leaf's key).  ttl: the spool's.
  */
-static enum mq_look_state
-waiting_state(struct look *l, const struct mq_name *nm, uint64_t key,
-    uint64_t *ms)
+enum mq_look_state
+mq_state_waiting(const struct mq_name *nm, int parked, uint64_t key,
+    uint64_t now, uint64_t ttl, uint64_t *ms)
 {
-	uint64_t t = mq_name_expiry(nm, l->lk->ttl_ms);
+	uint64_t t = mq_name_expiry(nm, ttl);
 
-	if (l->lk->now >= t) {
+	if (now >= t) {
 		*ms = t;
-		l->seen |= l->group != NULL ? AREA_GROUPS : AREA_NEW;
 		return MQ_LOOK_DEAD;
 	}
-	if (l->group != NULL) {
+	if (parked) {
 		*ms = nm->sent != 0 ? nm->sent : mq_id_ms(nm->id);
 		return MQ_LOOK_BLOCKED;
 	}
 	*ms = key;
-	return key <= l->lk->now ? MQ_LOOK_READY : MQ_LOOK_DELAYED;
+	return key <= now ? MQ_LOOK_READY : MQ_LOOK_DELAYED;
+}
+
+/*
+ * A lease of cur/: in flight until its deadline (*ms), then expired (to
+ * be claimed again), or dead past its time to live (*ms: its expiry).
+ */
+enum mq_look_state
+mq_state_leased(const struct mq_name *nm, uint64_t now, uint64_t ttl,
+    uint64_t *ms)
+{
+	uint64_t t;
+
+	*ms = nm->ms;
+	if (nm->ms > now)
+		return MQ_LOOK_INFLIGHT;
+	if (now >= (t = mq_name_expiry(nm, ttl))) {
+		*ms = t;
+		return MQ_LOOK_DEAD;
+	}
+	return MQ_LOOK_EXPIRED;
+}
+
+/* A waiting message of this walk (in a leaf keyed key): its state. */
+static enum mq_look_state
+waiting_state(struct look *l, const struct mq_name *nm, uint64_t key,
+    uint64_t *ms)
+{
+	enum mq_look_state s = mq_state_waiting(nm, l->group != NULL, key,
+	    l->lk->now, l->lk->ttl_ms, ms);
+
+	if (s == MQ_LOOK_DEAD)
+		l->seen |= l->group != NULL ? AREA_GROUPS : AREA_NEW;
+	return s;
 }
 
 /* Sets l->dir to the leaf keyed key of priority prio's tree. */
@@ -496,19 +531,13 @@ cur_one(void *arg, int dirfd, const char *name)
 	struct look *l = arg;
 	struct mq_name nm;
 	enum mq_look_state s;
-	uint64_t ms, t;
+	uint64_t ms;
 
 	if (!wanted(l, name) || mq_name_parse(name, MQ_CUR, &nm) == -1)
 		return 0;
-	ms = nm.ms;
-	if (nm.ms > l->lk->now)
-		s = MQ_LOOK_INFLIGHT;
-	else if (l->lk->now >= (t = mq_name_expiry(&nm, l->lk->ttl_ms))) {
-		s = MQ_LOOK_DEAD;
-		ms = t;
+	if ((s = mq_state_leased(&nm, l->lk->now, l->lk->ttl_ms, &ms)) ==
+	    MQ_LOOK_DEAD)
 		l->seen |= AREA_CUR;
-	} else
-		s = MQ_LOOK_EXPIRED;
 	return s == l->pass ? hand(l, s, dirfd, name, &nm, ms) : 0;
 }
 

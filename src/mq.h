@@ -628,6 +628,10 @@ struct mq_looker {
 };
 const char	*mq_look_state_name(enum mq_look_state);
 int	 mq_look_state_parse(const char *);
+enum mq_look_state mq_state_waiting(const struct mq_name *, int, uint64_t,
+	    uint64_t, uint64_t, uint64_t *);
+enum mq_look_state mq_state_leased(const struct mq_name *, uint64_t,
+	    uint64_t, uint64_t *);
 int	 mq_look(struct mq_spool *, const struct mq_looker *);
 int	 mq_look_peek(const struct mq_look *, char *, size_t, size_t *,
 	    off_t *);
@@ -738,6 +742,9 @@ struct mq_work {
 	int	 verbose;
 };
 int	 mq_work(struct mq_spool *, const struct mq_work *);
+
+/* leave.c */
+int	 mq_leave(struct mq_spool *, int, const char *, const struct mq_name *);
 
 /* util.c */
 int	 mq_worse(int, int);

@@ -16,8 +16,8 @@
  *	bury	cur/S/ID,DEADLINE,A	-> dead/ID,DIED,A
  *			(mq_receipt_bury, by mq_bury)
  *	ack	cur/S/ID,DEADLINE,A	-> (unlinked), and deaths/ID if any
- *			(mq_receipt_ack; the head of a group hands its turn
- *			on as it goes, mq_group_leave: so does a burial,
+ *			(mq_receipt_ack, by mq_leave; the head of a group
+ *			hands its turn on as it goes: so does a burial,
  *			dead.c)
  *
  * A receipt only selects names: the file is reached through the spool's
@@ -296,28 +296,15 @@ moved_on(struct mq_receipt *rc)
 	strlcpy(rc->pruned, rc->bname, sizeof(rc->pruned));
 }
 
-/* Done: the message is deleted. */
+/* Done: the message leaves the spool (leave.c). */
 int
 mq_receipt_ack(struct mq_receipt *rc)
 {
-	int st, lock;
+	int st;
 
-	/* The head of a group hands its turn on as it goes (group.c). */
-	switch (mq_group_leave(rc->sp, rc->bucket, rc->name, &rc->n, NULL,
-	    &lock)) {
-	case -1:
-		return settled(-1);
-	case 1:
+	if ((st = settled(mq_leave(rc->sp, rc->bucket, rc->name, &rc->n))) ==
+	    MQ_EX_OK)
 		moved_on(rc);
-		return MQ_EX_OK;
-	}
-	if ((st = settled(unlinkat(rc->bucket, rc->name, 0))) == MQ_EX_OK) {
-		moved_on(rc);
-		/* Its history goes too, after it (history.c). */
-		if (rc->n.deaths != 0)
-			(void)mq_history_forget(rc->sp, &rc->n);
-	}
-	mq_group_unlock(&lock);
 	return st;
 }
 

@@ -7,13 +7,15 @@
  *
  * Every leaf of new/ and bucket of cur/ is read once and names are not
  * kept (memory does not grow with depth).  Names alone tell the states
- * and ages; a file is stat'ed only when its size is asked for (mq-stat
- * -b), which on a deep spool costs more than the rest of the count.  A
- * waiting message past its time to live (its name and the spool's ttl
- * tell) is counted as dead, as the next claim or sweep will bury it: it
- * is never ready.  The messages parked behind the head of an
- * ordered group (groups/G/, group.c) are counted as blocked, a head
- * that a crash left half way through its burial as dead.
+ * and ages, each message's state given by look.c's one classification
+ * (mq_state_waiting, mq_state_leased), as mq-ls lists it; a file is
+ * stat'ed only when its size is asked for (mq-stat -b), which on a deep
+ * spool costs more than the rest of the count.  A waiting message past
+ * its time to live (its name and the spool's ttl tell) is counted as
+ * dead, as the next claim or sweep will bury it: it is never ready.  The
+ * messages parked behind the head of an ordered group (groups/G/,
+ * group.c) are counted as blocked, a head that a crash left half way
+ * through its burial as dead.
  */
 #include <sys/stat.h>
 
@@ -30,8 +32,8 @@ struct counter {
 	struct mq_stats	*st;
 	uint64_t	 now;
 	uint64_t	 ttl;		/* the spool's */
-	uint64_t	*count;		/* where a message of this leaf goes */
-	uint64_t	 key;		/* that leaf's: when it is due */
+	int		 parked;	/* this leaf is of a group's tree */
+	uint64_t	 key;		/* its key: when it is due */
 	int		 bytes;		/* stat each file for st->bytes */
 };
 
@@ -45,34 +47,39 @@ add_bytes(struct counter *c, int dirfd, const char *name)
 		c->st->bytes += sb.st_size;
 }
 
-/* A waiting message past its time to live: dead, not yet buried. */
-static int
-expired(struct counter *c, const struct mq_name *nm)
+/* Dead as of t (its expiry, or now): past its time to live, or buried. */
+static void
+count_dead_at(struct counter *c, uint64_t t)
 {
-	uint64_t t = mq_name_expiry(nm, c->ttl);
-
-	if (c->now < t)
-		return 0;
 	c->st->dead++;
 	if (t < c->st->oldest_dead_ms)
 		c->st->oldest_dead_ms = t;
-	return 1;
 }
 
+/* A waiting message, in the state look.c gives it (mq_state_waiting). */
 static int
 count_new(void *arg, int dirfd, const char *name)
 {
 	struct counter *c = arg;
 	struct mq_name nm;
-	uint64_t t;
+	uint64_t ms, t;
 
 	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
 		return 0;
 	add_bytes(c, dirfd, name);
-	if (expired(c, &nm))
-		return 0;
-	(*c->count)++;
-	if (c->count == &c->st->ready) {
+	switch (mq_state_waiting(&nm, c->parked, c->key, c->now, c->ttl,
+	    &ms)) {
+	case MQ_LOOK_DEAD:
+		count_dead_at(c, ms);
+		break;
+	case MQ_LOOK_BLOCKED:
+		c->st->blocked++;
+		break;
+	case MQ_LOOK_DELAYED:
+		c->st->delayed++;
+		break;
+	default:
+		c->st->ready++;
 		/*
 		 * Ready since it last became so: its send or redrive (sent,
 		 * else the ID's time), or its leaf's key when that is later,
@@ -116,7 +123,7 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	sub.count = key <= c->now ? &c->st->ready : &c->st->delayed;
+	sub.parked = 0;
 	sub.key = key;
 	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
 	    MQ_TREE_NEXT;
@@ -130,11 +137,11 @@ count_parked(void *arg, int dirfd, const char *name, int digits,
 	struct counter *c = arg;
 	struct counter sub = *c;
 
-	(void)key;
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	sub.count = &c->st->blocked;
+	sub.parked = 1;
+	sub.key = key;
 	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
 	    MQ_TREE_NEXT;
 }
@@ -153,9 +160,7 @@ count_leaving(void *arg, int dirfd, const char *name)
 
 	if (mq_group_leaving_parse(name, &nm, &dead) == -1 || !dead)
 		return 0;
-	c->st->dead++;
-	if (c->now < c->st->oldest_dead_ms)
-		c->st->oldest_dead_ms = c->now;
+	count_dead_at(c, c->now);
 	add_bytes(c, dirfd, name);
 	return 0;
 }
@@ -187,20 +192,27 @@ count_groups(struct mq_spool *sp, struct counter *c)
 	return r == -1 && errno == ENOENT ? 0 : r;
 }
 
+/* A lease, in the state look.c gives it (mq_state_leased). */
 static int
 count_cur(void *arg, int dirfd, const char *name)
 {
 	struct counter *c = arg;
 	struct mq_name nm;
+	uint64_t ms;
 
 	if (mq_name_parse(name, MQ_CUR, &nm) == -1)
 		return 0;
 	add_bytes(c, dirfd, name);
-	/* A lease that has run out leaves a waiting message. */
-	if (nm.ms > c->now)
+	switch (mq_state_leased(&nm, c->now, c->ttl, &ms)) {
+	case MQ_LOOK_INFLIGHT:
 		c->st->in_flight++;
-	else if (!expired(c, &nm))
+		break;
+	case MQ_LOOK_DEAD:
+		count_dead_at(c, ms);
+		break;
+	default:
 		c->st->expired++;
+	}
 	return 0;
 }
 
@@ -222,9 +234,7 @@ count_dead(void *arg, int dirfd, const char *name)
 
 	if (mq_name_parse(name, MQ_DEAD, &nm) == -1)
 		return 0;
-	c->st->dead++;
-	if (nm.ms < c->st->oldest_dead_ms)
-		c->st->oldest_dead_ms = nm.ms;
+	count_dead_at(c, nm.ms);
 	add_bytes(c, dirfd, name);
 	return 0;
 }

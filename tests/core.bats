@@ -77,6 +77,25 @@ core_calls() {
 	refute_output --regexp 'mq_bury|, *strlen'
 }
 
+# A live message leaves the spool one way (leave.c's mq_leave: an ack,
+# mq-rm); a burial is the only other way a head leaves its group.
+@test "core: only leave.c and dead.c make a group's head leave" {
+	run grep -ln 'mq_group_leave(' "$BATS_TEST_DIRNAME"/../src/*.c
+	assert_success
+	refute_output --regexp '/(receipt|find|work|sweep|claim|mq-[a-z]+)\.c$'
+	assert_output --partial /leave.c
+	assert_output --partial /dead.c
+}
+
+# One classification of states: mq-stat counts what mq-ls lists.
+@test "core: a message's state is decided in look.c; stat.c counts through it" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run grep -n 'mq_name_expiry\|key <= \|> c->now\|<= c->now' "$src/stat.c"
+	assert_failure 1
+	run grep -c 'mq_state_waiting\|mq_state_leased' "$src/stat.c"
+	[ "$output" -ge 2 ] || fail "stat.c: $output calls"
+}
+
 @test "core: each main fits in about two screens (100 lines)" {
 	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
 		n=$(awk '/^main\(/ { s = NR } s && /^}/ { print NR - s + 1; exit }' "$f")
