@@ -19,7 +19,7 @@ CFLAGS = -O2 -g
 CPPFLAGS =
 LDFLAGS =
 MQ_CFLAGS = -std=c17 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
-	-D_DEFAULT_SOURCE
+	-D_DEFAULT_SOURCE -Isrc/core
 # make SANITIZE=1: build with AddressSanitizer and UBSan (set for make check
 # too, and the suite runs under them).
 SANITIZE =
@@ -32,10 +32,18 @@ BSD_CFLAGS = `pkg-config --cflags libbsd-overlay`
 BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 	-Wl,-Bdynamic
 
-LIBOBJ = src/claim.o src/conf.o src/dead.o src/depth.o src/fan.o src/find.o \
-	src/group.o src/history.o src/key.o src/leave.o src/look.o src/name.o \
-	src/place.o src/receipt.o src/send.o src/spool.o src/stat.o src/sweep.o \
-	src/util.o src/wait.o src/work.o
+# The layers (src/README): the core, libmq.a, which the tools and the
+# relay are built on and which knows neither; the tools, a thin main each
+# and the engines of mq-send and mq-recv (fan.c, work.c); the relay.
+CORE = src/core
+TOOLS = src/tools
+RELAY = src/relay
+LIBMQ = $(CORE)/libmq.a
+LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/dead.o $(CORE)/depth.o \
+	$(CORE)/find.o $(CORE)/group.o $(CORE)/history.o $(CORE)/key.o \
+	$(CORE)/leave.o $(CORE)/look.o $(CORE)/name.o $(CORE)/place.o \
+	$(CORE)/receipt.o $(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o \
+	$(CORE)/sweep.o $(CORE)/util.o $(CORE)/wait.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
 	mq-show mq-rm
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \
@@ -47,7 +55,8 @@ MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-show.1 share/man/man1/mq-rm.1
 # mq-relay (RabbitMQ) is built only when pkg-config finds librabbitmq
 # (rabbitmq-c); its objects are in no other program and not in libmq.a.
-RELAYOBJ = src/mq-relay.o src/broker.o src/push.o src/pull.o
+RELAYOBJ = $(RELAY)/mq-relay.o $(RELAY)/broker.o $(RELAY)/push.o \
+	$(RELAY)/pull.o
 # mq-relay's page, units and completion install with the program, which is
 # built only where librabbitmq is found.
 MAN1RELAY = share/man/man1/mq-relay.1
@@ -58,27 +67,27 @@ MAN7 = share/man/man7/mq.7
 all: build-deps $(BIN) relay
 
 # bin/mq-relay when librabbitmq is there; else one line says so.
-relay: src/libmq.a
+relay: $(LIBMQ)
 	@if pkg-config --exists librabbitmq 2>/dev/null; then \
 	    $(MAKE) bin/mq-relay; else echo "make: librabbitmq not found:" \
 	    "mq-relay not built (sh share/deps.sh relay)"; fi
 
-$(RELAYOBJ): src/mq.h src/compat.h src/broker.h
+$(RELAYOBJ): $(CORE)/mq.h $(CORE)/compat.h $(RELAY)/broker.h
 # Compiled with rabbitmq-c's own flags (its include directory).
 RELAY_CFLAGS = `pkg-config --cflags librabbitmq`
 RELAY_CC = $(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) \
 	$(BSD_CFLAGS) $(RELAY_CFLAGS)
-src/mq-relay.o: src/mq-relay.c
-	$(RELAY_CC) -c -o $@ src/mq-relay.c
-src/broker.o: src/broker.c
-	$(RELAY_CC) -c -o $@ src/broker.c
-src/push.o: src/push.c
-	$(RELAY_CC) -c -o $@ src/push.c
-src/pull.o: src/pull.c
-	$(RELAY_CC) -c -o $@ src/pull.c
-bin/mq-relay: $(RELAYOBJ) src/libmq.a
+$(RELAY)/mq-relay.o: $(RELAY)/mq-relay.c
+	$(RELAY_CC) -c -o $@ $(RELAY)/mq-relay.c
+$(RELAY)/broker.o: $(RELAY)/broker.c
+	$(RELAY_CC) -c -o $@ $(RELAY)/broker.c
+$(RELAY)/push.o: $(RELAY)/push.c
+	$(RELAY_CC) -c -o $@ $(RELAY)/push.c
+$(RELAY)/pull.o: $(RELAY)/pull.c
+	$(RELAY_CC) -c -o $@ $(RELAY)/pull.c
+bin/mq-relay: $(RELAYOBJ) $(LIBMQ)
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) src/libmq.a \
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) $(LIBMQ) \
 	    `pkg-config --libs librabbitmq` $(BSD_LIBS)
 
 # Without libbsd the compiler's errors say nothing of what to install.
@@ -89,28 +98,34 @@ build-deps:
 	    "pkg-config finds no libbsd-overlay: install libbsd, or on a BSD" \
 	    "run make BSD_CFLAGS= BSD_LIBS=" >&2; exit 1; }
 
-$(LIBOBJ) src/mq-send.o src/mq-recv.o src/mq-ack.o src/mq-sweep.o \
-    src/mq-dlq.o src/mq-stat.o src/mq-conf.o src/mq-ls.o src/mq-show.o \
-    src/mq-rm.o: src/mq.h src/compat.h
+TOOLOBJ = $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
+	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
+	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o \
+	$(TOOLS)/fan.o $(TOOLS)/work.o
+$(LIBOBJ) $(TOOLOBJ): $(CORE)/mq.h $(CORE)/compat.h
+$(TOOLOBJ): $(TOOLS)/tools.h
 
-src/libmq.a: $(LIBOBJ)
+$(LIBMQ): $(LIBOBJ)
 	rm -f $@
 	$(AR) -rc $@ $(LIBOBJ)
 
-# Each program is its main and the core.
-bin/mq-send: src/mq-send.o
-bin/mq-recv: src/mq-recv.o
-bin/mq-ack: src/mq-ack.o
-bin/mq-sweep: src/mq-sweep.o
-bin/mq-dlq: src/mq-dlq.o
-bin/mq-stat: src/mq-stat.o
-bin/mq-conf: src/mq-conf.o
-bin/mq-ls: src/mq-ls.o
-bin/mq-show: src/mq-show.o
-bin/mq-rm: src/mq-rm.o
-$(BIN): src/libmq.a
+# Each program is its main and the core; mq-send and mq-recv their engine.
+bin/mq-send: $(TOOLS)/mq-send.o $(TOOLS)/fan.o
+bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o
+bin/mq-ack: $(TOOLS)/mq-ack.o
+bin/mq-sweep: $(TOOLS)/mq-sweep.o
+bin/mq-dlq: $(TOOLS)/mq-dlq.o
+bin/mq-stat: $(TOOLS)/mq-stat.o
+bin/mq-conf: $(TOOLS)/mq-conf.o
+bin/mq-ls: $(TOOLS)/mq-ls.o
+bin/mq-show: $(TOOLS)/mq-show.o
+bin/mq-rm: $(TOOLS)/mq-rm.o
+ENGINE_mq-send = $(TOOLS)/fan.o
+ENGINE_mq-recv = $(TOOLS)/work.o
+$(BIN): $(LIBMQ)
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ src/$(@F).o src/libmq.a $(BSD_LIBS)
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(TOOLS)/$(@F).o $(ENGINE_$(@F)) \
+	    $(LIBMQ) $(BSD_LIBS)
 
 .c.o:
 	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
@@ -118,8 +133,9 @@ $(BIN): src/libmq.a
 FUZZ_SECS = 600
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-tests/fuzz/fuzz-name: tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) src/mq.h src/compat.h
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
+tests/fuzz/fuzz-name: tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(CORE)/mq.h \
+    $(CORE)/compat.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(BSD_CFLAGS) -I$(CORE) -o $@ \
 	    tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(BSD_LIBS)
 
 # make fuzz: FUZZ_SECS of libFuzzer on the name parser and receipt
@@ -129,15 +145,13 @@ fuzz: tests/fuzz/fuzz-name
 	tests/fuzz/fuzz-name -max_total_time=$(FUZZ_SECS) -timeout=10 \
 	    -print_final_stats=1 tests/fuzz/corpus tests/fuzz/seeds
 
-tests/name-test: tests/name-test.c src/libmq.a
-	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
-	    tests/name-test.c \
-	    src/libmq.a $(BSD_LIBS)
+tests/name-test: tests/name-test.c $(LIBMQ)
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -o $@ \
+	    tests/name-test.c $(LIBMQ) $(BSD_LIBS)
 
-tests/key-test: tests/key-test.c src/libmq.a
-	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -Isrc -o $@ \
-	    tests/key-test.c \
-	    src/libmq.a $(BSD_LIBS)
+tests/key-test: tests/key-test.c $(LIBMQ)
+	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -o $@ \
+	    tests/key-test.c $(LIBMQ) $(BSD_LIBS)
 
 # The relay tests talk to the broker with these (tests/relay.bats reads
 # messages back with amqp-get, tests/relay-pull.bats puts them with
@@ -188,10 +202,11 @@ demo:
 deps:
 	@sh share/deps.sh test
 
-# The version is MQ_VERSION in src/mq.h, and only there: every tool's -V
-# prints it, make dist names its tarball after it, and debian/rules refuses
-# to build a package whose debian/changelog says another.
-VERSION_OF = sed -n 's/^\#define MQ_VERSION[^"]*"\([^"]*\)".*/\1/p' src/mq.h
+# The version is MQ_VERSION in src/core/mq.h, and only there: every
+# tool's -V prints it, make dist names its tarball after it, and
+# debian/rules refuses to build a package whose debian/changelog says
+# another.
+VERSION_OF = sed -n 's/^\#define MQ_VERSION[^"]*"\([^"]*\)".*/\1/p' $(CORE)/mq.h
 version:
 	@$(VERSION_OF)
 
@@ -204,7 +219,7 @@ dist:
 	    "`pwd`: not a git checkout: the tarball is made of the files" \
 	    "git tracks (git ls-files)" >&2; exit 1; }
 	@v=`$(VERSION_OF)` && [ -n "$$v" ] || { echo "make dist:" \
-	    "src/mq.h: no MQ_VERSION" >&2; exit 1; }; \
+	    "$(CORE)/mq.h: no MQ_VERSION" >&2; exit 1; }; \
 	epoch=$${SOURCE_DATE_EPOCH:-`git log -1 --format=%ct`} && \
 	git ls-files -z | LC_ALL=C sort -z | tar --create --null \
 	    --no-recursion --files-from=- --transform="s,^,mq-$$v/," \
@@ -293,7 +308,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -f src/*.o src/libmq.a $(BIN) bin/mq-relay tests/amqp-get \
+	rm -f $(CORE)/*.o $(TOOLS)/*.o $(RELAY)/*.o $(LIBMQ) $(BIN) bin/mq-relay tests/amqp-get \
 	    tests/amqp-put tests/name-test tests/key-test $(BENCHBIN) \
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp

@@ -118,7 +118,7 @@ check(amqp_connection_state_t conn, const char *what)
 
 /* Declares QUEUE on channel *ch: passive first; a 404 closes the channel,
  * and the queue is declared durable, quorum, on the next channel.  The
- * same steps as mq-relay's (src/broker.c), not its code: that declare
+ * same steps as mq-relay's (src/relay/broker.c), not its code: that declare
  * works on a struct mq_broker that only mq_broker_connect makes (its
  * channel numbers, its drop of the connection and its messages), and
  * broker.o would link libmq and libbsd, and the sanitizers of a make

@@ -1,6 +1,6 @@
 load helper
 
-# The calls between the files of the core (src/libmq.a), one "caller
+# The calls between the files of the core (src/core/libmq.a), one "caller
 # callee" line each, from the symbols each object defines and uses.
 core_calls() {
 	nm -A -P "$1" | awk '
@@ -21,7 +21,7 @@ core_calls() {
 }
 
 @test "core: no call cycle between the files of the core (src/README)" {
-	lib="$BATS_TEST_DIRNAME/../src/libmq.a"
+	lib="$BATS_TEST_DIRNAME/../src/core/libmq.a"
 	assert_file_exist "$lib"
 	core_calls "$lib" >"$BATS_TEST_TMPDIR/calls"
 	# Something to order: the core's files do call each other.
@@ -31,8 +31,33 @@ core_calls() {
 	refute_output --partial loop
 }
 
+# The layers are directories (src/README): src/core is libmq.a, whole, and
+# knows neither the tools nor the relay; src/tools holds the mains and
+# their engines (fan.c, work.c: tools.h), src/relay mq-relay's files.
+@test "core: the layers: src/core is libmq.a and includes nothing of src/tools or src/relay" {
+	top="$BATS_TEST_DIRNAME/.."
+	run ar t "$top/src/core/libmq.a"
+	assert_success
+	members=$(printf '%s\n' "$output" | sort)
+	files=$(cd "$top/src/core" && ls ./*.c | sed 's|^\./||; s|\.c$|.o|' | sort)
+	assert_equal "$members" "$files"
+	run grep -lE '#[[:space:]]*include[[:space:]]*"(tools|broker)\.h"' \
+	    "$top"/src/core/*.[ch]
+	assert_failure 1
+	# The engines and their structs are the tools', not the core's.
+	run grep -nE 'struct mq_(fan|work|target) \{' "$top/src/core/mq.h"
+	assert_failure 1
+	for f in "$top"/src/*/mq-*.c "$top"/src/tools/fan.c "$top"/src/tools/work.c; do
+		case $f in
+		*/src/tools/*) ;;
+		*/src/relay/mq-relay.c) ;;
+		*) fail "$f: a main or an engine outside src/tools" ;;
+		esac
+	done
+}
+
 @test "core: no platform #if in a .c file but wait.c (compat.h is the one place)" {
-	for f in "$BATS_TEST_DIRNAME"/../src/*.c; do
+	for f in "$BATS_TEST_DIRNAME"/../src/*/*.c; do
 		[ "${f##*/}" != wait.c ] || continue
 		run grep -n '^[[:space:]]*#[[:space:]]*if' "$f"
 		assert_failure 1
@@ -41,7 +66,7 @@ core_calls() {
 }
 
 @test "core: no main touches a state directory's fd or reads a receipt's layout" {
-	src="$BATS_TEST_DIRNAME/../src"
+	src="$BATS_TEST_DIRNAME/../src/tools"
 	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason|last)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(|(strlen|strn?cmp)\([^)]*MQ_DIR_' \
 	    "$src"/mq-*.c "$src"/work.c
 	assert_failure 1
@@ -49,7 +74,7 @@ core_calls() {
 }
 
 @test "core: each tool spells its usage once, for usage() and --help" {
-	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+	for f in "$BATS_TEST_DIRNAME"/../src/*/mq-*.c; do
 		n=$(grep -c '"usage: mq-' "$f")
 		[ "$n" -eq 1 ] || fail "$f: usage spelled $n times"
 	done
@@ -59,7 +84,7 @@ core_calls() {
 # mq_common_opt (util.c) as the default: of each getopt switch, not a
 # usage() and help() of each tool's own.
 @test "core: each tool's -h, -V and bad options go through mq_common_opt" {
-	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+	for f in "$BATS_TEST_DIRNAME"/../src/*/mq-*.c; do
 		run grep -nE '^(usage|help)\(|\b(usage|help)\(\)|\bmq_version\(' "$f"
 		[ "$status" -eq 1 ] || fail "$f: its own option boilerplate: $output"
 		grep -q 'mq_common_opt(ch, USAGE, help)' "$f" ||
@@ -71,16 +96,16 @@ core_calls() {
 # dead.c (mq_reason_spent) for every burier: a claim, a sweep, a worker.
 @test "core: the reason of a death for attempts is made in dead.c only" {
 	src="$BATS_TEST_DIRNAME/../src"
-	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src"/*.c
+	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src"/*/*.c
 	refute_output --regexp '^[^:]*/(claim|receipt|work|depth|group|mq-[a-z]+)\.c:'
-	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src/sweep.c"
+	run grep -n 'MQ_REASON_MAX_ATTEMPTS' "$src/core/sweep.c"
 	refute_output --regexp 'mq_bury|, *strlen'
 }
 
 # A live message leaves the spool one way (leave.c's mq_leave: an ack,
 # mq-rm); a burial is the only other way a head leaves its group.
 @test "core: only leave.c and dead.c make a group's head leave" {
-	run grep -ln 'mq_group_leave(' "$BATS_TEST_DIRNAME"/../src/*.c
+	run grep -ln 'mq_group_leave(' "$BATS_TEST_DIRNAME"/../src/*/*.c
 	assert_success
 	refute_output --regexp '/(receipt|find|work|sweep|claim|mq-[a-z]+)\.c$'
 	assert_output --partial /leave.c
@@ -89,7 +114,7 @@ core_calls() {
 
 # One classification of states: mq-stat counts what mq-ls lists.
 @test "core: a message's state is decided in look.c; stat.c counts through it" {
-	src="$BATS_TEST_DIRNAME/../src"
+	src="$BATS_TEST_DIRNAME/../src/core"
 	run grep -n 'mq_name_expiry\|key <= \|> c->now\|<= c->now' "$src/stat.c"
 	assert_failure 1
 	run grep -c 'mq_state_waiting\|mq_state_leased' "$src/stat.c"
@@ -97,7 +122,7 @@ core_calls() {
 }
 
 @test "core: each main fits in about two screens (100 lines)" {
-	for f in "$BATS_TEST_DIRNAME"/../src/mq-*.c; do
+	for f in "$BATS_TEST_DIRNAME"/../src/*/mq-*.c; do
 		n=$(awk '/^main\(/ { s = NR } s && /^}/ { print NR - s + 1; exit }' "$f")
 		[ -n "$n" ] && [ "$n" -le 100 ] || fail "$f: main is ${n:-no} lines"
 	done
@@ -113,11 +138,11 @@ core_calls() {
 		if (FNR - s + 1 > 100)
 			printf "%s: %s is %d lines\n", FILENAME, name, FNR - s + 1
 		s = 0
-	}' "$BATS_TEST_DIRNAME"/../src/*.c
+	}' "$BATS_TEST_DIRNAME"/../src/*/*.c
 	assert_success
 	assert_output ""
 	# The rule sees the functions: a file of the engine has several.
-	run grep -c '^[A-Za-z_][A-Za-z_0-9]*(' "$BATS_TEST_DIRNAME/../src/work.c"
+	run grep -c '^[A-Za-z_][A-Za-z_0-9]*(' "$BATS_TEST_DIRNAME/../src/tools/work.c"
 	[ "$output" -gt 20 ] || fail "work.c: $output definitions found"
 }
 
@@ -127,17 +152,18 @@ core_calls() {
 relay_files="broker push pull mq-relay"
 
 @test "core: mq-relay's files are not in libmq.a, and only they include amqp.h" {
-	src="$BATS_TEST_DIRNAME/../src"
-	run ar t "$src/libmq.a"
+	src="$BATS_TEST_DIRNAME/../src/relay"
+	run ar t "$BATS_TEST_DIRNAME/../src/core/libmq.a"
 	assert_success
 	for f in $relay_files; do
 		refute_line "$f.o"
 	done
 	run grep -lE '#[[:space:]]*include[[:space:]]*[<"](amqp|broker)' \
-	    "$src"/*.c "$src"/*.h
+	    "$BATS_TEST_DIRNAME"/../src/*/*.[ch]
 	for f in $output; do
 		case "${f##*/}" in
-		broker.h|broker.c|push.c|pull.c|mq-relay.c) ;;
+		broker.h|broker.c|push.c|pull.c|mq-relay.c)
+			[ "${f%/*}" -ef "$src" ] || fail "$f: not in src/relay" ;;
 		*) fail "$f speaks AMQP" ;;
 		esac
 	done
@@ -149,7 +175,7 @@ relay_files="broker push pull mq-relay"
 }
 
 @test "core: mq-relay's layers: the core calls none of them, broker.c neither push nor pull" {
-	src="$BATS_TEST_DIRNAME/../src"
+	src="$BATS_TEST_DIRNAME/../src/relay"
 	if ! pkg-config --exists librabbitmq; then
 		# Not built at all without rabbitmq-c.
 		assert_file_not_exist "$BATS_TEST_DIRNAME/../bin/mq-relay"
@@ -159,7 +185,7 @@ relay_files="broker push pull mq-relay"
 		assert_file_exist "$src/$f.o"
 	done
 	# What the core uses, none of it the relay's.
-	run sh -c "nm -P '$src/libmq.a' | awk '\$2 == \"U\" { print \$1 }' |
+	run sh -c "nm -P '$src/../core/libmq.a' | awk '\$2 == \"U\" { print \$1 }' |
 	    grep -E '^(mq_broker_|mq_push$|mq_pull$)'"
 	assert_failure 1
 	run sh -c "nm -P '$src/broker.o' | awk '\$2 == \"U\" { print \$1 }' |

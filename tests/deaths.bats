@@ -1,7 +1,7 @@
 load helper
 
 # Death history: every death (time, reason, attempts) kept across redrive
-# in deaths/ID, counted by the name's ,dN (src/history.c, mq-spool(5)).
+# in deaths/ID, counted by the name's ,dN (src/core/history.c, mq-spool(5)).
 
 # The deaths of dead letter $1 as mq-dlq ls --json lists them, one a line:
 # the attempts, then the reason as JSON.

@@ -1,4 +1,4 @@
-# make dist and the version: one number, in src/mq.h, that every tool
+# make dist and the version: one number, in src/core/mq.h, that every tool
 # prints, that debian/changelog and NEWS carry and that names the tarball.
 load helper
 

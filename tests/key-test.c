@@ -1,5 +1,5 @@
 /*
- * key-test: unit tests of the SHA-256 in src/key.c against the FIPS 180-2
+ * key-test: unit tests of the SHA-256 in src/core/key.c against the FIPS 180-2
  * and NIST CAVP vectors, and of the key hash names carry, printing TAP.
  * Run by tests/key.bats.
  */

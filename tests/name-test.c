@@ -1,5 +1,5 @@
 /*
- * name-test: unit tests of the name and time parsers in src/name.c,
+ * name-test: unit tests of the name and time parsers in src/core/name.c,
  * printing TAP.  Run by tests/name.bats.
  */
 #include <stdio.h>

@@ -50,7 +50,7 @@ setup() {
 	relay_deb=$build/mq-relay_${version}_$arch.deb
 }
 
-@test "package: dpkg-buildpackage -b builds mq and mq-relay of src/mq.h's version" {
+@test "package: dpkg-buildpackage -b builds mq and mq-relay of src/core/mq.h's version" {
 	assert_file_exist "$mq_deb"
 	assert_file_exist "$relay_deb"
 	assert_equal "$version" "$(make -s --no-print-directory -C "$top" version)"

@@ -17,6 +17,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 static int zflag;
 

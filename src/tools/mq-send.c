@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define USAGE	"usage: mq-send [-0lSv] [-d dir]... [-D secs | -g group] " \
 	"[-k key] [-p prio]\n               [-w [secs]] [--ttl secs] " \

@@ -56,6 +56,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 /* A count grants room / CREDIT_DIV messages (at least one). */
 #define CREDIT_DIV	8

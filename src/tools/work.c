@@ -44,6 +44,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define LINE_BUF	4096	/* longer lines are passed on in pieces */
 #define LAST_MAX	256	/* kept of a job's last line on stderr */

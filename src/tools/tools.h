@@ -1,0 +1,85 @@
+/*
+ * tools.h: the engines above the core (src/core, libmq.a) that one tool
+ * each runs, which print what they do and may exit, as a tool does:
+ * fan.c, mq-send's writing into one spool or several, and work.c,
+ * mq-recv's worker mode.  Their state is theirs, not the core's.
+ */
+#ifndef MQ_TOOLS_H
+#define MQ_TOOLS_H
+
+#include "mq.h"
+
+/*
+ * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
+ * each a target with its own placer, settings, credit and wait, and the
+ * batch written once for them all.
+ */
+struct mq_target {
+	struct mq_spool	 sp;
+	struct mq_placer pl;
+	struct mq_conf	 conf;		/* max-depth and overflow */
+	uint64_t	 credit;	/* messages to admit before counting */
+	uint64_t	 until;		/* end of this wait; 0: not waiting */
+	int		 watching;	/* w is open */
+	struct mq_waiter w;
+	int		 status;	/* MQ_EX_OK while it takes messages */
+	int		 own;		/* has batch files to sync itself */
+	int		 synced;	/* (while a batch is synced) */
+	int		 landed;	/* of the batch, in its new/ */
+	struct mq_keys	 keys;		/* -k */
+	int		 has;		/* -k: the key is held there */
+	char		 kid[MQ_ID_LEN + 1];	/* -k: its copy's name in tmp/ */
+};
+struct mq_fan {
+	struct mq_target *t, one;	/* t: &one, or n of them */
+	const char	**dirs, *dir1;	/* as given: -d ... */
+	int		 n;
+	int		 sync;		/* 0: -S */
+	int		 vflag;
+	int		 wflag;		/* wait for room */
+	uint64_t	 wait_ms;	/* that long; UINT64_MAX: forever */
+	uint64_t	 due;		/* 0: visible at once */
+	struct mq_name	 name;		/* what each is named with but its ID */
+	struct mq_tmpfile tf;		/* the message being written */
+	int		 writing;	/* tf is, in target first */
+	int		 first;
+	uint64_t	 size;		/* written to it so far */
+	char		 id[MQ_ID_LEN + 1];
+	char		 batch[MQ_BATCH_MAX][MQ_ID_LEN + 1];
+	const char	*from[MQ_BATCH_MAX];	/* each one's input, for -v */
+	int		 nbatch;
+	const char	*input;		/* the file being read */
+	int		 status;	/* the worst so far */
+	const char	*key;		/* -k: the dedup key, or NULL */
+	size_t		 keylen;
+};
+void	 mq_fan_init(struct mq_fan *);
+void	 mq_fan_dir(struct mq_fan *, const char *);
+int	 mq_fan_open(struct mq_fan *);
+int	 mq_fan_begin(struct mq_fan *);
+int	 mq_fan_write(struct mq_fan *, const void *, size_t);
+int	 mq_fan_end(struct mq_fan *);
+int	 mq_fan_flush(struct mq_fan *);
+void	 mq_fan_abort(struct mq_fan *);
+int	 mq_fan_close(struct mq_fan *);
+
+/* work.c: mq-recv's worker mode */
+struct mq_work {
+	char	**argv;		/* the command run for each message */
+	int	 slots;		/* jobs at once */
+	long long limit;	/* claims in all; 0: no limit */
+	/*
+	 * 0: the spool's lease and max-attempts, followed as mq-conf changes
+	 * them (with its ttl and paused, which no option overrides).
+	 */
+	uint64_t lease_ms;
+	unsigned max;
+	uint64_t idle_ms;	/* how long to wait for work; UINT64_MAX: ever */
+	uint64_t timeout_ms;	/* a job's time; 0: no limit */
+	uint64_t backoff_ms, backoff_max_ms;
+	int	 tag;		/* prefix each line of output with the ID */
+	int	 verbose;
+};
+int	 mq_work(struct mq_spool *, const struct mq_work *);
+
+#endif
