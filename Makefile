@@ -72,9 +72,10 @@ relay: $(LIBMQ)
 	    $(MAKE) bin/mq-relay; else echo "make: librabbitmq not found:" \
 	    "mq-relay not built (sh share/deps.sh relay)"; fi
 
-$(RELAYOBJ): $(CORE)/mq.h $(CORE)/compat.h $(RELAY)/broker.h
+$(RELAYOBJ): $(CORE)/mq.h $(CORE)/compat.h $(TOOLS)/tools.h \
+    $(RELAY)/broker.h
 # Compiled with rabbitmq-c's own flags (its include directory).
-RELAY_CFLAGS = `pkg-config --cflags librabbitmq`
+RELAY_CFLAGS = -I$(TOOLS) `pkg-config --cflags librabbitmq`
 RELAY_CC = $(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) \
 	$(BSD_CFLAGS) $(RELAY_CFLAGS)
 $(RELAY)/mq-relay.o: $(RELAY)/mq-relay.c
@@ -85,9 +86,9 @@ $(RELAY)/push.o: $(RELAY)/push.c
 	$(RELAY_CC) -c -o $@ $(RELAY)/push.c
 $(RELAY)/pull.o: $(RELAY)/pull.c
 	$(RELAY_CC) -c -o $@ $(RELAY)/pull.c
-bin/mq-relay: $(RELAYOBJ) $(LIBMQ)
+bin/mq-relay: $(RELAYOBJ) $(TOOLS)/cli.o $(LIBMQ)
 	@mkdir -p bin
-	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) $(LIBMQ) \
+	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(RELAYOBJ) $(TOOLS)/cli.o $(LIBMQ) \
 	    `pkg-config --libs librabbitmq` $(BSD_LIBS)
 
 # Without libbsd the compiler's errors say nothing of what to install.
@@ -101,7 +102,7 @@ build-deps:
 TOOLOBJ = $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
 	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
 	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o \
-	$(TOOLS)/fan.o $(TOOLS)/work.o
+	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/cli.o
 $(LIBOBJ) $(TOOLOBJ): $(CORE)/mq.h $(CORE)/compat.h
 $(TOOLOBJ): $(TOOLS)/tools.h
 
@@ -109,7 +110,8 @@ $(LIBMQ): $(LIBOBJ)
 	rm -f $@
 	$(AR) -rc $@ $(LIBOBJ)
 
-# Each program is its main and the core; mq-send and mq-recv their engine.
+# Each program is its main, cli.c and the core; mq-send and mq-recv their
+# engine.
 bin/mq-send: $(TOOLS)/mq-send.o $(TOOLS)/fan.o
 bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o
 bin/mq-ack: $(TOOLS)/mq-ack.o
@@ -122,10 +124,10 @@ bin/mq-show: $(TOOLS)/mq-show.o
 bin/mq-rm: $(TOOLS)/mq-rm.o
 ENGINE_mq-send = $(TOOLS)/fan.o
 ENGINE_mq-recv = $(TOOLS)/work.o
-$(BIN): $(LIBMQ)
+$(BIN): $(TOOLS)/cli.o $(LIBMQ)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(TOOLS)/$(@F).o $(ENGINE_$(@F)) \
-	    $(LIBMQ) $(BSD_LIBS)
+	    $(TOOLS)/cli.o $(LIBMQ) $(BSD_LIBS)
 
 .c.o:
 	$(CC) $(MQ_CFLAGS) $(CFLAGS) $(CPPFLAGS) $(SAN_FLAGS) $(BSD_CFLAGS) -c -o $@ $<
@@ -133,10 +135,10 @@ $(BIN): $(LIBMQ)
 FUZZ_SECS = 600
 FUZZ_CC = clang
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined
-tests/fuzz/fuzz-name: tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(CORE)/mq.h \
-    $(CORE)/compat.h
-	$(FUZZ_CC) $(FUZZ_FLAGS) $(BSD_CFLAGS) -I$(CORE) -o $@ \
-	    tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(BSD_LIBS)
+tests/fuzz/fuzz-name: tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(TOOLS)/cli.c \
+    $(CORE)/mq.h $(CORE)/compat.h $(TOOLS)/tools.h
+	$(FUZZ_CC) $(FUZZ_FLAGS) $(BSD_CFLAGS) -I$(CORE) -I$(TOOLS) -o $@ \
+	    tests/fuzz/fuzz-name.c $(LIBOBJ:.o=.c) $(TOOLS)/cli.c $(BSD_LIBS)
 
 # make fuzz: FUZZ_SECS of libFuzzer on the name parser and receipt
 # validator; what it learns is kept in tests/fuzz/corpus.

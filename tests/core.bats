@@ -56,6 +56,21 @@ core_calls() {
 	done
 }
 
+# The core speaks to nobody: what a person reads is the tools' (cli.c,
+# the engines, the mains).  It exits only when memory runs out: util.c's
+# x-allocators, the one object of libmq.a that may call err.
+@test "core: libmq.a prints nothing and exits only in util.c's allocators" {
+	nm -A -P "$BATS_TEST_DIRNAME/../src/core/libmq.a" >"$BATS_TEST_TMPDIR/nm"
+	run awk '$3 == "U" && $2 ~ /^(printf|puts|fputs|fputc|putc|putchar|fprintf|vfprintf|fwrite|__printf_chk|__fprintf_chk|perror|err|errx|warn|warnx|verr|verrx|vwarn|vwarnx|exit|_exit|abort)$/ &&
+	    !($1 ~ /\[util\.o\]:$/ && $2 == "err") { print $1, $2 }' \
+	    "$BATS_TEST_TMPDIR/nm"
+	assert_success
+	assert_output ""
+	# The rule sees the calls: the allocators' err is there.
+	run grep -c '\[util\.o\]: err U' "$BATS_TEST_TMPDIR/nm"
+	assert_output 1
+}
+
 @test "core: no platform #if in a .c file but wait.c (compat.h is the one place)" {
 	for f in "$BATS_TEST_DIRNAME"/../src/*/*.c; do
 		[ "${f##*/}" != wait.c ] || continue
@@ -81,7 +96,7 @@ core_calls() {
 }
 
 # -h, -V and a bad option are handled alike by every tool: one
-# mq_common_opt (util.c) as the default: of each getopt switch, not a
+# mq_common_opt (src/tools/cli.c) as the default: of each getopt switch, not a
 # usage() and help() of each tool's own.
 @test "core: each tool's -h, -V and bad options go through mq_common_opt" {
 	for f in "$BATS_TEST_DIRNAME"/../src/*/mq-*.c; do

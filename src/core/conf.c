@@ -261,50 +261,26 @@ mq_conf_read(struct mq_spool *sp, struct mq_conf *c, int *line,
 	return parse(c, buf, line, why);
 }
 
-/* Says on stderr why mq_conf_read failed: where the file is wrong. */
-void
-mq_conf_warn(const struct mq_spool *sp, int line, const char *why)
-{
-	if (why != NULL && line > 0)
-		warnx("%s/%s: line %d: %s", sp->path, MQ_CONF, line, why);
-	else if (why != NULL)
-		warnx("%s/%s: %s", sp->path, MQ_CONF, why);
-	else
-		warn("%s/%s", sp->path, MQ_CONF);
-}
-
-/* For the tools: reads the settings or dies saying where they are wrong. */
-void
-mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
-{
-	const char *why;
-	int line;
-
-	if (mq_conf_read(sp, c, &line, &why) == 0)
-		return;
-	mq_conf_warn(sp, line, why);
-	exit(MQ_EX_SYS);
-}
-
 /*
- * For a program that runs for long (mq-relay pull): reads the settings of
- * sp into c again when conf changed since *st said (or never was read),
- * else leaves c as it is.  The stamp is taken before the read, so that a
+ * For a program that runs for long (mq-relay): reads the settings of sp
+ * into c again when conf changed since *st said (or never was read), else
+ * leaves c as it is.  The stamp is taken before the read, so that a
  * change made while it is read is read next time.  0 (read or unchanged),
- * or -1 with the cause said on stderr and c kept; a conf that does not
- * parse is said once, not at every call, and the settings before it kept
- * until it changes again.
+ * or -1 with c kept and the cause in errno, *line and *why as
+ * mq_conf_read gives them (*why NULL: errno's); a conf that does not
+ * parse fails once, not at every call, the settings before it kept until
+ * it changes again (the first read must work).
  */
 int
-mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
-    struct mq_conf_stamp *st)
+mq_conf_refresh(struct mq_spool *sp, struct mq_conf *c,
+    struct mq_conf_stamp *st, int *line, const char **why)
 {
 	struct mq_conf got;
 	struct mq_conf_stamp now;
 	struct stat sb;
-	const char *why;
-	int line;
 
+	*line = 0;
+	*why = NULL;
 	memset(&now, 0, sizeof(now));
 	now.seen = 1;
 	if (fstatat(sp->fd, MQ_CONF, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -313,10 +289,8 @@ mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
 		now.size = sb.st_size;
 		now.mtime = sb.st_mtim;
 		now.ctime = sb.st_ctim;
-	} else if (errno != ENOENT) {
-		warn("%s/%s", sp->path, MQ_CONF);
+	} else if (errno != ENOENT)
 		return -1;
-	}
 	if (st->seen && now.dev == st->dev && now.ino == st->ino &&
 	    now.size == st->size &&
 	    now.mtime.tv_sec == st->mtime.tv_sec &&
@@ -324,9 +298,8 @@ mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
 	    now.ctime.tv_sec == st->ctime.tv_sec &&
 	    now.ctime.tv_nsec == st->ctime.tv_nsec)
 		return 0;
-	if (mq_conf_read(sp, &got, &line, &why) == -1) {
-		mq_conf_warn(sp, line, why);
-		/* Said: not again until it changes (the first read must work). */
+	if (mq_conf_read(sp, &got, line, why) == -1) {
+		/* Failed once: not again until it changes. */
 		if (st->seen)
 			*st = now;
 		return -1;

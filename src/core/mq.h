@@ -196,7 +196,6 @@ struct mq_placer {
 /* spool.c */
 const char	*mq_spool_dir(const char *);
 int	 mq_spool_open(struct mq_spool *, const char *, int);
-void	 mq_spool_xopen(struct mq_spool *, const char *, int);
 const char	*mq_spool_whence(const char *);
 int	 mq_spool_real(struct mq_spool *);
 int	 mq_spool_need(struct mq_spool *, int);
@@ -518,8 +517,6 @@ void	 mq_history_close(struct mq_history *);
 int	 mq_history_carry(struct mq_spool *, struct mq_spool *,
 	    const struct mq_name *, const char *, size_t, unsigned *);
 int	 mq_history_forget(struct mq_spool *, const struct mq_name *);
-int	 mq_history_json(FILE *, struct mq_spool *, const struct mq_name *,
-	    const char *, size_t, int);
 
 /* wait.c */
 struct mq_waiter {
@@ -564,8 +561,6 @@ const char	*mq_conf_value(const struct mq_conf *, int);
 int	 mq_conf_isset(const struct mq_conf *, int);
 int	 mq_conf_read(struct mq_spool *, struct mq_conf *, int *,
 	    const char **);
-void	 mq_conf_warn(const struct mq_spool *, int, const char *);
-void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
@@ -578,8 +573,8 @@ struct mq_conf_stamp {
 	off_t		 size;
 	struct timespec	 mtime, ctime;
 };
-int	 mq_conf_reread(struct mq_spool *, struct mq_conf *,
-	    struct mq_conf_stamp *);
+int	 mq_conf_refresh(struct mq_spool *, struct mq_conf *,
+	    struct mq_conf_stamp *, int *, const char **);
 
 /*
  * look.c: every message, read-only, in claim order by state (mq-ls; one
@@ -706,22 +701,6 @@ int	 mq_reader_pending(struct mq_reader *);
 int	 mq_reader_chunk(struct mq_reader *, int, const char **, size_t *,
 	    int *);
 
-/* The long options every tool has. */
-#define MQ_LONGOPTS \
-	{ "help", no_argument, NULL, 'h' }, \
-	{ "version", no_argument, NULL, 'V' }
-
-const char *mq_optional_secs(const char *, int, char *[]);
-uint64_t xsecs(const char *, const char *, int);
-int	 xnumber(const char *, const char *, long long, long long);
-void	 mq_version(void);
-/* Both exit (__dead; _Noreturn here, as mq.h goes without compat.h). */
-_Noreturn void mq_usage(const char *);
-_Noreturn void mq_common_opt(int, const char *, const char *);
-void	 mq_escape(FILE *, const char *, size_t);
-int	 mq_copy_escaped(int, FILE *);
-void	 mq_json_string(FILE *, const char *, size_t);
-void	 mq_stdout_close(void);
 void	*xmalloc(size_t);
 void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);

@@ -349,29 +349,6 @@ mq_spool_whence(const char *opt)
 	return "the default spool, as neither -d nor MQ_DIR is given";
 }
 
-/*
- * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
- * with the contract's status and a message that names it.
- */
-void
-mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
-{
-	const char *path;
-
-	if (dir != NULL && *dir == '\0')
-		errx(MQ_EX_USAGE, "-d: empty spool name");
-	if ((path = mq_spool_dir(dir)) == NULL)
-		err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
-	if (mq_spool_open(sp, path, create) == 0)
-		return;
-	if (errno == ENOTDIR)
-		errx(MQ_EX_SYS, "%s: not a spool", path);
-	if (errno == ENOENT && mq_spool_whence(dir) != NULL)
-		errx(MQ_EX_SYS, "%s: no such spool (%s)", path,
-		    mq_spool_whence(dir));
-	err(MQ_EX_SYS, "%s", path);
-}
-
 /* The canonical path that receipts start with. */
 int
 mq_spool_real(struct mq_spool *sp)

@@ -29,6 +29,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 #include "broker.h"
 
 #define CONNECT_SECS	5	/* for a node's TCP (and TLS) connection */

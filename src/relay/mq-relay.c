@@ -15,6 +15,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 #include "broker.h"
 
 #define USAGE \

@@ -56,6 +56,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 #include "broker.h"
 
 #define SLICE_MS	250	/* every wait, for the signal flag */

@@ -49,6 +49,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 #include "broker.h"
 
 #define SLICE_MS	250	/* every wait checks the stop flag this often */

@@ -16,6 +16,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 enum mode { DONE, RELEASE, BURY, EXTEND };
 enum { OPT_REASON = 256 };

@@ -13,6 +13,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define USAGE \
 	"usage: mq-conf [-v] [-d dir] [key ...]\n" \

@@ -20,6 +20,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define PREVIEW	32
 /*

@@ -16,6 +16,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define USAGE \
 	"usage: mq-rm [-fv] [-d dir] id ...\n" \

@@ -15,6 +15,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 #define USAGE	"usage: mq-show [-rv] [--raw] [-d dir] id\n"
 

@@ -14,6 +14,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 enum format { TABLE, JSON, PROMETHEUS };
 

@@ -16,6 +16,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 
 /* mq-sweep -w alone sweeps as often as the systemd timer does. */
 #define EVERY_MS	60000

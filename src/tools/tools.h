@@ -1,13 +1,46 @@
 /*
- * tools.h: the engines above the core (src/core, libmq.a) that one tool
- * each runs, which print what they do and may exit, as a tool does:
- * fan.c, mq-send's writing into one spool or several, and work.c,
- * mq-recv's worker mode.  Their state is theirs, not the core's.
+ * tools.h: what the programs are built of above the core (src/core,
+ * libmq.a), which prints nothing (but when memory runs out, xmalloc):
+ * cli.c, shared by every
+ * program; the engines that one tool each runs, which print what they do
+ * and may exit, as a tool does: fan.c, mq-send's writing into one spool
+ * or several, and work.c, mq-recv's worker mode.  Their state is theirs,
+ * not the core's.
  */
 #ifndef MQ_TOOLS_H
 #define MQ_TOOLS_H
 
+#include <stdio.h>
+
 #include "mq.h"
+
+/*
+ * cli.c: what every program shares (the relay's too): options, the spool
+ * of -d, errors said, and what listings write.
+ */
+/* The long options every tool has. */
+#define MQ_LONGOPTS \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }
+
+const char *mq_optional_secs(const char *, int, char *[]);
+uint64_t xsecs(const char *, const char *, int);
+int	 xnumber(const char *, const char *, long long, long long);
+void	 mq_version(void);
+/* Both exit (__dead; _Noreturn here, as tools.h goes without compat.h). */
+_Noreturn void mq_usage(const char *);
+_Noreturn void mq_common_opt(int, const char *, const char *);
+void	 mq_stdout_close(void);
+void	 mq_spool_xopen(struct mq_spool *, const char *, int);
+void	 mq_conf_warn(const struct mq_spool *, int, const char *);
+void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
+int	 mq_conf_reread(struct mq_spool *, struct mq_conf *,
+	    struct mq_conf_stamp *);
+void	 mq_escape(FILE *, const char *, size_t);
+int	 mq_copy_escaped(int, FILE *);
+void	 mq_json_string(FILE *, const char *, size_t);
+int	 mq_history_json(FILE *, struct mq_spool *, const struct mq_name *,
+	    const char *, size_t, int);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "mq.h"
+#include "tools.h"
 
 static struct mq_spool sp;
 static char dir[] = "/tmp/mq-fuzz.XXXXXX";

@@ -1,0 +1,403 @@
+/*
+ * cli.c: what every program shares and the core does not do: it speaks
+ * to a person and may exit.  The options every tool takes alike (-h, -V,
+ * a bad one: mq_common_opt), seconds and numbers of options, the spool
+ * of -d opened or a clear death, the settings' errors said, stdout
+ * checked at the end; and what a listing writes: text escaped for a
+ * terminal, JSON strings, a message's deaths as JSON.  Linked into every
+ * program (src/tools, src/relay), never into libmq.a.
+ */
+#include <sys/stat.h>
+
+#include <err.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+#include "tools.h"
+
+#define READ_CHUNK	65536
+
+/* Length of a valid UTF-8 sequence at p, or 0 if it is not one. */
+static size_t
+utf8_len(const unsigned char *p, size_t left, unsigned long *cp)
+{
+	size_t n, i;
+	unsigned long c;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		c = p[0] & 0x1f;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		c = p[0] & 0x0f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		c = p[0] & 0x07;
+	} else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 ||
+	    c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* Whether p is the start of a UTF-8 sequence cut short by its end. */
+static int
+utf8_cut(const unsigned char *p, size_t left)
+{
+	size_t n, i;
+
+	n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 && p[0] <= 0xef ?
+	    3 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : 0;
+	if (n <= left)
+		return 0;
+	for (i = 1; i < left; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return 1;
+}
+
+/*
+ * Safe on a terminal: controls (C0, DEL, C1), the backslash and bytes that
+ * are not UTF-8 are written as escapes; lines keeps newlines and tabs as
+ * they are (a body shown whole), else one item stays one line.  Returns
+ * how many bytes at the end were left unwritten: with more, the start of
+ * a UTF-8 sequence that may end in the next part of a stream.
+ */
+static size_t
+escape(FILE *fp, const char *s, size_t len, int lines, int more)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i, n;
+
+	for (i = 0; i < len; i += n) {
+		n = utf8_len(p + i, len - i, &cp);
+		if (n == 0 && more && utf8_cut(p + i, len - i))
+			return len - i;
+		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
+		    cp == '\\') {
+			n = 1;
+			if (lines && (p[i] == '\n' || p[i] == '\t')) {
+				putc(p[i], fp);
+				continue;
+			}
+			switch (p[i]) {
+			case '\n':
+				fputs("\\n", fp);
+				break;
+			case '\t':
+				fputs("\\t", fp);
+				break;
+			case '\r':
+				fputs("\\r", fp);
+				break;
+			case '\\':
+				fputs("\\\\", fp);
+				break;
+			default:
+				fprintf(fp, "\\x%02x", p[i]);
+			}
+		} else
+			fwrite(p + i, 1, n, fp);
+	}
+	return 0;
+}
+
+/* One line per item, safe on a terminal (see escape). */
+void
+mq_escape(FILE *fp, const char *s, size_t len)
+{
+	(void)escape(fp, s, len, 0, 0);
+}
+
+/*
+ * The file from, read to its end, written to fp escaped but for its
+ * newlines and tabs: a body shown on a terminal, which no escape sequence
+ * of it can take over.  Memory does not grow with the file.
+ */
+int
+mq_copy_escaped(int from, FILE *fp)
+{
+	char buf[READ_CHUNK + 4];
+	size_t have = 0, left;
+	ssize_t n;
+
+	for (;;) {
+		n = read(from, buf + have, READ_CHUNK);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		have += n;
+		left = escape(fp, buf, have, 1, n > 0);
+		if (n == 0)
+			return ferror(fp) ? -1 : 0;
+		memmove(buf, buf + have - left, left);
+		have = left;
+	}
+}
+
+/* A JSON string; a byte that is not UTF-8 becomes U+FFFD. */
+void
+mq_json_string(FILE *fp, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned long cp;
+	size_t i, n;
+
+	putc('"', fp);
+	for (i = 0; i < len; i += n) {
+		n = utf8_len(p + i, len - i, &cp);
+		if (n == 0) {
+			n = 1;
+			fputs("\\ufffd", fp);
+		} else if (cp == '"' || cp == '\\') {
+			putc('\\', fp);
+			putc((int)cp, fp);
+		} else if (cp == '\n')
+			fputs("\\n", fp);
+		else if (cp == '\t')
+			fputs("\\t", fp);
+		else if (cp == '\r')
+			fputs("\\r", fp);
+		else if (cp < 0x20 || cp == 0x7f)
+			fprintf(fp, "\\u%04lx", cp);
+		else
+			fwrite(p + i, 1, n, fp);
+	}
+	putc('"', fp);
+}
+
+/*
+ * An optional option-argument in seconds: attached (-w5), else the next
+ * word when it begins with a digit (-w 5), which getopt is then told to
+ * skip.  Such a word is never an operand (a receipt is absolute, a command
+ * follows --), so a mistyped number (-w 5s) is reported as one by xsecs
+ * instead of as a stray operand.
+ */
+const char *
+mq_optional_secs(const char *attached, int argc, char *argv[])
+{
+	const char *next;
+
+	if (attached != NULL)
+		return attached;
+	if (optind >= argc)
+		return NULL;
+	next = argv[optind];
+	if (*next < '0' || *next > '9')
+		return NULL;
+	optind++;
+	return next;
+}
+
+/*
+ * Seconds for option -flag, in ms; a bad value is a usage error.  With
+ * positive, zero is refused too.
+ */
+uint64_t
+xsecs(const char *opt, const char *arg, int positive)
+{
+	const char *errstr;
+	uint64_t ms;
+
+	if (mq_secs_parse(arg, &ms, &errstr) == -1)
+		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
+	if (positive && ms == 0)
+		errx(MQ_EX_USAGE, "%s %s: too small (the least is 0.001)", opt,
+		    arg);
+	return ms;
+}
+
+int
+xnumber(const char *opt, const char *arg, long long min, long long max)
+{
+	const char *errstr;
+	long long n;
+
+	/* Digits only: strtonum would take a sign and leading blanks too. */
+	if (*arg == '\0' || strspn(arg, "0123456789") != strlen(arg))
+		errx(MQ_EX_USAGE, "%s %s: invalid", opt, arg);
+	n = strtonum(arg, min, max, &errstr);
+	if (errstr != NULL)
+		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
+	return (int)n;
+}
+
+void
+mq_version(void)
+{
+	printf("%s %s\n", getprogname(), MQ_VERSION);
+}
+
+/* The usage line(s) of a tool on stderr, for a call it cannot make sense of. */
+void __dead
+mq_usage(const char *usage)
+{
+	fputs(usage, stderr);
+	exit(MQ_EX_USAGE);
+}
+
+/*
+ * The options every tool takes alike, as the default: of its getopt
+ * switch: -h (--help) prints the usage and the help on stdout, -V
+ * (--version) the version, each exit 0; any other is a usage error.
+ */
+void __dead
+mq_common_opt(int ch, const char *usage, const char *help)
+{
+	switch (ch) {
+	case 'h':
+		fputs(usage, stdout);
+		fputs(help, stdout);
+		exit(MQ_EX_OK);
+	case 'V':
+		mq_version();
+		exit(MQ_EX_OK);
+	default:
+		mq_usage(usage);
+	}
+}
+
+/* A failed write of an ID or receipt must not end in exit 0 (sbase). */
+void
+mq_stdout_close(void)
+{
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(MQ_EX_SYS, "stdout");
+}
+
+/* Says on stderr why mq_conf_read failed: where the file is wrong. */
+void
+mq_conf_warn(const struct mq_spool *sp, int line, const char *why)
+{
+	if (why != NULL && line > 0)
+		warnx("%s/%s: line %d: %s", sp->path, MQ_CONF, line, why);
+	else if (why != NULL)
+		warnx("%s/%s: %s", sp->path, MQ_CONF, why);
+	else
+		warn("%s/%s", sp->path, MQ_CONF);
+}
+
+/* For the tools: reads the settings or dies saying where they are wrong. */
+void
+mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
+{
+	const char *why;
+	int line;
+
+	if (mq_conf_read(sp, c, &line, &why) == 0)
+		return;
+	mq_conf_warn(sp, line, why);
+	exit(MQ_EX_SYS);
+}
+
+/* mq_conf_refresh, its failure said on stderr (once: see there). */
+int
+mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
+    struct mq_conf_stamp *st)
+{
+	const char *why;
+	int line;
+
+	if (mq_conf_refresh(sp, c, st, &line, &why) == 0)
+		return 0;
+	mq_conf_warn(sp, line, why);
+	return -1;
+}
+
+/*
+ * For the tools: opens the spool chosen by -d (dir may be NULL) or dies
+ * with the contract's status and a message that names it.
+ */
+void
+mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
+{
+	const char *path;
+
+	if (dir != NULL && *dir == '\0')
+		errx(MQ_EX_USAGE, "-d: empty spool name");
+	if ((path = mq_spool_dir(dir)) == NULL)
+		err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+	if (mq_spool_open(sp, path, create) == 0)
+		return;
+	if (errno == ENOTDIR)
+		errx(MQ_EX_SYS, "%s: not a spool", path);
+	if (errno == ENOENT && mq_spool_whence(dir) != NULL)
+		errx(MQ_EX_SYS, "%s: no such spool (%s)", path,
+		    mq_spool_whence(dir));
+	err(MQ_EX_SYS, "%s", path);
+}
+
+static void
+death_json(FILE *fp, int first, uint64_t ms, unsigned attempts,
+    const char *reason, size_t len)
+{
+	char iso[32];
+
+	mq_time_iso(iso, sizeof(iso), ms);
+	fprintf(fp, "%s{\"time\":\"%s\",\"reason\":", first ? "" : ",", iso);
+	if (reason == NULL)
+		fputs("null", fp);
+	else
+		mq_json_string(fp, reason, len);
+	fprintf(fp, ",\"attempts\":%u}", attempts);
+}
+
+/*
+ * Prints "deaths":[...] for the message named nm: its history, oldest
+ * first, then, when current (a dead letter), its own death: its DIED and
+ * attempts and reason (rlen bytes, or NULL: none recorded).  What it could
+ * read is printed, the list closed, whatever happens; -1 with errno
+ * (EBADMSG: a malformed record ended the history) tells the caller to
+ * warn.
+ */
+int
+mq_history_json(FILE *fp, struct mq_spool *sp, const struct mq_name *nm,
+    const char *reason, size_t rlen, int current)
+{
+	struct mq_history h;
+	struct mq_death one;
+	int r = 0, first = 1, saved = 0;
+
+	fputs("\"deaths\":[", fp);
+	if (mq_history_open(&h, sp, nm) == -1) {
+		saved = errno;
+		r = -1;
+	} else {
+		while ((r = mq_history_next(&h, &one)) == 1) {
+			death_json(fp, first, one.ms, one.attempts,
+			    one.reason, one.len);
+			first = 0;
+		}
+		saved = errno;
+		mq_history_close(&h);
+	}
+	if (current)
+		death_json(fp, first, nm->ms, nm->attempts, reason, rlen);
+	putc(']', fp);
+	if (r == -1) {
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
