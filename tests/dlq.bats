@@ -66,11 +66,31 @@ bury() {
 	run mq-dlq ls --json
 	assert_success
 	assert_equal "${#lines[@]}" 1
-	[[ $output == "{\"id\":\"$id\",\"attempts\":1,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"deaths\":[{\"time\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"attempts\":1}],\"priority\":0,\"size\":3,\"body\":\"a\\\"b\"}" ]]
+	# The shape of mq-ls --json (mq_message_json): time is died.
+	[[ $output == "{\"id\":\"$id\",\"state\":\"dead\",\"attempts\":1,\"time\":\"20"*"\",\"priority\":0,\"died\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"deaths\":[{\"time\":\"20"*"\",\"reason\":\"tab\\there \\\"q\\\" \\\\ nl\\nend\",\"attempts\":1}],\"size\":3,\"body\":\"a\\\"b\"}" ]]
 	if command -v python3 >/dev/null; then
 		reason=$(python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["reason"], end="")' <<<"$output")
 		assert_equal "$reason" "$(printf 'tab\there "q" \\ nl\nend')"
 	fi
+}
+
+# One shape for a dead letter in every listing (mq_message_json): mq-ls
+# -l --json prints the object mq-dlq ls --json does, before the burial of
+# one past its time to live as after it.
+@test "mq-dlq ls --json and mq-ls -l -s dead --json print the same object for each dead letter" {
+	echo one | mq-send -k kk -p 2 >/dev/null
+	mq-ack -x 'bad "x"' "$(mq-recv)"
+	echo two | mq-send --ttl 1 >/dev/null
+	run -0 ahead 5 mq-ls -l -s dead --json
+	sort <<<"$output" >"$BATS_TEST_TMPDIR/ls"
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/ls")" 2
+	grep -q '"reason":"expired"' "$BATS_TEST_TMPDIR/ls"
+	run -0 ahead 5 mq-dlq ls --json
+	assert_equal "$(sort <<<"$output")" "$(cat "$BATS_TEST_TMPDIR/ls")"
+	# Buried now: the same again.
+	run -0 ahead 5 mq-ls -l -s dead --json
+	assert_equal "$(sort <<<"$output")" "$(cat "$BATS_TEST_TMPDIR/ls")"
+	assert_equal "$(find "$MQ_DIR/dead" -type f | wc -l)" 2
 }
 
 @test "mq-dlq ls --json shows a dead letter's priority and group, and redrive keeps them" {
@@ -79,7 +99,7 @@ bury() {
 	echo body >"$MQ_DIR/dead/$id,$(date +%s),2,p3,gorders-eu"
 	run mq-dlq ls --json
 	assert_success
-	[[ $output == *'"reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":2}],"priority":3,"group":"orders-eu","size":5,'* ]]
+	[[ $output == *'"priority":3,"group":"orders-eu","died":"'*'","reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":2}],"size":5,'* ]]
 	mq-dlq redrive "$id"
 	r=$(mq-recv)
 	[[ ${r##*/} == "$id",*,1,*,p3,gorders-eu,d1 ]]

@@ -310,7 +310,8 @@ messages() {
 	echo plain | mq-send >/dev/null
 	for _ in 1 2; do r=$(mq-recv); mq-ack -x "why" "$r"; done
 	run -0 mq-dlq ls --json
-	assert_line --index 0 --partial "{\"id\":\"$id\",\"attempts\":1,\"key\":\"k \\\"q\\\" \\\\ /x/ "$'\xc3\xa9'"\",\"died\":"
+	assert_line --index 0 --partial "{\"id\":\"$id\",\"state\":\"dead\",\"attempts\":1,\"time\":"
+	assert_line --index 0 --partial "\"priority\":0,\"key\":\"k \\\"q\\\" \\\\ /x/ "$'\xc3\xa9'"\",\"died\":"
 	refute_line --index 1 --partial '"key"'
 	if command -v python3 >/dev/null; then
 		got=$(python3 -c 'import json,sys; sys.stdout.write(json.loads(sys.stdin.readline())["key"])' <<<"$output")

@@ -11,6 +11,7 @@
 
 #include <err.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,4 +401,51 @@ mq_history_json(FILE *fp, struct mq_spool *sp, const struct mq_name *nm,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * One message as one JSON object, the one shape of every listing (mq-ls
+ * --json, mq-dlq ls --json): id, state, attempts, time, priority, then
+ * key and group when it has them; a dead one's died and reason; its
+ * deaths when it has died (a dead one's own death last); size and body
+ * when it has them.  Returns 0, or -1 when its history could not be read
+ * whole (errno: the caller warns; what was read is printed).
+ */
+int
+mq_message_json(FILE *fp, struct mq_spool *sp, const struct mq_message *m)
+{
+	struct mq_name nm = *m->n;
+	char iso[32];
+	int r = 0;
+
+	mq_time_iso(iso, sizeof(iso), m->time_ms);
+	fprintf(fp, "{\"id\":\"%s\",\"state\":\"%s\",\"attempts\":%u,"
+	    "\"time\":\"%s\",\"priority\":%u", nm.id, m->state, nm.attempts,
+	    iso, nm.prio);
+	if (m->key != NULL) {
+		fputs(",\"key\":", fp);
+		mq_json_string(fp, m->key, strlen(m->key));
+	}
+	if (nm.group[0] != '\0')
+		fprintf(fp, ",\"group\":\"%s\"", nm.group);
+	if (m->dead) {
+		mq_time_iso(iso, sizeof(iso), m->died_ms);
+		fprintf(fp, ",\"died\":\"%s\",\"reason\":", iso);
+		/* None recorded, or none that could be read: null. */
+		if (m->reason == NULL)
+			fputs("null", fp);
+		else
+			mq_json_string(fp, m->reason, m->rlen);
+	}
+	if (m->dead || nm.deaths != 0) {
+		putc(',', fp);
+		nm.ms = m->died_ms;
+		r = mq_history_json(fp, sp, &nm, m->reason, m->rlen, m->dead);
+	}
+	if (m->body != NULL) {
+		fprintf(fp, ",\"size\":%jd,\"body\":", (intmax_t)m->size);
+		mq_json_string(fp, m->body, m->blen);
+	}
+	fputs("}\n", fp);
+	return r;
 }

@@ -103,6 +103,7 @@ cmd_ls(struct mq_spool *sp, int json)
 {
 	struct mq_dead *d;
 	struct mq_keys keys;
+	struct mq_message msg;
 	char iso[32], body[PREVIEW], *reason, key[MQ_KEY_MAX + 1];
 	size_t n, i, blen, rlen;
 	off_t size;
@@ -127,34 +128,26 @@ cmd_ls(struct mq_spool *sp, int json)
 		}
 		mq_time_iso(iso, sizeof(iso), d[i].n.ms);
 		if (json) {
-			printf("{\"id\":\"%s\",\"attempts\":%u,", d[i].n.id,
-			    d[i].n.attempts);
-			if ((k = mq_key_get(&keys, &d[i].n, key)) == 1) {
-				fputs("\"key\":", stdout);
-				mq_json_string(stdout, key, strlen(key));
-				putchar(',');
-			} else if (k == -1) {
+			memset(&msg, 0, sizeof(msg));
+			msg.n = &d[i].n;
+			msg.state = mq_look_state_name(MQ_LOOK_DEAD);
+			msg.time_ms = msg.died_ms = d[i].n.ms;
+			if ((k = mq_key_get(&keys, &d[i].n, key)) == 1)
+				msg.key = key;
+			else if (k == -1) {
 				warn("%s/%s", MQ_DIR_KEYS, d[i].n.keyhash);
 				status = MQ_EX_SYS;
 			}
-			printf("\"died\":\"%s\",\"reason\":", iso);
-			/* None recorded, or none that could be read: null. */
-			if (got != 0)
-				fputs("null", stdout);
-			else
-				mq_json_string(stdout, reason, rlen);
-			putchar(',');
-			if (mq_history_json(stdout, sp, &d[i].n, got != 0 ?
-			    NULL : reason, rlen, 1) == -1) {
+			msg.dead = 1;
+			msg.reason = got == 0 ? reason : NULL;
+			msg.rlen = rlen;
+			msg.body = body;
+			msg.blen = blen;
+			msg.size = size;
+			if (mq_message_json(stdout, sp, &msg) == -1) {
 				warn("%s/%s", MQ_DIR_DEATHS, d[i].n.id);
 				status = MQ_EX_SYS;
 			}
-			printf(",\"priority\":%u", d[i].n.prio);
-			if (d[i].n.group[0] != '\0')
-				printf(",\"group\":\"%s\"", d[i].n.group);
-			printf(",\"size\":%jd,\"body\":", (intmax_t)size);
-			mq_json_string(stdout, body, blen);
-			puts("}");
 		} else {
 			printf("%s\t%u\t%s\t", d[i].n.id, d[i].n.attempts,
 			    iso);

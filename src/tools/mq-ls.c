@@ -68,62 +68,55 @@ text(struct lister *ls, const struct mq_look *m, const char *body,
 }
 
 /*
- * ,"deaths":[...] of a message that has died: its past deaths (history.c)
- * and, for a dead letter of dead/, its own with the reason of reason/ID.
- * One past its time to live in new/ is not buried yet: no death of its own.
+ * The JSON object of m (mq_message_json, the shape mq-dlq ls --json has
+ * too).  A dead letter's reason is reason/ID's; one past its time to
+ * live, not buried yet, is as its burial will make it: died at its
+ * expiry, "expired".
  */
-static void
-deaths(struct lister *ls, const struct mq_look *m)
-{
-	struct mq_spool *sp = ls->keys.sp;
-	char *reason = NULL;
-	size_t rlen = 0;
-	int buried, got = 1;
-
-	buried = m->in == MQ_IN_DEAD || m->in == MQ_IN_LEAVING;
-	if (!buried && m->n.deaths == 0)
-		return;
-	if (buried && (got = mq_dead_reason(sp, m->n.id, &reason, &rlen)) ==
-	    -1) {
-		warn("%s/%s", MQ_DIR_REASON, m->n.id);
-		ls->status = MQ_EX_SYS;
-	}
-	putchar(',');
-	if (mq_history_json(stdout, sp, &m->n, got == 0 ? reason : NULL, rlen,
-	    buried) == -1) {
-		warn("%s/%s", MQ_DIR_DEATHS, m->n.id);
-		ls->status = MQ_EX_SYS;
-	}
-	free(reason);
-}
-
-/* Every field of a message's JSON object is printed here, and only here. */
 static void
 json(struct lister *ls, const struct mq_look *m, const char *body,
     size_t blen, off_t size)
 {
-	char key[MQ_KEY_MAX + 1];
-	int k;
+	struct mq_spool *sp = ls->keys.sp;
+	struct mq_message msg;
+	char key[MQ_KEY_MAX + 1], *reason = NULL;
+	size_t rlen = 0;
+	int k, got = 1;
 
-	printf("{\"id\":\"%s\",\"state\":\"%s\",\"attempts\":%u,"
-	    "\"time\":\"%s\",\"priority\":%u", m->n.id,
-	    mq_look_state_name(m->state), m->n.attempts, iso(ls, m->ms),
-	    m->n.prio);
-	if ((k = mq_key_get(&ls->keys, &m->n, key)) == 1) {
-		fputs(",\"key\":", stdout);
-		mq_json_string(stdout, key, strlen(key));
-	} else if (k == -1) {
+	memset(&msg, 0, sizeof(msg));
+	msg.n = &m->n;
+	msg.state = mq_look_state_name(m->state);
+	msg.time_ms = msg.died_ms = m->ms;
+	if ((k = mq_key_get(&ls->keys, &m->n, key)) == 1)
+		msg.key = key;
+	else if (k == -1) {
 		warn("%s/%s", MQ_DIR_KEYS, m->n.keyhash);
 		ls->status = MQ_EX_SYS;
 	}
-	if (m->n.group[0] != '\0')
-		printf(",\"group\":\"%s\"", m->n.group);
-	deaths(ls, m);
-	if (ls->lflag) {
-		printf(",\"size\":%jd,\"body\":", (intmax_t)size);
-		mq_json_string(stdout, body, blen);
+	if (m->state == MQ_LOOK_DEAD) {
+		msg.dead = 1;
+		if (m->in != MQ_IN_DEAD && m->in != MQ_IN_LEAVING) {
+			msg.reason = MQ_REASON_EXPIRED;
+			msg.rlen = strlen(MQ_REASON_EXPIRED);
+		} else if ((got = mq_dead_reason(sp, m->n.id, &reason,
+		    &rlen)) == -1) {
+			warn("%s/%s", MQ_DIR_REASON, m->n.id);
+			ls->status = MQ_EX_SYS;
+		} else if (got == 0) {
+			msg.reason = reason;
+			msg.rlen = rlen;
+		}
 	}
-	puts("}");
+	if (ls->lflag) {
+		msg.body = body;
+		msg.blen = blen;
+		msg.size = size;
+	}
+	if (mq_message_json(stdout, sp, &msg) == -1) {
+		warn("%s/%s", MQ_DIR_DEATHS, m->n.id);
+		ls->status = MQ_EX_SYS;
+	}
+	free(reason);
 }
 
 static int

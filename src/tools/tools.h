@@ -41,6 +41,21 @@ int	 mq_copy_escaped(int, FILE *);
 void	 mq_json_string(FILE *, const char *, size_t);
 int	 mq_history_json(FILE *, struct mq_spool *, const struct mq_name *,
 	    const char *, size_t, int);
+/* What a listing says of one message (mq_message_json). */
+struct mq_message {
+	const struct mq_name *n;
+	const char	*state;		/* mq_look_state_name's */
+	uint64_t	 time_ms;	/* the time of its state */
+	const char	*key;		/* its dedup key, or NULL */
+	int		 dead;		/* a dead letter, or one past its ttl */
+	uint64_t	 died_ms;	/* dead: when */
+	const char	*reason;	/* dead: why; NULL: none recorded */
+	size_t		 rlen;
+	const char	*body;		/* the start of its body, or NULL */
+	size_t		 blen;
+	off_t		 size;
+};
+int	 mq_message_json(FILE *, struct mq_spool *, const struct mq_message *);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
