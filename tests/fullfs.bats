@@ -186,7 +186,7 @@ drain_full() {
 	run --separate-stderr mq-dlq ls --json
 	assert_success
 	assert_equal "${#lines[@]}" 2
-	[[ ${lines[0]} == *'"reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":1}],"priority":0,"size":1,"body":"a"}' ]]
+	[[ ${lines[0]} == *'"priority":0,"died":"'*'","reason":null,"deaths":[{"time":"'*'","reason":null,"attempts":1}],"size":1,"body":"a"}' ]]
 	if command -v python3 >/dev/null; then
 		python3 -c 'import json,sys; [json.loads(l) for l in sys.stdin]' <<<"$output"
 	fi
