@@ -329,46 +329,48 @@ dlq_died() {
 }
 
 @test "mq-dlq show, purge --all and redrive --all act on messages past their ttl without a sweep" {
-	mapfile -t ids < <(printf 'a\nb\n' | mq-send -l --ttl 5)
-	run -0 --separate-stderr ahead 10 mq-dlq show "${ids[0]}"
+	mapfile -t ids < <(printf 'a\nb\n' | mq-send -l --ttl 30)
+	run -0 --separate-stderr ahead 60 mq-dlq show "${ids[0]}"
 	assert_output a
-	run -0 --separate-stderr ahead 10 mq-dlq -v purge --all
+	run -0 --separate-stderr ahead 60 mq-dlq -v purge --all
 	assert_equal "$(grep -c ': purged$' <<<"$stderr")" 2
 	assert_equal "$(count dead)" 0
 	assert_equal "$(count new)" 0
-	[[ $(ahead 10 mq-stat --json) == *'"dead":0,'* ]]
-	mapfile -t ids < <(printf 'c\nd\n' | mq-send -l --ttl 5)
-	run -0 --separate-stderr ahead 10 mq-dlq -v redrive --all
+	[[ $(ahead 60 mq-stat --json) == *'"dead":0,'* ]]
+	mapfile -t ids < <(printf 'c\nd\n' | mq-send -l --ttl 30)
+	run -0 --separate-stderr ahead 60 mq-dlq -v redrive --all
 	assert_equal "$(grep -c ': redriven$' <<<"$stderr")" 2
 	assert_equal "$(count dead)" 0
-	[[ $(ahead 10 mq-stat --json) == *'"ready":2,'*'"dead":0,'* ]]
-	mapfile -t rs < <(ahead 10 mq-recv -n 2)
+	[[ $(ahead 60 mq-stat --json) == *'"ready":2,'*'"dead":0,'* ]]
+	# Their time to live runs from the redrive: 30 s, for a slow run.
+	mapfile -t rs < <(ahead 60 mq-recv -n 2)
 	assert_equal "$(cat "${rs[@]}")" cd
 }
 
 @test "mq-dlq: the parked messages of an ordered group past their ttl are dead letters, as mq-ls and mq-stat call them" {
 	for b in a b c; do
-		echo "$b" | mq-send -g G --ttl 5 >/dev/null
+		echo "$b" | mq-send -g G --ttl 30 >/dev/null
 	done
 	echo d | mq-send -g G --ttl 3600 >/dev/null
 	assert_equal "$(parked G)" 3
-	assert_equal "$(ahead 10 mq-ls -s dead | wc -l)" 3
-	[[ $(ahead 10 mq-stat --json) == *'"dead":3,"blocked":1,'* ]]
-	run -0 --separate-stderr ahead 10 mq-dlq ls
+	assert_equal "$(ahead 60 mq-ls -s dead | wc -l)" 3
+	[[ $(ahead 60 mq-stat --json) == *'"dead":3,"blocked":1,'* ]]
+	run -0 --separate-stderr ahead 60 mq-dlq ls
 	assert_equal "${#lines[@]}" 3
 	assert_equal "$(cut -f 4 <<<"$output" | sort -u)" expired
 	assert_equal "$(cut -f 6 <<<"$output" | tr '\n' ' ')" 'a\n b\n c\n '
-	[[ $(ahead 10 mq-stat --json) == *'"ready":1,'*'"dead":3,'* ]]
+	[[ $(ahead 60 mq-stat --json) == *'"ready":1,'*'"dead":3,'* ]]
 	# The one alive has the group's turn.
-	r=$(ahead 10 mq-recv)
+	r=$(ahead 60 mq-recv)
 	assert_equal "$(cat "$r")" d
-	ahead 10 mq-ack "$r"
-	# Redriven, they go back into their group, in order.
-	ahead 10 mq-dlq redrive --all
+	ahead 60 mq-ack "$r"
+	# Redriven, they go back into their group, in order, their time to
+	# live from the redrive: 30 s, which a slow run (valgrind) needs.
+	ahead 60 mq-dlq redrive --all
 	for b in a b c; do
-		r=$(ahead 10 mq-recv)
+		r=$(ahead 60 mq-recv)
 		assert_equal "$(cat "$r")" "$b"
-		ahead 10 mq-ack "$r"
+		ahead 60 mq-ack "$r"
 	done
 }
 
