@@ -39,7 +39,7 @@ core_calls() {
 	run ar t "$top/src/core/libmq.a"
 	assert_success
 	members=$(printf '%s\n' "$output" | sort)
-	files=$(cd "$top/src/core" && ls ./*.c | sed 's|^\./||; s|\.c$|.o|' | sort)
+	files=$(for f in "$top"/src/core/*.c; do f=${f##*/}; echo "${f%.c}.o"; done | sort)
 	assert_equal "$members" "$files"
 	run grep -lE '#[[:space:]]*include[[:space:]]*"(tools|broker)\.h"' \
 	    "$top"/src/core/*.[ch]
