@@ -127,6 +127,28 @@ core_calls() {
 	assert_output --partial /dead.c
 }
 
+# One way in (src/README): mq-send, mq-relay pull and a redrive go
+# through enqueue.c (keys, room, sync) and land.c (tree or group); fan.c
+# and pull.c hold no key, count nothing and choose no tree themselves.
+@test "core: only the enqueue holds keys and counts for room; only land.c chooses tree or group" {
+	top="$BATS_TEST_DIRNAME/.."
+	nm -A -P "$top/src/core/libmq.a" "$top"/src/tools/*.o "$top"/src/relay/*.o \
+	    >"$BATS_TEST_TMPDIR/nm"
+	# The rule sees the calls: each is made somewhere.
+	for f in mq_key_hold mq_depth_drop mq_group_place mq_tmp_land; do
+		grep -q " $f U" "$BATS_TEST_TMPDIR/nm" || fail "$f: not called"
+	done
+	run awk '$3 == "U" {
+		f = $1; sub(/^.*[[\/]/, "", f); sub(/\]?:$/, "", f)
+		if ($2 ~ /^mq_(key_(look|hold|drop)|depth|depth_drop)$/ && f != "enqueue.o" ||
+		    $2 == "mq_group_place" && f != "land.o" ||
+		    $2 ~ /^mq_(tmp_)?land$/ && f != "enqueue.o" && f != "dead.o")
+			print f, $2
+	}' "$BATS_TEST_TMPDIR/nm"
+	assert_success
+	assert_output ""
+}
+
 # One classification of states: mq-stat counts what mq-ls lists.
 @test "core: a message's state is decided in look.c; stat.c counts through it" {
 	src="$BATS_TEST_DIRNAME/../src/core"

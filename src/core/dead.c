@@ -29,9 +29,9 @@
  *
  * A burial of the head of an ordered group hands the group's turn on as
  * it goes, and a redrive of one of a group puts it back into its group
- * (mq_group_leave, mq_group_place: group.c).
+ * (mq_group_leave: group.c; mq_land: land.c).
  *
- * (a redrive's rename is mq_place's, place.c).  A run of burials for one
+ * (a redrive's rename is mq_land's, land.c).  A run of burials for one
  * reason (a claim that meets expired messages, a sweep) writes the reason
  * once, in tmp/, and links it as reason/ID for each: mq_bury is a run of
  * one.  A reason is never written in place, so reasons may share a file.
@@ -846,6 +846,7 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 	if (history_carry(sp, d, pl, &nm) == -1)
 		return -1;
 	*history = 0;
+	/* A name that cannot be made fails before anything changes. */
 	if (mq_name_format(newname, sizeof(newname), MQ_NEW, &nm) == -1)
 		return -1;
 	/*
@@ -856,9 +857,7 @@ redrive(struct mq_spool *sp, const struct mq_dead *d, struct mq_placer *pl,
 	 */
 	mq_reason_drop(sp, d->n.id);
 	/* A message of a group goes back into its group, in ID order. */
-	if ((nm.group[0] != '\0' ? mq_group_place(pl, sp->dead, d->name, &nm,
-	    now) : mq_place(pl, sp->dead, d->name, newname, nm.prio,
-	    now)) == -1) {
+	if (mq_land(pl, sp->dead, d->name, &nm, now) == -1) {
 		if (errno != EXDEV)
 			return -1;
 		if (copy_out(sp, d, pl->sp) == -1)

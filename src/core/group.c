@@ -416,20 +416,6 @@ mq_group_sync(struct mq_spool *sp)
 }
 
 /*
- * Puts tmp/ID, a message just written (mq-send, a redrive's copy, mq-relay
- * pull), into new/ as nm says, visible at due; a message of a group into
- * its group (the head sent, the others parked): the one place where that
- * choice is made.
- */
-int
-mq_tmp_land(struct mq_placer *pl, const struct mq_name *nm, uint64_t due)
-{
-	if (nm->group[0] == '\0')
-		return mq_tmp_place(pl, nm, due);
-	return mq_group_place(pl, pl->sp->tmp, nm->id, nm, due);
-}
-
-/*
  * After the claim's rename of a message of a group into cur/ (bucket/
  * name, claimed as nm from a name with attempts): whether it holds its
  * group's turn.  Returns 1 when it does (it is handed out; a group with

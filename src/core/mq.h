@@ -280,7 +280,6 @@ void	 mq_tmp_abort(struct mq_tmpfile *);
 int	 mq_tmp_commit(struct mq_tmpfile *, int, const char *);
 int	 mq_tmp_sync(struct mq_spool *, char (*)[MQ_ID_LEN + 1], int,
 	    const char **);
-int	 mq_tmp_place(struct mq_placer *, const struct mq_name *, uint64_t);
 void	 mq_tmp_remove(struct mq_spool *, const char *);
 int	 mq_tmp_copy(struct mq_tmpfile *, struct mq_spool *, struct mq_spool *,
 	    const char *);
@@ -418,10 +417,14 @@ int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 int	 mq_keys_sweep(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 
+/* land.c: tree or group, for what enters a spool */
+int	 mq_land(struct mq_placer *, int, const char *, const struct mq_name *,
+	    uint64_t);
+int	 mq_tmp_land(struct mq_placer *, const struct mq_name *, uint64_t);
+
 /* group.c: ordered groups (mq-send -g) */
 int	 mq_group_place(struct mq_placer *, int, const char *,
 	    const struct mq_name *, uint64_t);
-int	 mq_tmp_land(struct mq_placer *, const struct mq_name *, uint64_t);
 int	 mq_group_sync(struct mq_spool *);
 int	 mq_group_claimed(struct mq_spool *, int, const char *,
 	    const struct mq_name *, unsigned);
@@ -575,6 +578,30 @@ struct mq_conf_stamp {
 };
 int	 mq_conf_refresh(struct mq_spool *, struct mq_conf *,
 	    struct mq_conf_stamp *, int *, const char **);
+
+/* enqueue.c: keys, room, landing and sync for what enters a spool */
+struct mq_enqueue {
+	struct mq_spool	*sp;
+	const struct mq_conf *conf;	/* max-depth, overflow, ttl, window */
+	struct mq_placer pl;
+	struct mq_keys	 keys;
+	int		 sync;
+	int		 parked_unsynced;	/* groups/ to syncfs */
+};
+void	 mq_enq_init(struct mq_enqueue *, struct mq_spool *,
+	    const struct mq_conf *, int);
+void	 mq_enq_close(struct mq_enqueue *);
+int	 mq_enq_key_lock(struct mq_enqueue *);
+int	 mq_enq_key_look(struct mq_enqueue *, const char *, size_t, char *);
+int	 mq_enq_key_hold(struct mq_enqueue *, const char *, size_t,
+	    const char *);
+void	 mq_enq_key_done(struct mq_enqueue *, const char *, const char *, int);
+void	 mq_enq_key_unlock(struct mq_enqueue *);
+int	 mq_enq_count(struct mq_enqueue *, uint64_t, int, uint64_t *);
+int	 mq_enq_make_room(struct mq_enqueue *, uint64_t, mq_drop_fn, void *,
+	    uint64_t *);
+int	 mq_enq_land(struct mq_enqueue *, const struct mq_name *, uint64_t);
+int	 mq_enq_flush(struct mq_enqueue *, int);
 
 /*
  * look.c: every message, read-only, in claim order by state (mq-ls; one

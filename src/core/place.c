@@ -6,7 +6,7 @@
  * out as before they were.  It owns the rename into a leaf, which send,
  * release, redrive and reclaim all end with:
  *
- *	send	tmp/ID			-> new/[pN/]T/M/L/ID,0	(mq_tmp_place)
+ *	send	tmp/ID			-> new/[pN/]T/M/L/ID,0	(mq_tmp_land)
  *	release	cur/S/ID,DEADLINE,A	-> new/[pN/]T/M/L/ID,A	(mq_place_back)
  *	redrive	dead/ID,DIED,A		-> new/[pN/]T/M/L/ID,0	(mq_place)
  *

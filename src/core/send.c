@@ -6,7 +6,7 @@
  * by mq-sweep.
  *
  *	send	tmp/ID			-> new/T/M/L/ID,0[,SENT,TTL]
- *						(mq_tmp_place)
+ *					   or its group	(mq_tmp_land: land.c)
  *	fan-out	tmp/ID			=> tmp/ID of another spool, a link
  *					   or a copy	(mq_tmp_link)
  *	redrive	(to another file system: a copy in its tmp/, the same rename)
@@ -132,21 +132,6 @@ mq_tmp_sync(struct mq_spool *sp, char (*ids)[MQ_ID_LEN + 1], int n,
 	}
 	close(fd);
 	return 0;
-}
-
-/*
- * Puts tmp/ID (nm's) into new/ (of pl's spool) as a new message, named
- * as nm says (its attempts 0, its sent 0: the time of its ID), visible at
- * due.
- */
-int
-mq_tmp_place(struct mq_placer *pl, const struct mq_name *nm, uint64_t due)
-{
-	char name[MQ_NAME_MAX];
-
-	if (mq_name_format(name, sizeof(name), MQ_NEW, nm) == -1)
-		return -1;
-	return mq_place(pl, pl->sp->tmp, nm->id, name, nm->prio, due);
 }
 
 /* Removes tmp/id, a file written but not committed. */

@@ -1,6 +1,8 @@
 /*
- * pull.c: mq-relay pull, broker -> local spool.  Consumes the queue with manual
- * acks and a prefetch of MAX (PREFETCH_MAX at most); each delivery is written
+ * pull.c: mq-relay pull, broker -> local spool; the spool's side of each
+ * message (keys, room, landing, sync) is the enqueue's (enqueue.c).
+ * Consumes the queue with manual acks and a prefetch of MAX (PREFETCH_MAX
+ * at most); each delivery is written
  * into tmp/ under its message-id as the mq ID (a fresh ID when it has none
  * usable), the batch synced, then placed in new/ with what the x-mq-* headers
  * say (priority, group, key, attempts, sent, ttl), the directories synced, and
@@ -38,8 +40,8 @@
  * redelivers it: a pull of this spool finds the copy placed and does not
  * add it twice.  Without -1 pull consumes no more
  * and tries the sync again after each pause (a parked message's, or one
- * already here, by a syncfs: the failure that pl.err told is remembered
- * until then); once it succeeds, those deliveries are acked and pull goes
+ * already here, by a syncfs: a parking's failed sync is remembered by
+ * the enqueue until then); once it succeeds, those deliveries are acked and pull goes
  * on.
  */
 #include <sys/time.h>
@@ -113,8 +115,7 @@ struct puller {
 	struct mq_spool	 sp;
 	struct mq_conf	 conf;
 	struct mq_conf_stamp conf_stamp; /* of conf when read */
-	struct mq_placer pl;
-	struct mq_keys	 keys;
+	struct mq_enqueue eq;		/* keys, room, landing, sync */
 	unsigned	 max;
 	int		 once;
 	struct held	*hand;		/* deliveries received, not yet settled */
@@ -132,12 +133,12 @@ struct puller {
 	size_t		 npending, pending_added;
 	uint64_t	 pending_tag;	/* the last of them */
 	/*
-	 * What must be synced before a pending one is acked: groups/ (a
-	 * parked message's sync failed: pl.err, told once by the flush) and
-	 * the spool (a copy found here, maybe only in the page cache): by
-	 * syncfs(2), of the file system that holds them.
+	 * What must be synced before a pending one is acked, besides what
+	 * the enqueue's flush remembers (groups/, after a parking's sync
+	 * failed): the spool, a copy found here maybe only in the page cache,
+	 * by syncfs(2).
 	 */
-	int		 parked_unsynced, here_unsynced;
+	int		 here_unsynced;
 	uint64_t	 pause_ms;	/* the next pause after a local failure */
 	const char	*named_what;	/* the local failure named, until... */
 	int		 named_errno;	/* ...a batch succeeds */
@@ -535,8 +536,7 @@ count(struct puller *p, uint64_t *room)
 		return -1;
 	if (p->conf.max_depth > 0 && p->conf.max_depth < bound)
 		bound = p->conf.max_depth;
-	if (mq_depth(&p->sp, bound, p->conf.ttl_ms, mq_now_ms(), 1,
-	    &n) == -1) {
+	if (mq_enq_count(&p->eq, bound, 1, &n) == -1) {
 		say_failure(p, MQ_DIR_NEW, errno);
 		return -1;
 	}
@@ -669,38 +669,28 @@ static int
 place_keyed(struct puller *p, struct held *h, uint64_t now)
 {
 	char holder[MQ_ID_LEN + 1];
-	int r, saved;
+	int r;
 
-	if (mq_keys_open(&p->keys, 1) == -1 || mq_keys_lock(&p->keys) == -1)
+	if (mq_enq_key_lock(&p->eq) == -1)
 		return -1;
-	r = mq_key_look(&p->keys, h->key, h->keylen,
-	    p->conf.dedup_window_ms, holder);
+	r = mq_enq_key_look(&p->eq, h->key, h->keylen, holder);
 	if (r == MQ_KEY_HELD) {
-		mq_keys_unlock(&p->keys);
+		mq_enq_key_unlock(&p->eq);
 		mq_tmp_remove(&p->sp, h->n.id);
 		if (p->b->verbose)
 			warnx("%s: held by key (%s)", h->n.id, holder);
 		return 1;
 	}
 	if (r != MQ_KEY_FREE) {
-		mq_keys_unlock(&p->keys);
 		if (r != -1)
 			errno = EINVAL;	/* a record not a key's, or a hash */
 		return -1;
 	}
-	if (mq_key_hold(&p->keys, h->key, h->keylen, h->n.id, 1) == -1) {
-		mq_keys_unlock(&p->keys);
+	if (mq_enq_key_hold(&p->eq, h->key, h->keylen, h->n.id) == -1)
 		return -1;
-	}
-	if (mq_tmp_land(&p->pl, &h->n, now) == -1) {
-		saved = errno;
-		mq_key_drop(&p->keys, h->n.keyhash, h->n.id);
-		mq_keys_unlock(&p->keys);
-		errno = saved;
-		return -1;
-	}
-	mq_keys_unlock(&p->keys);
-	return 0;
+	r = mq_enq_land(&p->eq, &h->n, now);
+	mq_enq_key_done(&p->eq, h->n.keyhash, h->n.id, r == 0);
+	return r;
 }
 
 /*
@@ -765,26 +755,15 @@ shift(struct puller *p, size_t n)
 
 /*
  * new/'s directories synced, a second time when the first failed: 0, or
- * -1 (errno).  A parked message's sync that failed (pl.err, told once)
- * fails at once, and is remembered: until groups/ is synced (syncfs) it
- * fails every sync_placed, so that nothing placed is acked before.  The
- * same for copies found here whose sync failed (here_unsynced).
+ * -1 (errno).  A parked message's sync that failed fails every flush
+ * until groups/ is synced (mq_enq_flush), so that nothing placed is acked
+ * before; so do copies found here whose sync failed (here_unsynced).
  */
 static int
 sync_placed(struct puller *p)
 {
-	int parked = p->pl.err;
-
-	if (parked != 0)
-		p->parked_unsynced = 1;
-	if (mq_placer_flush(&p->pl) == -1 && (parked != 0 ||
-	    !p->pl.dirty || mq_placer_flush(&p->pl) == -1))
+	if (mq_enq_flush(&p->eq, 2) == -1)
 		return -1;
-	if (p->parked_unsynced) {
-		if (mq_group_sync(&p->sp) == -1)
-			return -1;
-		p->parked_unsynced = 0;
-	}
 	if (p->here_unsynced) {
 		if (mq_spool_sync(&p->sp) == -1)
 			return -1;
@@ -898,7 +877,7 @@ batch_place(struct puller *p, struct batching *bt)
 		if (h->keyed)
 			r = place_keyed(p, h, now);
 		else
-			r = mq_tmp_land(&p->pl, &h->n, now);
+			r = mq_enq_land(&p->eq, &h->n, now);
 		if (r == -1) {
 			bt->saved = errno;
 			bt->what = h->keyed ? MQ_DIR_KEYS : MQ_DIR_NEW;
@@ -1229,9 +1208,8 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	if (mq_conf_reread(&p.sp, &p.conf, &p.conf_stamp) == -1)
 		exit(MQ_EX_SYS);
 	mq_broker_default_queue(b, &p.sp);
-	mq_placer_init(&p.pl, &p.sp, 1);
-	p.pl.fresh = 1;
-	mq_keys_init(&p.keys, &p.sp);
+	mq_enq_init(&p.eq, &p.sp, &p.conf, 1);
+	p.eq.pl.fresh = 1;
 	idle_since = mq_now_ms();
 	for (;;) {
 		r = pull_step(&p, &idle_since);
@@ -1253,8 +1231,7 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 		mq_broker_close(b);
 		(void)mq_broker_unguard(b);
 	}
-	mq_keys_close(&p.keys);
-	mq_placer_close(&p.pl);
+	mq_enq_close(&p.eq);
 	mq_spool_close(&p.sp);
 	if (status == MQ_EX_OK && !stopped(&p) && p.added == 0)
 		status = MQ_EX_NONE;

@@ -1,7 +1,8 @@
 /*
  * fan.c: what one mq-send call adds messages to: one spool, or several
- * (mq-send -d A -d B ...), each a target with its own placer, settings,
- * credit and wait; and the batch in flight to them all.
+ * (mq-send -d A -d B ...), each a target with its own enqueue (keys, room,
+ * landing and sync: enqueue.c), settings, credit and wait; and the batch
+ * in flight to them all.
  *
  * Each message has one ID.  Its body is written once, into tmp/ of the
  * first target still taking messages, and every other target gets it in
@@ -27,7 +28,7 @@
  * failure must retry only what has no ID (see mq-send(1)).
  *
  * With a target's max-depth set, messages are admitted to it on credit: a
- * count of its new/ (mq_depth, bounded by max-depth; messages past their
+ * count of its new/ (mq_enq_count, bounded by max-depth; messages past their
  * time to live are not counted but buried) grants an eighth of the room it
  * found, at least one, and is taken again once that is used up.  So a call
  * alone never passes max-depth, and each concurrent sender can overshoot
@@ -229,14 +230,13 @@ mq_fan_open(struct mq_fan *f)
 	memset(f->t, 0, f->n * sizeof(*f->t));
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
-		mq_placer_init(&t->pl, &t->sp, f->sync);
-		mq_keys_init(&t->keys, &t->sp);
+		mq_enq_init(&t->eq, &t->sp, &t->conf, f->sync);
 		if (target_open(t, f->dirs[i]) == -1) {
 			t->status = MQ_EX_SYS;
 			f->status = mq_worse(f->status, MQ_EX_SYS);
 		} else	/* It starts from new/, open now. */
-			mq_placer_init(&t->pl, &t->sp, f->sync);
-		t->pl.fresh = 1;
+			mq_enq_init(&t->eq, &t->sp, &t->conf, f->sync);
+		t->eq.pl.fresh = 1;
 	}
 	for (i = 0; i < f->n; i++)
 		for (j = 0; j < i; j++) {
@@ -312,7 +312,7 @@ place_one(struct mq_fan *f, struct mq_target *t, int i)
 	 */
 	f->name.sent = f->key != NULL && strcmp(f->name.id, f->id) != 0 ?
 	    mq_now_ms() : 0;
-	return mq_tmp_land(&t->pl, &f->name, f->due ? f->due : mq_now_ms());
+	return mq_enq_land(&t->eq, &f->name, f->due ? f->due : mq_now_ms());
 }
 
 /*
@@ -322,16 +322,13 @@ place_one(struct mq_fan *f, struct mq_target *t, int i)
 static void
 unkeyed(struct mq_fan *f, struct mq_target *t)
 {
-	if (!t->landed)
-		mq_key_drop(&t->keys, f->name.keyhash, f->batch[0]);
-	mq_keys_unlock(&t->keys);
+	mq_enq_key_done(&t->eq, f->name.keyhash, f->batch[0], t->landed);
 }
 
 static int
 depth(struct mq_fan *f, struct mq_target *t, uint64_t limit, uint64_t *n)
 {
-	if (mq_depth(&t->sp, limit, t->conf.ttl_ms, mq_now_ms(),
-	    !t->conf.drop_oldest, n) == -1) {
+	if (mq_enq_count(&t->eq, limit, 0, n) == -1) {
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 		return -1;
 	}
@@ -375,18 +372,14 @@ static int
 drop(struct mq_fan *f, struct mq_target *t)
 {
 	struct dropping d = { f, t };
-	uint64_t max = t->conf.max_depth, n;
+	uint64_t left;
 
-	if (depth(f, t, max + f->nbatch, &n) == -1)
-		return -1;
-	if (n + f->nbatch > max && mq_depth_drop(&t->sp, n + f->nbatch - max,
-	    t->conf.ttl_ms, mq_now_ms(), dropped, &d) == -1) {
+	if (mq_enq_make_room(&t->eq, f->nbatch, dropped, &d, &left) == -1) {
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 		return -1;
 	}
 	/* Credit for the batch, and for what room is left after it. */
-	n = n + f->nbatch >= max ? 0 : grant(max - n - f->nbatch);
-	t->credit = f->nbatch + n;
+	t->credit = f->nbatch + (left > 0 ? grant(left) : 0);
 	return 0;
 }
 
@@ -414,7 +407,7 @@ place(struct mq_fan *f, struct mq_target *t)
 	if (f->key != NULL)
 		unkeyed(f, t);
 	t->credit -= t->credit < (uint64_t)i ? t->credit : (uint64_t)i;
-	if (mq_placer_flush(&t->pl) == -1 && saved == 0)
+	if (mq_enq_flush(&t->eq, 1) == -1 && saved == 0)
 		saved = errno;
 	if (saved != 0) {
 		errno = saved;
@@ -549,15 +542,13 @@ look(struct mq_fan *f, struct mq_target *t, char *holder)
 	const char *hash = f->name.keyhash;
 	int r;
 
-	if (mq_keys_open(&t->keys, 1) == -1 || mq_keys_lock(&t->keys) == -1) {
+	if (mq_enq_key_lock(&t->eq) == -1) {
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_KEYS);
 		return -1;
 	}
-	r = mq_key_look(&t->keys, f->key, f->keylen, t->conf.dedup_window_ms,
-	    holder);
+	r = mq_enq_key_look(&t->eq, f->key, f->keylen, holder);
 	if (r == MQ_KEY_FREE || r == MQ_KEY_HELD)
 		return r;
-	mq_keys_unlock(&t->keys);
 	if (r == -1)
 		fail(f, t, "%s/%s/%s", t->sp.path, MQ_DIR_KEYS, hash);
 	else {
@@ -585,22 +576,20 @@ keyed(struct mq_fan *f, struct mq_target *t, char *holder)
 		if ((r = look(f, t, holder)) == -1)
 			return -1;
 		if (r == MQ_KEY_HELD) {
-			mq_keys_unlock(&t->keys);
+			mq_enq_key_unlock(&t->eq);
 			mq_tmp_remove(&t->sp, f->batch[0]);
 			return 0;
 		}
 		if ((r = room(f, t)) == 1)
 			break;
-		mq_keys_unlock(&t->keys);
+		mq_enq_key_unlock(&t->eq);
 		if (r == -1)
 			return -1;
 		await(f, t);
 		if (!live(t))
 			return -1;
 	}
-	if (mq_key_hold(&t->keys, f->key, f->keylen, f->batch[0],
-	    f->sync) == -1) {
-		mq_keys_unlock(&t->keys);
+	if (mq_enq_key_hold(&t->eq, f->key, f->keylen, f->batch[0]) == -1) {
 		fail(f, t, "%s/%s/%s", t->sp.path, MQ_DIR_KEYS, f->batch[0]);
 		return -1;
 	}
@@ -629,7 +618,7 @@ found(struct mq_fan *f, char *id)
 		t = &f->t[i];
 		if (!live(t) || (r = look(f, t, holder)) == -1)
 			continue;
-		mq_keys_unlock(&t->keys);
+		mq_enq_key_unlock(&t->eq);
 		if (r != MQ_KEY_HELD)
 			continue;
 		t->has = 1;
@@ -863,8 +852,7 @@ mq_fan_close(struct mq_fan *f)
 		t = &f->t[i];
 		if (t->watching)
 			mq_wait_close(&t->w);
-		mq_placer_close(&t->pl);
-		mq_keys_close(&t->keys);
+		mq_enq_close(&t->eq);
 		mq_spool_close(&t->sp);
 	}
 	if (f->t != &f->one)

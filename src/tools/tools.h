@@ -64,7 +64,7 @@ int	 mq_message_json(FILE *, struct mq_spool *, const struct mq_message *);
  */
 struct mq_target {
 	struct mq_spool	 sp;
-	struct mq_placer pl;
+	struct mq_enqueue eq;		/* keys, room, landing, sync */
 	struct mq_conf	 conf;		/* max-depth and overflow */
 	uint64_t	 credit;	/* messages to admit before counting */
 	uint64_t	 until;		/* end of this wait; 0: not waiting */
@@ -74,7 +74,6 @@ struct mq_target {
 	int		 own;		/* has batch files to sync itself */
 	int		 synced;	/* (while a batch is synced) */
 	int		 landed;	/* of the batch, in its new/ */
-	struct mq_keys	 keys;		/* -k */
 	int		 has;		/* -k: the key is held there */
 	char		 kid[MQ_ID_LEN + 1];	/* -k: its copy's name in tmp/ */
 };
