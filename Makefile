@@ -42,9 +42,9 @@ LIBMQ = $(CORE)/libmq.a
 LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/dead.o $(CORE)/depth.o \
 	$(CORE)/enqueue.o $(CORE)/find.o $(CORE)/group.o $(CORE)/history.o \
 	$(CORE)/key.o $(CORE)/land.o $(CORE)/leave.o $(CORE)/look.o \
-	$(CORE)/name.o $(CORE)/place.o $(CORE)/receipt.o $(CORE)/send.o \
-	$(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o $(CORE)/util.o \
-	$(CORE)/wait.o
+	$(CORE)/name.o $(CORE)/place.o $(CORE)/reap.o $(CORE)/receipt.o \
+	$(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \
+	$(CORE)/util.o $(CORE)/wait.o
 PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
 	mq-show mq-rm
 BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \

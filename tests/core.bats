@@ -149,6 +149,32 @@ core_calls() {
 	assert_output ""
 }
 
+# One reaper (reap.c): past its time to live -> buried "expired"; at max
+# attempts -> buried for its attempts; else it lives.  Claims, sweeps and
+# counts ask it; the ttl and max attempts come from the spool handle's
+# settings, never passed by hand.
+@test "core: only the reaper buries for attempts or expiry, with the spool's settings" {
+	top="$BATS_TEST_DIRNAME/.."
+	nm -A -P "$top/src/core/libmq.a" "$top"/src/tools/*.o "$top"/src/relay/*.o \
+	    >"$BATS_TEST_TMPDIR/nm"
+	for f in mq_bury_spent mq_burial_expired mq_reap; do
+		grep -q " $f U" "$BATS_TEST_TMPDIR/nm" || fail "$f: not called"
+	done
+	run awk '$3 == "U" {
+		f = $1; sub(/^.*[[\/]/, "", f); sub(/\]?:$/, "", f)
+		if ($2 ~ /^mq_(bury_spent|burial_expired)$/ && f != "reap.o" ||
+		    $2 == "mq_name_expiry" && f != "reap.o" && f != "look.o" && f != "dead.o")
+			print f, $2
+	}' "$BATS_TEST_TMPDIR/nm"
+	assert_success
+	assert_output ""
+	# The callers of the reaper read no ttl or max attempts themselves.
+	run grep -n 'ttl_ms\|max_attempts\|mq_name_expiry' "$top"/src/core/claim.c \
+	    "$top"/src/core/sweep.c "$top"/src/core/depth.c "$top"/src/core/group.c \
+	    "$top"/src/core/enqueue.c
+	assert_failure 1
+}
+
 # One classification of states: mq-stat counts what mq-ls lists.
 @test "core: a message's state is decided in look.c; stat.c counts through it" {
 	src="$BATS_TEST_DIRNAME/../src/core"

@@ -6,9 +6,9 @@
  *		cur/S/ID,DEADLINE,A	-> cur/S'/ID,DEADLINE',A+1
  *
  * each by mq_lease (receipt.c); a message that has had its attempts is
- * buried instead (mq_bury_spent, dead.c), and so is one whose time to live has
- * passed (with the reason "expired", mq_burial_bury: the burials of one
- * claim share their reason file), as the claim meets it: a run of expired
+ * buried instead, and so is one whose time to live has passed (the
+ * reaper's choice, reap.c: the expired burials of one claim share their
+ * reason file), as the claim meets it: a run of expired
  * messages is passed over once, by the claim that buries it.  A claim
  * takes the oldest ID of the oldest due leaf of the highest priority's
  * tree that has one due (new/p9 ... new/p1, then new/ itself), so
@@ -54,7 +54,6 @@ struct run {
 	struct mq_spool	*sp;
 	struct mq_claimer *cl;
 	uint64_t	 now, deadline;
-	unsigned	 max;
 	int		 want, got;
 	int		 moved;		/* out of new/ or cur/ another way */
 	int		 promoted;	/* a group's head buried: its next is due */
@@ -64,7 +63,7 @@ struct run {
 	void		*arg;
 	uint64_t	 wake;
 	uint64_t	 above;	/* the first key not due in the trees passed */
-	struct mq_burial expired;
+	struct mq_reaper reaper;	/* its now is now's */
 };
 
 /*
@@ -78,20 +77,13 @@ claim_one(struct run *c, int from, const char *name,
 	struct mq_name nm = *old;
 	char newname[MQ_NAME_MAX], receipt[MQ_RECEIPT_MAX];
 
-	/*
-	 * Past its time to live first: what mq-ls and mq-stat call dead is
-	 * buried as expired, as of its expiry, whatever its attempts.
-	 */
-	if (c->now >= mq_name_expiry(old, c->cl->ttl_ms)) {
-		if (mq_burial_bury(&c->expired, from, name, old) == -1)
-			return errno == ENOENT ? 0 : -1;
-		c->moved = 1;
-		c->promoted |= old->group[0] != '\0';
-		return 0;
-	}
-	if (old->attempts >= c->max) {
-		if (mq_bury_spent(c->sp, from, name, old) == -1)
-			return errno == ENOENT ? 0 : -1;
+	/* Expired or spent: buried (reap.c); a head's next is due. */
+	switch (mq_reap(&c->reaper, from, name, old)) {
+	case -1:
+		return errno == ENOENT ? 0 : -1;
+	case MQ_FATE_LIVE:
+		break;
+	default:
 		c->moved = 1;
 		c->promoted |= old->group[0] != '\0';
 		return 0;
@@ -415,8 +407,8 @@ expired(struct run *c, int limit)
 /*
  * Claims up to want visible messages with a lease of lease_ms: expired
  * leases first (they have waited longest), then new/ by priority, oldest
- * first within one; those whose time to live (theirs, or cl->ttl_ms) has
- * passed are buried.  fn is called with each receipt as soon as its
+ * first within one; those past their time to live or at max attempts
+ * (cl->max, 0: the spool's) are buried (reap.c).  fn is called with each receipt as soon as its
  * claim is made.  *wake is set to when something next becomes visible
  * (UINT64_MAX: nothing known).
  * With cl->keep, what is left of the leaf it listed is kept in cl for the
@@ -431,8 +423,7 @@ expired(struct run *c, int limit)
  */
 int
 mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
-    uint64_t lease_ms, unsigned max, mq_claim_fn fn, void *arg,
-    uint64_t *wake)
+    uint64_t lease_ms, mq_claim_fn fn, void *arg, uint64_t *wake)
 {
 	struct mq_tree t = { .fn = claim_step, .sorted = 1, .remove = 1 };
 	struct run c;
@@ -443,7 +434,6 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.cl = cl;
 	c.now = mq_now_ms();
 	c.deadline = c.now + lease_ms;
-	c.max = max;
 	c.want = want;
 	/*
 	 * A lazy claimer keeps its bucket of cur/ open too: a worker's
@@ -457,7 +447,8 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	c.arg = arg;
 	c.wake = UINT64_MAX;
 	c.above = UINT64_MAX;
-	mq_burial_expired(&c.expired, sp, cl->ttl_ms);
+	mq_reaper_init(&c.reaper, sp, cl->max);
+	c.reaper.now = c.now;
 	t.arg = &c;
 	t.now = c.now;
 	/*
@@ -485,14 +476,14 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	 */
 	while (r != -1 && c.got < c.want && c.promoted) {
 		c.promoted = 0;
-		c.now = t.now = mq_now_ms();
+		c.now = t.now = c.reaper.now = mq_now_ms();
 		r = mq_tree_walk(&t, sp->new);
 	}
 	mq_closefd(&c.own.fd);
 	/* Room was made: senders waiting for it (max-depth) count again. */
 	if (cl->ring && (c.got > 0 || c.moved))
 		(void)mq_ring(sp);
-	mq_burial_end(&c.expired);
+	mq_reaper_end(&c.reaper);
 	*wake = c.wake;
 	return r == -1 ? -1 : c.got;
 }

@@ -271,8 +271,8 @@ mq_conf_read(struct mq_spool *sp, struct mq_conf *c, int *line,
  * parse fails once, not at every call, the settings before it kept until
  * it changes again (the first read must work).
  */
-int
-mq_conf_refresh(struct mq_spool *sp, struct mq_conf *c,
+static int
+conf_refresh(struct mq_spool *sp, struct mq_conf *c,
     struct mq_conf_stamp *st, int *line, const char **why)
 {
 	struct mq_conf got;
@@ -307,6 +307,38 @@ mq_conf_refresh(struct mq_spool *sp, struct mq_conf *c,
 	*c = got;
 	*st = now;
 	return 0;
+}
+
+/*
+ * Reads the spool's settings into sp->conf, what the core's rules follow
+ * (the reaper, the enqueue), when they changed since they were last read
+ * (conf_refresh).  On failure (*line, *why: as mq_conf_read) sp->conf
+ * keeps what it had: the settings read before, or the defaults.
+ */
+int
+mq_settings_read(struct mq_spool *sp, int *line, const char **why)
+{
+	if (!sp->conf_ready) {
+		mq_conf_init(&sp->conf);
+		sp->conf_ready = 1;
+	}
+	return conf_refresh(sp, &sp->conf, &sp->conf_stamp, line, why);
+}
+
+/*
+ * The spool's settings: as the caller last read them (mq_settings_read),
+ * or, if it never did, read now, the defaults if they cannot be (a tool
+ * that must tell a bad conf reads it first).
+ */
+const struct mq_conf *
+mq_settings(struct mq_spool *sp)
+{
+	const char *why;
+	int line;
+
+	if (!sp->conf_ready)
+		(void)mq_settings_read(sp, &line, &why);
+	return &sp->conf;
 }
 
 /* The text of c, as mq_conf_read reads it. */

@@ -12,7 +12,7 @@
  * Both go over every priority's tree, from priority 0 up: a drop takes
  * the least urgent first, the oldest first within a priority.
  *
- * A message past its time to live (mq_name_expiry) is not waiting: it is
+ * A message past its time to live (the reaper's: reap.c) is not waiting: it is
  * dead, not yet buried.  A count does not count it, and buries those it
  * meets in the leaves it lists, with the reason "expired", as a claim
  * does: so the room it did not count is real, a sender waiting for room
@@ -95,11 +95,8 @@ struct leafcount {
 struct counting {
 	struct mq_spool	*sp;
 	uint64_t	 limit;
-	uint64_t	 ttl;	/* the spool's, ms; 0: none */
-	uint64_t	 now;
 	uint64_t	 n;
-	struct mq_burial expired;	/* what the count buries */
-	uint64_t	 buried;
+	struct mq_reaper reaper;	/* expiry, the spool's ttl, now */
 	char		(*dead)[MQ_NAME_MAX];	/* a leaf's expired, to bury */
 	size_t		 ndead, deadcap;
 	struct leafcount *old;	/* the cache as read, by key */
@@ -245,10 +242,12 @@ cache_same(const struct leafcount *a, const struct leafcount *b)
 static int
 alive(const struct counting *c, const struct leafcount *e)
 {
-	if (c->now >= e->own)
+	uint64_t ttl = c->reaper.ttl;
+
+	if (c->reaper.now >= e->own)
 		return 0;
-	return c->ttl == 0 || e->sent == NEVER || (e->sent < NEVER - c->ttl &&
-	    c->now < e->sent + c->ttl);
+	return ttl == 0 || e->sent == NEVER || (e->sent < NEVER - ttl &&
+	    c->reaper.now < e->sent + ttl);
 }
 
 /*
@@ -326,11 +325,9 @@ dead_bury(struct counting *c, int fd)
 	for (i = 0; i < c->ndead; i++) {
 		if (mq_name_parse(c->dead[i], MQ_NEW, &nm) == -1)
 			continue;
-		if (mq_burial_bury(&c->expired, fd, c->dead[i], &nm) == -1) {
-			if (errno != ENOENT)
-				return -1;
-		} else
-			c->buried++;
+		if (mq_reap(&c->reaper, fd, c->dead[i], &nm) == -1 &&
+		    errno != ENOENT)
+			return -1;
 	}
 	return 0;
 }
@@ -371,7 +368,7 @@ leaf_list(struct counting *c, int parent, const char *name,
 		    (de->d_type != DT_REG && de->d_type != DT_UNKNOWN) ||
 		    mq_name_parse(de->d_name, MQ_NEW, &nm) == -1)
 			continue;
-		if (c->now >= mq_name_expiry(&nm, c->ttl)) {
+		if (mq_fate(&c->reaper, &nm) == MQ_FATE_EXPIRED) {
 			dead_add(c, de->d_name);
 			continue;
 		}
@@ -504,20 +501,35 @@ cache_write(struct counting *c)
 }
 
 /*
+ * mq_group_parked's: one more message waiting behind the head of its
+ * group, unless it is past its time to live (dead, not waiting: the
+ * reaper's fate, not buried here: that is mq_expire's, under the group's
+ * lock).
+ */
+static int
+count_parked(void *arg, int dirfd, const char *name, const struct mq_name *nm)
+{
+	struct counting *c = arg;
+
+	(void)dirfd;
+	(void)name;
+	if (mq_fate(&c->reaper, nm) == MQ_FATE_LIVE)
+		c->n++;
+	return c->n >= c->limit;
+}
+
+/*
  * Sets *n to the number of messages waiting in new/, or to limit when
- * there are that many or more: those not expired at now (ms) given the
- * spool's ttl (ms, 0: none).  The expired messages of the leaves it
- * lists are buried, with the reason "expired"; if any were, the doorbell
- * is rung.  With parked_too (overflow=reject), the messages parked behind
+ * there are that many or more: those not expired now, given the spool's
+ * ttl (the reaper's).  The expired messages of the leaves it lists are
+ * buried, with the reason "expired"; if any were, the doorbell is rung.  With parked_too (overflow=reject), the messages parked behind
  * the heads of groups are counted too.  Returns 0, or -1 on error.
  */
 int
-mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
-    int parked_too, uint64_t *n)
+mq_depth(struct mq_spool *sp, uint64_t limit, int parked_too, uint64_t *n)
 {
 	struct counting c;
 	struct mq_tree t = { .fn = count_step, .sorted = 1, .lowfirst = 1 };
-	uint64_t parked;
 	int r, saved;
 
 	*n = 0;
@@ -526,9 +538,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 	memset(&c, 0, sizeof(c));
 	c.sp = sp;
 	c.limit = limit;
-	c.ttl = ttl;
-	c.now = now;
-	mq_burial_expired(&c.expired, sp, ttl);
+	mq_reaper_init(&c.reaper, sp, MQ_REAP_EXPIRY);
 	c.tf.sp = sp;
 	c.tf.fd = -1;
 	/* Without tmp/ there is no cache, and the count lists every leaf. */
@@ -541,9 +551,9 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 		cache_write(&c);
 	saved = errno;
 	mq_tmp_abort(&c.tf);
-	mq_burial_end(&c.expired);
+	mq_reaper_end(&c.reaper);
 	/* Room was made: senders waiting for it count again. */
-	if (c.buried > 0)
+	if (c.reaper.buried > 0)
 		(void)mq_ring(sp);
 	free(c.old);
 	free(c.v);
@@ -558,11 +568,9 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 	 * (a parked message may not overtake its head), so counting what it
 	 * cannot drop would have it drop heads and the newest instead.
 	 */
-	if (parked_too && c.n < limit) {
-		if (mq_group_count(sp, limit - c.n, ttl, now, &parked) == -1)
-			return -1;
-		c.n += parked;
-	}
+	if (parked_too && c.n < limit &&
+	    mq_group_parked(sp, count_parked, &c) == -1)
+		return -1;
 	*n = c.n < limit ? c.n : limit;
 	return 0;
 }
@@ -570,8 +578,7 @@ mq_depth(struct mq_spool *sp, uint64_t limit, uint64_t ttl, uint64_t now,
 struct dropping {
 	struct mq_spool	*sp;
 	uint64_t	 want, gone;
-	uint64_t	 ttl, now;
-	struct mq_burial expired;
+	struct mq_reaper reaper;	/* expiry only */
 	mq_drop_fn	 fn;
 	void		*arg;
 };
@@ -604,12 +611,11 @@ drop_leaf(struct dropping *d, int leaf)
 	mq_names_sort(&names);
 	for (i = 0; i < names.n && d->gone < d->want; i++) {
 		mq_name_parse(names.v[i], MQ_NEW, &nm);
-		if (d->now >= mq_name_expiry(&nm, d->ttl)) {
-			if (mq_burial_bury(&d->expired, leaf, names.v[i],
-			    &nm) == -1 && errno != ENOENT) {
-				r = -1;
+		/* Expired (buried so, or gone meanwhile): no room made. */
+		if ((r = mq_reap(&d->reaper, leaf, names.v[i], &nm)) != 0) {
+			if (r == -1 && errno != ENOENT)
 				break;
-			}
+			r = 0;
 			continue;
 		}
 		if (mq_bury(d->sp, leaf, names.v[i], &nm, MQ_REASON_MAXLEN,
@@ -650,13 +656,12 @@ drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
  * Makes room for n messages (overflow=drop-oldest): dead-letters the
  * least urgent oldest waiting ones (the trees from priority 0 up, leaves
  * in key order, IDs in order), with the reason MQ_REASON_MAXLEN, calling fn
- * with the ID of each.  Those expired at now (ms, given the spool's ttl)
- * that it meets are buried as "expired" and not counted.  Stops once n
+ * with the ID of each.  Those expired now (the spool's ttl) that it meets
+ * are buried as "expired" and not counted.  Stops once n
  * are gone or new/ is empty.  Returns 0, or -1 on error.
  */
 int
-mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
-    mq_drop_fn fn, void *arg)
+mq_depth_drop(struct mq_spool *sp, uint64_t n, mq_drop_fn fn, void *arg)
 {
 	struct dropping d;
 	struct mq_tree t = { .fn = drop_step, .sorted = 1, .lowfirst = 1 };
@@ -667,13 +672,11 @@ mq_depth_drop(struct mq_spool *sp, uint64_t n, uint64_t ttl, uint64_t now,
 	memset(&d, 0, sizeof(d));
 	d.sp = sp;
 	d.want = n;
-	d.ttl = ttl;
-	d.now = now;
 	d.fn = fn;
 	d.arg = arg;
-	mq_burial_expired(&d.expired, sp, ttl);
+	mq_reaper_init(&d.reaper, sp, MQ_REAP_EXPIRY);
 	t.arg = &d;
 	r = mq_tree_walk(&t, sp->new);
-	mq_burial_end(&d.expired);
+	mq_reaper_end(&d.reaper);
 	return r == -1 ? -1 : 0;
 }

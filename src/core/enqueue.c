@@ -21,16 +21,14 @@
 #include "mq.h"
 
 /*
- * Ready to take messages into sp, whose settings are conf (read by the
- * caller, re-read as it sees fit: conf is looked at each time).  sp need
- * not be open yet, but must be before the first message; then init again.
+ * Ready to take messages into sp, by its settings as last read (read by
+ * the caller, again as it sees fit: mq_settings_read).  sp need not be
+ * open yet, but must be before the first message; then init again.
  */
 void
-mq_enq_init(struct mq_enqueue *eq, struct mq_spool *sp,
-    const struct mq_conf *conf, int sync)
+mq_enq_init(struct mq_enqueue *eq, struct mq_spool *sp, int sync)
 {
 	eq->sp = sp;
-	eq->conf = conf;
 	eq->sync = sync;
 	eq->parked_unsynced = 0;
 	mq_placer_init(&eq->pl, sp, sync);
@@ -68,8 +66,8 @@ mq_enq_key_look(struct mq_enqueue *eq, const char *key, size_t len,
 {
 	int r;
 
-	r = mq_key_look(&eq->keys, key, len, eq->conf->dedup_window_ms,
-	    holder);
+	r = mq_key_look(&eq->keys, key, len,
+	    mq_settings(eq->sp)->dedup_window_ms, holder);
 	if (r != MQ_KEY_FREE && r != MQ_KEY_HELD)
 		mq_enq_key_unlock(eq);
 	return r;
@@ -124,8 +122,8 @@ mq_enq_key_unlock(struct mq_enqueue *eq)
 int
 mq_enq_count(struct mq_enqueue *eq, uint64_t limit, int all, uint64_t *n)
 {
-	return mq_depth(eq->sp, limit, eq->conf->ttl_ms, mq_now_ms(),
-	    all || !eq->conf->drop_oldest, n);
+	return mq_depth(eq->sp, limit, all || !mq_settings(eq->sp)->drop_oldest,
+	    n);
 }
 
 /*
@@ -141,12 +139,12 @@ int
 mq_enq_make_room(struct mq_enqueue *eq, uint64_t n, mq_drop_fn fn, void *arg,
     uint64_t *left)
 {
-	uint64_t max = eq->conf->max_depth, have;
+	uint64_t max = mq_settings(eq->sp)->max_depth, have;
 
 	if (mq_enq_count(eq, max + n, 0, &have) == -1)
 		return -1;
-	if (have + n > max && mq_depth_drop(eq->sp, have + n - max,
-	    eq->conf->ttl_ms, mq_now_ms(), fn, arg) == -1)
+	if (have + n > max && mq_depth_drop(eq->sp, have + n - max, fn,
+	    arg) == -1)
 		return -1;
 	*left = have + n >= max ? 0 : max - have - n;
 	return 0;

@@ -94,21 +94,18 @@ find_look(struct mq_spool *sp, const char *id, uint64_t now, unsigned mask,
 {
 	struct finding fg = { fn, arg, 0 };
 	struct mq_looker lk;
-	struct mq_conf conf;
-	const char *why;
-	int line, r;
+	int r;
 
 	memset(&lk, 0, sizeof(lk));
 	/*
 	 * The spool's ttl tells the dead from the waiting, as mq-ls does;
-	 * settings that cannot be read tell none (what is found and how it
-	 * is removed does not depend on it, only the state it is given).
+	 * settings that cannot be read tell none, the defaults' (what is
+	 * found and how it is removed does not depend on it, only the state
+	 * it is given).
 	 */
-	if (mq_conf_read(sp, &conf, &line, &why) == -1)
-		conf.ttl_ms = 0;
 	lk.states = mask;
 	lk.now = now;
-	lk.ttl_ms = conf.ttl_ms;
+	lk.ttl_ms = mq_settings(sp)->ttl_ms;
 	lk.id = id;
 	lk.fn = found;
 	lk.fail = unreadable;

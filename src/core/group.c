@@ -671,24 +671,25 @@ mq_group_unpark(struct mq_spool *sp, int leaf, const char *name,
 	return r;
 }
 
-/* Counting the parked messages of every group, up to a limit. */
+/* A walk of every parked message (mq_group_parked). */
 struct parked {
-	uint64_t n, limit;
-	uint64_t ttl, now;
+	mq_parked_fn	 fn;
+	void		*arg;
+	int		 stop;	/* fn said so */
 };
 
 static int
-count_one(void *arg, int dirfd, const char *name)
+parked_one(void *arg, int dirfd, const char *name)
 {
-	struct parked *c = arg;
+	struct parked *w = arg;
 	struct mq_name nm;
+	int r;
 
-	(void)dirfd;
-	/* Past its time to live it is dead, not waiting (depth.c). */
-	if (mq_name_parse(name, MQ_NEW, &nm) == 0 &&
-	    c->now < mq_name_expiry(&nm, c->ttl))
-		c->n++;
-	return c->n >= c->limit;
+	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
+		return 0;
+	if ((r = w->fn(w->arg, dirfd, name, &nm)) == 1)
+		w->stop = 1;
+	return r;
 }
 
 /*
@@ -714,26 +715,26 @@ leaf_each(int dirfd, const char *name, int (*fn)(void *, int, const char *),
 }
 
 static int
-count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+parked_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
     unsigned prio)
 {
-	struct parked *c = arg;
+	struct parked *w = arg;
 	int r;
 
 	(void)key;
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	if ((r = leaf_each(dirfd, name, count_one, c)) != 0)
+	if ((r = leaf_each(dirfd, name, parked_one, w)) != 0)
 		return r == 1 ? MQ_TREE_NEXT : -1;
-	return c->n >= c->limit ? MQ_TREE_STOP : MQ_TREE_NEXT;
+	return w->stop ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
 static int
-count_group(void *arg, int groups, const char *name)
+parked_group(void *arg, int groups, const char *name)
 {
-	struct mq_tree t = { .fn = count_step, .arg = arg, .tolerant = 1 };
-	struct parked *c = arg;
+	struct mq_tree t = { .fn = parked_step, .arg = arg, .tolerant = 1 };
+	struct parked *w = arg;
 	int fd, r;
 
 	if (!mq_group_valid(name) || (fd = mq_opendirat(groups, name)) == -1)
@@ -742,29 +743,25 @@ count_group(void *arg, int groups, const char *name)
 	close(fd);
 	if (r == -1)
 		return -1;
-	return c->n >= c->limit;
+	return w->stop;
 }
 
 /*
- * How many messages are parked behind the heads of groups (not counting
- * the heads, which are in new/ or cur/), up to limit, in *n; those past
- * their time to live (theirs, or the spool's ttl) as of now are not.
- * Names only: it lists every group's leaves.
+ * Hands every message parked behind the head of a group (not the heads,
+ * which are in new/ or cur/) to fn, with its leaf (open for the call),
+ * its name and its parsed name, group by group, unsorted: fn returns 0 to
+ * go on, 1 to stop, -1 on error (errno: the walk ends).  Names only: no
+ * stat.  A leaf or group removed meanwhile held nothing.  0, or -1.
  */
 int
-mq_group_count(struct mq_spool *sp, uint64_t limit, uint64_t ttl,
-    uint64_t now, uint64_t *n)
+mq_group_parked(struct mq_spool *sp, mq_parked_fn fn, void *arg)
 {
-	struct parked c = { 0, limit, ttl, now };
+	struct parked w = { .fn = fn, .arg = arg };
 	int groups, r;
 
-	*n = 0;
-	if (limit == 0)
-		return 0;
 	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(groups, DT_DIR, count_group, &c);
-	*n = c.n < limit ? c.n : limit;
+	r = mq_dir_each(groups, DT_DIR, parked_group, &w);
 	return r == -1 ? -1 : 0;
 }
 

@@ -118,6 +118,38 @@ enum mq_state {
 	MQ_DEAD
 };
 
+/* The spool's settings (conf.c, mq-conf(1)) */
+enum {
+	MQ_CONF_MAX_ATTEMPTS,
+	MQ_CONF_LEASE,
+	MQ_CONF_MAX_DEPTH,
+	MQ_CONF_OVERFLOW,
+	MQ_CONF_TTL,
+	MQ_CONF_PAUSED,
+	MQ_CONF_DEDUP_WINDOW,
+	MQ_CONF_NKEYS
+};
+struct mq_conf {
+	unsigned max_attempts;
+	uint64_t lease_ms;
+	uint64_t max_depth;	/* 0: no limit */
+	int	 drop_oldest;	/* overflow=drop-oldest, else reject */
+	uint64_t ttl_ms;	/* 0: none */
+	int	 paused;
+	uint64_t dedup_window_ms;
+	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
+	char	 other[1024];	/* lines of keys this version does not know */
+};
+/* What tells that conf changed: its inode, size and times (seen: 0 before
+ * the first read; all zero while there is none). */
+struct mq_conf_stamp {
+	int		 seen;
+	dev_t		 dev;
+	ino_t		 ino;
+	off_t		 size;
+	struct timespec	 mtime, ctime;
+};
+
 /*
  * Opening a spool allocates nothing: an ack that mallocs nothing pays no
  * heap set-up, and start-up is most of what one costs.
@@ -135,6 +167,13 @@ struct mq_spool {
 	dev_t	 dev;		/* of the root: which spool, on which fs */
 	ino_t	 ino;
 	gid_t	 gid;
+	/*
+	 * The settings as last read (mq_settings, mq_settings_read: conf.c),
+	 * what every rule that follows them goes by.
+	 */
+	struct mq_conf	 conf;
+	struct mq_conf_stamp conf_stamp;
+	int	 conf_ready;	/* conf holds the defaults, at least */
 };
 
 /*
@@ -374,7 +413,7 @@ void	 mq_receipt_close(struct mq_receipt *);
  * nothing of a higher priority can be due (see claim.c).
  */
 struct mq_claimer {
-	uint64_t ttl_ms;	/* the spool's ttl (0: none), set by the caller */
+	unsigned max;		/* max attempts (-m); 0: the spool's */
 	int	 keep;
 	int	 ring;		/* ring the doorbell after claiming (max-depth) */
 	int	 uncounted;	/* a claim is no attempt (mq-relay push) */
@@ -392,30 +431,26 @@ void	 mq_claimer_init(struct mq_claimer *, int);
 void	 mq_claimer_close(struct mq_claimer *);
 typedef int (*mq_claim_fn)(void *, const char *, const char *);
 int	 mq_claim(struct mq_spool *, struct mq_claimer *, int, uint64_t,
-	    unsigned, mq_claim_fn, void *, uint64_t *);
+	    mq_claim_fn, void *, uint64_t *);
 typedef int (*mq_expired_fn)(void *, int, const char *,
 	    const struct mq_name *);
 int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
 
 /* depth.c: messages waiting in new/, for max-depth */
-int	 mq_depth(struct mq_spool *, uint64_t, uint64_t, uint64_t, int,
-	    uint64_t *);
+int	 mq_depth(struct mq_spool *, uint64_t, int, uint64_t *);
 typedef void (*mq_drop_fn)(void *, const char *);
-int	 mq_depth_drop(struct mq_spool *, uint64_t, uint64_t, uint64_t,
-	    mq_drop_fn, void *);
+int	 mq_depth_drop(struct mq_spool *, uint64_t, mq_drop_fn, void *);
 
 /* sweep.c */
-int	 mq_reclaim(struct mq_spool *, unsigned, uint64_t,
-	    void (*)(const char *, const char *));
-int	 mq_expire(struct mq_spool *, uint64_t, void (*)(const char *,
+int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
 	    const char *));
+int	 mq_expire(struct mq_spool *, void (*)(const char *, const char *));
 void	 mq_prune(struct mq_spool *);
 void	 mq_tidy(struct mq_spool *);
 int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
-int	 mq_keys_sweep(struct mq_spool *, uint64_t,
-	    void (*)(const char *, const char *));
+int	 mq_keys_sweep(struct mq_spool *, void (*)(const char *, const char *));
 
 /* land.c: tree or group, for what enters a spool */
 int	 mq_land(struct mq_placer *, int, const char *, const struct mq_name *,
@@ -432,8 +467,9 @@ int	 mq_group_leave(struct mq_spool *, int, const char *,
 	    const struct mq_name *, const char *, int *);
 void	 mq_group_unlock(int *);
 int	 mq_group_unpark(struct mq_spool *, int, const char *, const char *);
-int	 mq_group_count(struct mq_spool *, uint64_t, uint64_t, uint64_t,
-	    uint64_t *);
+typedef int (*mq_parked_fn)(void *, int, const char *,
+	    const struct mq_name *);
+int	 mq_group_parked(struct mq_spool *, mq_parked_fn, void *);
 int	 mq_group_leaving_parse(const char *, struct mq_name *, int *);
 int	 mq_group_mend(struct mq_spool *, const char *);
 int	 mq_group_bury_unfinished(struct mq_spool *, const char *,
@@ -482,6 +518,25 @@ void	 mq_burial_expired(struct mq_burial *, struct mq_spool *, uint64_t);
 int	 mq_burial_bury(struct mq_burial *, int, const char *,
 	    const struct mq_name *);
 void	 mq_burial_end(struct mq_burial *);
+/* reap.c: a message's fate when met past its time, and its burial */
+#define MQ_REAP_EXPIRY	UINT_MAX	/* only expiry is a fate (a count) */
+enum mq_fate {
+	MQ_FATE_LIVE,
+	MQ_FATE_EXPIRED,	/* past its time to live */
+	MQ_FATE_SPENT		/* at max attempts */
+};
+struct mq_reaper {
+	struct mq_spool	*sp;
+	uint64_t	 now;		/* ms; the caller may move it on */
+	uint64_t	 ttl;		/* the spool's, ms (0: none) */
+	unsigned	 max;		/* attempts, or MQ_REAP_EXPIRY */
+	unsigned	 buried;
+	struct mq_burial expired;
+};
+void	 mq_reaper_init(struct mq_reaper *, struct mq_spool *, unsigned);
+enum mq_fate	 mq_fate(const struct mq_reaper *, const struct mq_name *);
+int	 mq_reap(struct mq_reaper *, int, const char *, const struct mq_name *);
+void	 mq_reaper_end(struct mq_reaper *);
 struct mq_dead {
 	char	 name[MQ_NAME_MAX];
 	struct mq_name n;
@@ -535,27 +590,6 @@ void	 mq_wait_close(struct mq_waiter *);
 int	 mq_ring(struct mq_spool *);
 
 /* conf.c: the spool's settings (mq-conf(1)) */
-enum {
-	MQ_CONF_MAX_ATTEMPTS,
-	MQ_CONF_LEASE,
-	MQ_CONF_MAX_DEPTH,
-	MQ_CONF_OVERFLOW,
-	MQ_CONF_TTL,
-	MQ_CONF_PAUSED,
-	MQ_CONF_DEDUP_WINDOW,
-	MQ_CONF_NKEYS
-};
-struct mq_conf {
-	unsigned max_attempts;
-	uint64_t lease_ms;
-	uint64_t max_depth;	/* 0: no limit */
-	int	 drop_oldest;	/* overflow=drop-oldest, else reject */
-	uint64_t ttl_ms;	/* 0: none */
-	int	 paused;
-	uint64_t dedup_window_ms;
-	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
-	char	 other[1024];	/* lines of keys this version does not know */
-};
 const char	*mq_conf_name(int);
 int	 mq_conf_key(const char *, size_t);
 void	 mq_conf_init(struct mq_conf *);
@@ -567,29 +601,18 @@ int	 mq_conf_read(struct mq_spool *, struct mq_conf *, int *,
 int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
-/* What tells that conf changed: its inode, size and times (seen: 0 before
- * the first read; all zero while there is none). */
-struct mq_conf_stamp {
-	int		 seen;
-	dev_t		 dev;
-	ino_t		 ino;
-	off_t		 size;
-	struct timespec	 mtime, ctime;
-};
-int	 mq_conf_refresh(struct mq_spool *, struct mq_conf *,
-	    struct mq_conf_stamp *, int *, const char **);
+int	 mq_settings_read(struct mq_spool *, int *, const char **);
+const struct mq_conf	*mq_settings(struct mq_spool *);
 
 /* enqueue.c: keys, room, landing and sync for what enters a spool */
 struct mq_enqueue {
-	struct mq_spool	*sp;
-	const struct mq_conf *conf;	/* max-depth, overflow, ttl, window */
+	struct mq_spool	*sp;		/* its settings: max-depth, overflow... */
 	struct mq_placer pl;
 	struct mq_keys	 keys;
 	int		 sync;
 	int		 parked_unsynced;	/* groups/ to syncfs */
 };
-void	 mq_enq_init(struct mq_enqueue *, struct mq_spool *,
-	    const struct mq_conf *, int);
+void	 mq_enq_init(struct mq_enqueue *, struct mq_spool *, int);
 void	 mq_enq_close(struct mq_enqueue *);
 int	 mq_enq_key_lock(struct mq_enqueue *);
 int	 mq_enq_key_look(struct mq_enqueue *, const char *, size_t, char *);

@@ -3,8 +3,8 @@
  * themselves, so nothing waits for it; it keeps the spool tidy:
  *
  *	expired	cur/S/ID,DEADLINE,A	-> new/T/M/L/ID,A	(mq_place_back)
- *		or, at max attempts	-> dead/ID,DIED,A	(mq_bury_spent)
- *		or, past its ttl	-> dead/ID,EXPIRY,A	(mq_burial_bury)
+ *		or, at max attempts	-> dead/ID,DIED,A	(mq_reap)
+ *		or, past its ttl	-> dead/ID,EXPIRY,A	(mq_reap)
  *	ttl	new/[pN/]T/M/L/ID,A,SENT,TTL (or ID,A, the spool's ttl),
  *		groups/G/T/M/L/ID,..., or an expired lease of cur/,
  *		past its time to live	-> dead/ID,EXPIRY,A	(mq_expire)
@@ -21,8 +21,8 @@
  * new/; a claim takes expired leases itself (claim.c).  mq_expire buries
  * what has outlived its time to live without waiting for a claim to meet
  * it; it reads every leaf of new/ and of the groups, due or not (names
- * only: no stat).  Either dates such a death at the message's expiry
- * (mq_burial_expired).
+ * only: no stat).  Either leaves each message's fate to the reaper
+ * (reap.c), which dates such a death at the message's expiry.
  * mq_tidy prunes and makes the spares again (mq_spool_spares, spool.c).
  *
  * A last reason is looked for only once it is old: what is held is those
@@ -48,32 +48,31 @@
 struct reclaimer {
 	struct mq_spool	*sp;
 	struct mq_placer pl;
-	unsigned	 max;
-	uint64_t	 ttl;
-	uint64_t	 now;
-	struct mq_burial expired;
+	struct mq_reaper reaper;	/* each message's fate (reap.c) */
 	int		 failed;	/* mq_expire: the errno of a failure */
 	void		(*report)(const char *, const char *);
 };
 
 /*
- * Buries fd/name (named nm) if its time to live has passed.  Returns 1
- * when buried, 0 when not expired (or gone meanwhile: *gone), -1 on error.
+ * What the reaper did with fd/name (named nm), told: 1 when buried, 0
+ * when it lives on or went meanwhile (*gone), -1 on error.
  */
 static int
-expire_one(struct reclaimer *rc, int fd, const char *name,
+reap_one(struct reclaimer *rc, int fd, const char *name,
     const struct mq_name *nm, int *gone)
 {
+	int r;
+
 	*gone = 0;
-	if (rc->now < mq_name_expiry(nm, rc->ttl))
-		return 0;
-	if (mq_burial_bury(&rc->expired, fd, name, nm) == -1) {
+	if ((r = mq_reap(&rc->reaper, fd, name, nm)) == -1) {
 		*gone = errno == ENOENT;
 		return *gone ? 0 : -1;
 	}
-	if (rc->report != NULL)
-		rc->report(nm->id, "dead: " MQ_REASON_EXPIRED);
-	return 1;
+	if (r != MQ_FATE_LIVE && rc->report != NULL)
+		rc->report(nm->id, r == MQ_FATE_EXPIRED ?
+		    "dead: " MQ_REASON_EXPIRED :
+		    "dead: " MQ_REASON_MAX_ATTEMPTS);
+	return r != MQ_FATE_LIVE;
 }
 
 static int
@@ -82,56 +81,48 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 	struct reclaimer *rc = arg;
 	int r, gone;
 
-	/* Past its time to live first, as a claim does (claim.c). */
-	if ((r = expire_one(rc, fd, name, nm, &gone)) != 0 || gone)
+	if ((r = reap_one(rc, fd, name, nm, &gone)) != 0 || gone)
 		return r;
-	if (nm->attempts >= rc->max) {
-		if (mq_bury_spent(rc->sp, fd, name, nm) == -1)
-			return errno == ENOENT ? 0 : -1;
-		if (rc->report != NULL)
-			rc->report(nm->id, "dead: " MQ_REASON_MAX_ATTEMPTS);
-		return 1;
-	}
-	if (mq_place_back(&rc->pl, fd, name, nm, rc->now) == -1)
+	if (mq_place_back(&rc->pl, fd, name, nm, rc->reaper.now) == -1)
 		return errno == ENOENT ? 0 : -1;
 	if (rc->report != NULL)
 		rc->report(nm->id, "lease expired: back to new");
 	return 1;
 }
 
+/* max: as mq_reaper_init's (MQ_REAP_EXPIRY: expiry only). */
 static void
 reclaimer_init(struct reclaimer *rc, struct mq_spool *sp, unsigned max,
-    uint64_t ttl, void (*report)(const char *, const char *))
+    void (*report)(const char *, const char *))
 {
 	memset(rc, 0, sizeof(*rc));
 	rc->sp = sp;
-	rc->max = max;
-	rc->ttl = ttl;
-	rc->now = mq_now_ms();
 	rc->report = report;
-	mq_burial_expired(&rc->expired, sp, ttl);
+	mq_reaper_init(&rc->reaper, sp, max);
 }
 
 /*
- * Moves every expired lease back to new/, or to dead/ at max attempts or
- * past its time to live (its own, or the spool's ttl; 0: none).
+ * Moves every expired lease back to new/, or to dead/ at max attempts
+ * (max, mq-sweep -m; 0: the spool's) or past its time to live (its own, or
+ * the spool's ttl).
  */
 int
-mq_reclaim(struct mq_spool *sp, unsigned max, uint64_t ttl,
+mq_reclaim(struct mq_spool *sp, unsigned max,
     void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
 	uint64_t wake = UINT64_MAX;
 	int r, saved;
 
-	reclaimer_init(&rc, sp, max, ttl, report);
+	reclaimer_init(&rc, sp, max, report);
 	mq_placer_release_init(&rc.pl, sp);
-	r = mq_expired_scan(sp, rc.now, INT32_MAX, reclaim_one, &rc, &wake);
+	r = mq_expired_scan(sp, rc.reaper.now, INT32_MAX, reclaim_one, &rc,
+	    &wake);
 	if (mq_placer_flush(&rc.pl) == -1)
 		r = -1;
 	saved = errno;
 	mq_placer_close(&rc.pl);
-	mq_burial_end(&rc.expired);
+	mq_reaper_end(&rc.reaper);
 	errno = saved;
 	return r;
 }
@@ -170,7 +161,7 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	}
 	for (i = 0; i < names.n; i++)
 		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0 &&
-		    expire_one(rc, fd, names.v[i], &nm, &gone) == -1)
+		    reap_one(rc, fd, names.v[i], &nm, &gone) == -1)
 			rc->failed = errno;
 	mq_names_free(&names);
 	close(fd);
@@ -210,12 +201,12 @@ expire_lease(void *arg, int fd, const char *name, const struct mq_name *nm)
 {
 	int gone;
 
-	return expire_one(arg, fd, name, nm, &gone);
+	return reap_one(arg, fd, name, nm, &gone);
 }
 
 /*
  * Buries every message that is waiting past its time to live (its own,
- * or the spool's ttl; 0: none): what mq-ls and mq-stat count as dead.
+ * or the spool's ttl): what mq-ls and mq-stat count as dead.
  * The parked messages of ordered groups go first (each under its group's
  * lock, group.c), so that a head buried next hands its turn to one that
  * is alive; then new/, delayed ones too; then the leases run out in cur/
@@ -224,15 +215,14 @@ expire_lease(void *arg, int fd, const char *name, const struct mq_name *nm)
  * error returned at the end.
  */
 int
-mq_expire(struct mq_spool *sp, uint64_t ttl,
-    void (*report)(const char *, const char *))
+mq_expire(struct mq_spool *sp, void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
 	struct mq_tree t = { .fn = expire_step, .arg = &rc, .tolerant = 1 };
 	uint64_t wake = UINT64_MAX;
 	int r, groups;
 
-	reclaimer_init(&rc, sp, 0, ttl, report);
+	reclaimer_init(&rc, sp, MQ_REAP_EXPIRY, report);
 	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) != -1) {
 		if (mq_dir_each(groups, DT_DIR, expire_group, &rc) == -1)
 			rc.failed = errno;
@@ -240,10 +230,10 @@ mq_expire(struct mq_spool *sp, uint64_t ttl,
 	} else if (errno != ENOENT)
 		rc.failed = errno;
 	r = mq_tree_walk(&t, sp->new);
-	if (mq_expired_scan(sp, rc.now, INT32_MAX, expire_lease, &rc,
+	if (mq_expired_scan(sp, rc.reaper.now, INT32_MAX, expire_lease, &rc,
 	    &wake) == -1)
 		rc.failed = errno;
-	mq_burial_end(&rc.expired);
+	mq_reaper_end(&rc.reaper);
 	if (r != -1 && rc.failed != 0) {
 		errno = rc.failed;
 		r = -1;
@@ -567,15 +557,14 @@ is_key_record(const char *s)
 
 /*
  * Forgets, under the lock of keys/, what holds no key any more: a record
- * whose holder was acked or purged dedup-window (ms) ago or more, one
- * whose keys/ID is missing, one of a sender that died before its rename
- * (its message is taken out of tmp/ too), and a keys/ID that no record
- * names (a sender or a sweep died between its two steps).  What is not a
+ * whose holder was acked or purged the spool's dedup-window ago or more,
+ * one whose keys/ID is missing, one of a sender that died before its
+ * rename (its message is taken out of tmp/ too), and a keys/ID that no
+ * record names (a sender or a sweep died between its two steps).  What is not a
  * record is left alone.
  */
 int
-mq_keys_sweep(struct mq_spool *sp, uint64_t window,
-    void (*report)(const char *, const char *))
+mq_keys_sweep(struct mq_spool *sp, void (*report)(const char *, const char *))
 {
 	static const char *why[] = {
 		[MQ_KEY_PAST] = "key forgotten: its window is over",
@@ -585,7 +574,7 @@ mq_keys_sweep(struct mq_spool *sp, uint64_t window,
 	struct mq_keys ks;
 	struct mq_names names, held;
 	char id[MQ_ID_LEN + 1], key[MQ_KEY_MAX + 1];
-	uint64_t now = mq_now_ms();
+	uint64_t now = mq_now_ms(), window = mq_settings(sp)->dedup_window_ms;
 	size_t i, len;
 	int st, failed = 0;
 

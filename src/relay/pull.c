@@ -113,8 +113,6 @@ struct ref {
 struct puller {
 	struct mq_broker *b;
 	struct mq_spool	 sp;
-	struct mq_conf	 conf;
-	struct mq_conf_stamp conf_stamp; /* of conf when read */
 	struct mq_enqueue eq;		/* keys, room, landing, sync */
 	unsigned	 max;
 	int		 once;
@@ -532,10 +530,10 @@ count(struct puller *p, uint64_t *room)
 {
 	uint64_t n, bound = p->max;
 
-	if (mq_conf_reread(&p->sp, &p->conf, &p->conf_stamp) == -1)
+	if (mq_settings_reread(&p->sp) == -1)
 		return -1;
-	if (p->conf.max_depth > 0 && p->conf.max_depth < bound)
-		bound = p->conf.max_depth;
+	if (p->sp.conf.max_depth > 0 && p->sp.conf.max_depth < bound)
+		bound = p->sp.conf.max_depth;
 	if (mq_enq_count(&p->eq, bound, 1, &n) == -1) {
 		say_failure(p, MQ_DIR_NEW, errno);
 		return -1;
@@ -1205,10 +1203,10 @@ mq_pull(struct mq_broker *b, const char *dir, unsigned max, int once)
 	p.once = once;
 	p.pause_ms = FAIL_PAUSE_MS;
 	mq_spool_xopen(&p.sp, dir, 1);
-	if (mq_conf_reread(&p.sp, &p.conf, &p.conf_stamp) == -1)
+	if (mq_settings_reread(&p.sp) == -1)
 		exit(MQ_EX_SYS);
 	mq_broker_default_queue(b, &p.sp);
-	mq_enq_init(&p.eq, &p.sp, &p.conf, 1);
+	mq_enq_init(&p.eq, &p.sp, 1);
 	p.eq.pl.fresh = 1;
 	idle_since = mq_now_ms();
 	for (;;) {

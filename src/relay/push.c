@@ -93,7 +93,6 @@ struct batch {
 struct push {
 	struct mq_broker *b;
 	struct mq_spool	 sp;
-	struct mq_conf	 conf;
 	struct mq_claimer cl;
 	struct mq_receipt rc;
 	struct mq_placer pl;
@@ -112,7 +111,6 @@ struct push {
 	uint64_t	 progress;	/* the last publish or confirm (ms) */
 	uint64_t	 kept;		/* the last look at the leases (ms) */
 	uint64_t	 wrote;		/* the last write to the broker (ms) */
-	struct mq_conf_stamp stamp;	/* of conf, as last read */
 	unsigned long long buried;
 	int		 status;
 };
@@ -131,7 +129,7 @@ collect(void *arg, const char *receipt, const char *id)
 	strlcpy(m->id, id, sizeof(m->id));
 	m->state = UNSENT;
 	m->returned = 0;
-	m->deadline = p->claimed + p->conf.lease_ms;
+	m->deadline = p->claimed + p->sp.conf.lease_ms;
 	m->bname[0] = '\0';
 	p->cur->n++;
 	return 0;
@@ -152,7 +150,7 @@ guard(struct push *p, uint64_t limit)
 static uint64_t
 confirm_timeout(const struct push *p)
 {
-	uint64_t t = p->conf.lease_ms / 2;
+	uint64_t t = p->sp.conf.lease_ms / 2;
 
 	return t < CONFIRM_MIN_MS ? CONFIRM_MIN_MS :
 	    t > CONFIRM_MAX_MS ? CONFIRM_MAX_MS : t;
@@ -165,7 +163,7 @@ confirm_timeout(const struct push *p)
 static uint64_t
 margin(const struct push *p)
 {
-	uint64_t m = p->conf.lease_ms / 4;
+	uint64_t m = p->sp.conf.lease_ms / 4;
 
 	return m > 10000 ? 10000 : m;
 }
@@ -529,12 +527,12 @@ keep_leases(struct push *p, unsigned n)
 				m->deadline = UINT64_MAX;	/* said once */
 				continue;
 			}
-			st = mq_receipt_extend(&p->rc, now + p->conf.lease_ms,
+			st = mq_receipt_extend(&p->rc, now + p->sp.conf.lease_ms,
 			    out, sizeof(out));
 			if (st == MQ_EX_OK) {
 				strlcpy(m->receipt, out, sizeof(m->receipt));
 				m->bname[0] = '\0';	/* opened in full next */
-				m->deadline = now + p->conf.lease_ms;
+				m->deadline = now + p->sp.conf.lease_ms;
 				continue;
 			}
 			if (st == MQ_EX_LOST)
@@ -1073,7 +1071,7 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 			err(MQ_EX_SYS, "%s/%s", p->sp.path, MQ_DIR_NEW);
 		if (r == 1) {
 			/* A conf that does not parse: said once, kept as was. */
-			(void)mq_conf_reread(&p->sp, &p->conf, &p->stamp);
+			(void)mq_settings_reread(&p->sp);
 			break;
 		}
 	}
@@ -1133,15 +1131,14 @@ push_step(struct push *p, int once, uint64_t *wake)
 {
 	int got;
 
-	p->cl.ttl_ms = p->conf.ttl_ms;
 	*wake = UINT64_MAX;
 	p->cur = &p->q[p->nq];
 	p->cur->n = 0;
 	/* What is out keeps its lease: not claimed again below. */
 	keep_leases(p, p->nq);
 	p->claimed = mq_now_ms();
-	got = p->conf.paused ? 0 : mq_claim(&p->sp, &p->cl, (int)p->batch,
-	    p->conf.lease_ms, UINT_MAX, collect, p, wake);
+	got = p->sp.conf.paused ? 0 : mq_claim(&p->sp, &p->cl, (int)p->batch,
+	    p->sp.conf.lease_ms, collect, p, wake);
 	if (got == -1) {
 		warn("%s", p->sp.path);
 		p->status = MQ_EX_SYS;
@@ -1195,13 +1192,13 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	p.b = b;
 	p.batch = batch;
 	mq_spool_xopen(&p.sp, dir, 0);
-	if (mq_conf_reread(&p.sp, &p.conf, &p.stamp) == -1)
+	if (mq_settings_reread(&p.sp) == -1)
 		exit(MQ_EX_SYS);	/* said */
 	mq_broker_default_queue(b, &p.sp);
 	mq_claimer_init(&p.cl, 1);
 	p.cl.uncounted = 1;
-	p.cl.ttl_ms = p.conf.ttl_ms;
-	p.cl.ring = p.conf.max_depth > 0;
+	p.cl.max = MQ_REAP_EXPIRY;	/* no attempts: only expiry buries */
+	p.cl.ring = p.sp.conf.max_depth > 0;
 	mq_receipt_init(&p.rc);
 	mq_placer_release_init(&p.pl, &p.sp);
 	mq_keys_init(&p.keys, &p.sp);

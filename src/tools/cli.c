@@ -312,15 +312,30 @@ mq_conf_xread(struct mq_spool *sp, struct mq_conf *c)
 	exit(MQ_EX_SYS);
 }
 
-/* mq_conf_refresh, its failure said on stderr (once: see there). */
+/*
+ * For the tools: reads the spool's settings into the handle (sp->conf,
+ * what the core follows) or dies saying where they are wrong.
+ */
+const struct mq_conf *
+mq_settings_xread(struct mq_spool *sp)
+{
+	if (mq_settings_reread(sp) == -1)
+		exit(MQ_EX_SYS);
+	return &sp->conf;
+}
+
+/*
+ * For a tool that runs on: reads the spool's settings again when they
+ * changed (mq_settings_read), its failure said on stderr (once: see
+ * mq_settings_read), the settings before kept.
+ */
 int
-mq_conf_reread(struct mq_spool *sp, struct mq_conf *c,
-    struct mq_conf_stamp *st)
+mq_settings_reread(struct mq_spool *sp)
 {
 	const char *why;
 	int line;
 
-	if (mq_conf_refresh(sp, c, st, &line, &why) == 0)
+	if (mq_settings_read(sp, &line, &why) == 0)
 		return 0;
 	mq_conf_warn(sp, line, why);
 	return -1;

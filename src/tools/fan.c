@@ -192,9 +192,6 @@ fail_tmp(struct mq_fan *f, struct mq_target *t, const char *id)
 static int
 target_open(struct mq_target *t, const char *path)
 {
-	const char *why;
-	int line;
-
 	if (mq_spool_open(&t->sp, path, 1) == -1) {
 		if (errno == ENOTDIR)
 			warnx("%s: not a spool", path);
@@ -202,10 +199,8 @@ target_open(struct mq_target *t, const char *path)
 			warn("%s", path);
 		return -1;
 	}
-	if (mq_conf_read(&t->sp, &t->conf, &line, &why) == -1) {
-		mq_conf_warn(&t->sp, line, why);
+	if (mq_settings_reread(&t->sp) == -1)
 		return -1;
-	}
 	return 0;
 }
 
@@ -230,12 +225,12 @@ mq_fan_open(struct mq_fan *f)
 	memset(f->t, 0, f->n * sizeof(*f->t));
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
-		mq_enq_init(&t->eq, &t->sp, &t->conf, f->sync);
+		mq_enq_init(&t->eq, &t->sp, f->sync);
 		if (target_open(t, f->dirs[i]) == -1) {
 			t->status = MQ_EX_SYS;
 			f->status = mq_worse(f->status, MQ_EX_SYS);
 		} else	/* It starts from new/, open now. */
-			mq_enq_init(&t->eq, &t->sp, &t->conf, f->sync);
+			mq_enq_init(&t->eq, &t->sp, f->sync);
 		t->eq.pl.fresh = 1;
 	}
 	for (i = 0; i < f->n; i++)
@@ -392,7 +387,7 @@ place(struct mq_fan *f, struct mq_target *t)
 {
 	int i, saved = 0;
 
-	if (t->conf.max_depth > 0 && t->conf.drop_oldest &&
+	if (t->sp.conf.max_depth > 0 && t->sp.conf.drop_oldest &&
 	    (uint64_t)f->nbatch > t->credit && drop(f, t) == -1) {
 		if (f->key != NULL)
 			unkeyed(f, t);
@@ -464,7 +459,7 @@ static void
 full(struct mq_fan *f, struct mq_target *t)
 {
 	warnx("%s: full (max-depth %s)", t->sp.path,
-	    mq_conf_value(&t->conf, MQ_CONF_MAX_DEPTH));
+	    mq_conf_value(&t->sp.conf, MQ_CONF_MAX_DEPTH));
 	drop_target(f, t, MQ_EX_FULL);
 }
 
@@ -480,8 +475,6 @@ static void
 await(struct mq_fan *f, struct mq_target *t)
 {
 	uint64_t now = mq_now_ms(), left;
-	const char *why;
-	int line;
 
 	if (!f->wflag) {
 		full(f, t);
@@ -505,10 +498,8 @@ await(struct mq_fan *f, struct mq_target *t)
 	if (mq_wait(&t->w, left < ROOM_POLL_MS ? (int64_t)left :
 	    ROOM_POLL_MS) == -1)
 		goto failed;
-	if (mq_conf_read(&t->sp, &t->conf, &line, &why) == -1) {
-		mq_conf_warn(&t->sp, line, why);
+	if (mq_settings_reread(&t->sp) == -1)
 		drop_target(f, t, MQ_EX_SYS);
-	}
 	return;
 failed:
 	if (errno == ENOENT) {
@@ -524,11 +515,11 @@ room(struct mq_fan *f, struct mq_target *t)
 {
 	uint64_t n;
 
-	if (t->conf.max_depth == 0 || t->conf.drop_oldest)
+	if (t->sp.conf.max_depth == 0 || t->sp.conf.drop_oldest)
 		return 1;
-	if (depth(f, t, t->conf.max_depth, &n) == -1)
+	if (depth(f, t, t->sp.conf.max_depth, &n) == -1)
 		return -1;
-	return n < t->conf.max_depth;
+	return n < t->sp.conf.max_depth;
 }
 
 /*
@@ -699,17 +690,17 @@ admit(struct mq_fan *f, struct mq_target *t)
 	uint64_t n;
 
 	/* A batch past its credit is bounded as a credit is. */
-	if (t->conf.drop_oldest) {
-		if ((uint64_t)f->nbatch >= grant(t->conf.max_depth))
+	if (t->sp.conf.drop_oldest) {
+		if ((uint64_t)f->nbatch >= grant(t->sp.conf.max_depth))
 			(void)mq_fan_flush(f);
 		return;
 	}
 	(void)mq_fan_flush(f);
-	while (live(t) && t->conf.max_depth > 0 && !t->conf.drop_oldest) {
-		if (depth(f, t, t->conf.max_depth, &n) == -1)
+	while (live(t) && t->sp.conf.max_depth > 0 && !t->sp.conf.drop_oldest) {
+		if (depth(f, t, t->sp.conf.max_depth, &n) == -1)
 			return;
-		if (n < t->conf.max_depth) {
-			t->credit = grant(t->conf.max_depth - n);
+		if (n < t->sp.conf.max_depth) {
+			t->credit = grant(t->sp.conf.max_depth - n);
 			t->until = 0;
 			return;
 		}
@@ -733,7 +724,7 @@ mq_fan_begin(struct mq_fan *f)
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
 		/* A keyed send looks its key up first: a held key needs no room. */
-		if (live(t) && f->key == NULL && t->conf.max_depth > 0 &&
+		if (live(t) && f->key == NULL && t->sp.conf.max_depth > 0 &&
 		    (uint64_t)f->nbatch >= t->credit)
 			admit(f, t);
 	}

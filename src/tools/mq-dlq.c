@@ -57,10 +57,8 @@ static int vflag, rawflag;
 static int
 expire(struct mq_spool *sp, int looking)
 {
-	struct mq_conf conf;
-
-	mq_conf_xread(sp, &conf);
-	if (mq_expire(sp, conf.ttl_ms, NULL) == -1) {
+	(void)mq_settings_xread(sp);
+	if (mq_expire(sp, NULL) == -1) {
 		if (looking && (errno == EACCES || errno == EPERM ||
 		    errno == EROFS)) {
 			warn("%s: what expired is not buried (mq-ls -s dead "

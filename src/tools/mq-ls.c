@@ -162,7 +162,6 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
-	struct mq_conf conf;
 	struct lister ls;
 	struct mq_looker lk;
 	const char *dir = NULL;
@@ -199,12 +198,12 @@ main(int argc, char *argv[])
 		mq_usage(USAGE);
 	mq_spool_xopen(&sp, dir, 0);
 	/* The ttl tells the waiting messages past it (dead) from the others. */
-	mq_conf_xread(&sp, &conf);
+	(void)mq_settings_xread(&sp);
 	mq_keys_init(&ls.keys, &sp);
 	if (lk.states == 0)
 		lk.states = MQ_LOOK_ALL;
 	lk.now = mq_now_ms();
-	lk.ttl_ms = conf.ttl_ms;
+	lk.ttl_ms = sp.conf.ttl_ms;
 	lk.fn = one;
 	lk.fail = failed;
 	lk.arg = &ls;

@@ -219,22 +219,21 @@ parse(int argc, char *argv[], struct recv_opts *o)
 }
 
 /*
- * Reads the spool's settings into c, which give what the command line
- * left out (mq-conf(1)): a receiver started with -m and one without agree
- * on the spool's.  Read again after each ring of a wait, so a change
- * applies to the claims that follow it.
+ * Reads the spool's settings, which give what the command line left out
+ * (mq-conf(1)): a receiver started with -m and one without agree on the
+ * spool's.  Read again after each ring of a wait, so a change applies to
+ * the claims that follow it.  *lease: the lease to give.
  */
-static void
-settings(const struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c,
-    struct mq_claimer *cl)
+static const struct mq_conf *
+settings(const struct recv_opts *o, struct mq_spool *sp,
+    struct mq_claimer *cl, uint64_t *lease)
 {
-	mq_conf_xread(sp, c);
-	if (o->max != 0)
-		c->max_attempts = o->max;
-	if (o->lease != 0)
-		c->lease_ms = o->lease;
-	cl->ttl_ms = c->ttl_ms;
+	const struct mq_conf *c = mq_settings_xread(sp);
+
+	cl->max = o->max;
+	*lease = o->lease != 0 ? o->lease : c->lease_ms;
 	cl->ring = c->max_depth > 0;
+	return c;
 }
 
 /*
@@ -246,33 +245,33 @@ settings(const struct recv_opts *o, struct mq_spool *sp, struct mq_conf *c,
 static int
 receive(struct recv_opts *o, uint64_t until)
 {
-	struct mq_conf conf;
+	const struct mq_conf *conf;
 	struct mq_spool sp;
 	struct mq_waiter w;
 	struct mq_claimer cl;
-	uint64_t wake, now;
+	uint64_t wake, now, lease;
 	int64_t timeout;
 	int got, said = 0, r;
 
 	spool_open(&sp, o->dir, o->wflag, until);
 	/* One claim: no leaf to keep for a next one. */
 	mq_claimer_init(&cl, 0);
-	settings(o, &sp, &conf, &cl);
+	conf = settings(o, &sp, &cl, &lease);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (o->wflag && mq_wait_open(&w, &sp) == -1)
 		wait_failed(&sp);
 	/* A resume between the read above and the watch rang unheard. */
-	if (o->wflag && conf.paused)
-		settings(o, &sp, &conf, &cl);
+	if (o->wflag && conf->paused)
+		conf = settings(o, &sp, &cl, &lease);
 	for (;;) {
 		got = 0;
 		wake = UINT64_MAX;
-		if (conf.paused) {
+		if (conf->paused) {
 			/* Else a paused spool looks like an empty one. */
 			if (!said++)
 				warnx("%s: paused", sp.path);
-		} else if ((got = mq_claim(&sp, &cl, o->n, conf.lease_ms,
-		    conf.max_attempts, print_receipt, NULL, &wake)) == -1)
+		} else if ((got = mq_claim(&sp, &cl, o->n, lease,
+		    print_receipt, NULL, &wake)) == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
 		if (got > 0 || !o->wflag)
@@ -287,8 +286,8 @@ receive(struct recv_opts *o, uint64_t until)
 		if ((r = mq_wait(&w, timeout)) == -1)
 			wait_failed(&sp);
 		if (r == 1) {
-			settings(o, &sp, &conf, &cl);
-			if (!conf.paused)
+			conf = settings(o, &sp, &cl, &lease);
+			if (!conf->paused)
 				said = 0;
 		}
 	}

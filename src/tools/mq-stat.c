@@ -293,13 +293,10 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 static int
 settings(struct mq_spool *sp, struct mq_conf *c)
 {
-	const char *why;
-	int line;
-
-	if (mq_conf_read(sp, c, &line, &why) == 0)
-		return 0;
-	mq_conf_warn(sp, line, why);
-	return -1;
+	if (mq_settings_reread(sp) == -1)
+		return -1;
+	*c = sp->conf;
+	return 0;
 }
 
 int

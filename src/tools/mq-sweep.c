@@ -57,7 +57,6 @@ main(int argc, char *argv[])
 	struct mq_spool sp;
 	const char *dir = NULL, *secs;
 	uint64_t every = 0;
-	struct mq_conf conf;
 	int ch, max = 0, status, wbare = 0;
 
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w::hV"), longopts,
@@ -97,13 +96,12 @@ main(int argc, char *argv[])
 	for (;;) {
 		status = MQ_EX_OK;
 		/* Read each round: a sweeping service follows mq-conf. */
-		mq_conf_xread(&sp, &conf);
-		if (mq_reclaim(&sp, max != 0 ? (unsigned)max :
-		    conf.max_attempts, conf.ttl_ms, report) == -1) {
+		(void)mq_settings_xread(&sp);
+		if (mq_reclaim(&sp, (unsigned)max, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_CUR);
 			status = MQ_EX_SYS;
 		}
-		if (mq_expire(&sp, conf.ttl_ms, report) == -1) {
+		if (mq_expire(&sp, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_NEW);
 			status = MQ_EX_SYS;
 		}
@@ -111,7 +109,7 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_DIR_TMP);
 			status = MQ_EX_SYS;
 		}
-		if (mq_keys_sweep(&sp, conf.dedup_window_ms, report) == -1) {
+		if (mq_keys_sweep(&sp, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_KEYS);
 			status = MQ_EX_SYS;
 		}

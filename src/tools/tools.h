@@ -34,8 +34,8 @@ void	 mq_stdout_close(void);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
 void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
-int	 mq_conf_reread(struct mq_spool *, struct mq_conf *,
-	    struct mq_conf_stamp *);
+const struct mq_conf	*mq_settings_xread(struct mq_spool *);
+int	 mq_settings_reread(struct mq_spool *);
 void	 mq_escape(FILE *, const char *, size_t);
 int	 mq_copy_escaped(int, FILE *);
 void	 mq_json_string(FILE *, const char *, size_t);
@@ -65,7 +65,6 @@ int	 mq_message_json(FILE *, struct mq_spool *, const struct mq_message *);
 struct mq_target {
 	struct mq_spool	 sp;
 	struct mq_enqueue eq;		/* keys, room, landing, sync */
-	struct mq_conf	 conf;		/* max-depth and overflow */
 	uint64_t	 credit;	/* messages to admit before counting */
 	uint64_t	 until;		/* end of this wait; 0: not waiting */
 	int		 watching;	/* w is open */

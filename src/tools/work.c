@@ -1089,28 +1089,25 @@ until(uint64_t when, uint64_t now)
 static void
 reread(struct worker *wk)
 {
-	struct mq_conf c;
-	const char *why;
-	int line;
+	const struct mq_conf *c = &wk->sp->conf;
 
 	wk->conf_at = wk->now;
 	wk->conf_due = NEVER;
-	if (mq_conf_read(wk->sp, &c, &line, &why) == -1) {
-		mq_conf_warn(wk->sp, line, why);
+	if (mq_settings_reread(wk->sp) == -1) {
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		return;
 	}
 	/* Said without -v too: else a paused spool looks like an empty one. */
-	if (c.paused != wk->paused)
-		warnx("%s: %s", wk->sp->path, c.paused ? "paused" : "resumed");
-	wk->paused = c.paused;
-	wk->max = wk->opt->max != 0 ? wk->opt->max : c.max_attempts;
+	if (c->paused != wk->paused)
+		warnx("%s: %s", wk->sp->path, c->paused ? "paused" : "resumed");
+	wk->paused = c->paused;
+	wk->max = wk->opt->max != 0 ? wk->opt->max : c->max_attempts;
 	wk->lease_ms = wk->opt->lease_ms != 0 ? wk->opt->lease_ms :
-	    c.lease_ms;
-	wk->cl.ttl_ms = c.ttl_ms;
+	    c->lease_ms;
+	wk->cl.max = wk->opt->max;
 	/* Claims make room that senders waiting under max-depth wait for. */
-	wk->cl.ring = c.max_depth > 0;
+	wk->cl.ring = c->max_depth > 0;
 }
 
 /* The doorbell rang: read the settings now, or once CONF_GAP_MS is up. */
@@ -1203,7 +1200,7 @@ claim_some(struct worker *wk)
 	n = opt->slots - wk->running;
 	if (opt->limit > 0 && opt->limit - wk->claimed < n)
 		n = (int)(opt->limit - wk->claimed);
-	got = mq_claim(wk->sp, &wk->cl, n, wk->lease_ms, wk->max, start, wk,
+	got = mq_claim(wk->sp, &wk->cl, n, wk->lease_ms, start, wk,
 	    &wk->wake);
 	if (got == -1 && !wk->halt) {
 		warn("%s", wk->sp->path);
