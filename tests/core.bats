@@ -175,6 +175,30 @@ core_calls() {
 	assert_failure 1
 }
 
+# One walk of what groups hold (group.c's mq_group_parked) for counts,
+# mq-stat and mq_expire; mq-ls's ordered walk (look.c) is the only other.
+@test "core: groups/ is walked by group.c and look.c only" {
+	run grep -ln 'MQ_DIR_GROUPS' "$BATS_TEST_DIRNAME"/../src/core/*.c
+	assert_success
+	refute_output --regexp '/(stat|sweep|depth|find|claim|dead)\.c$'
+	run grep -ln 'mq_group_parked(' "$BATS_TEST_DIRNAME"/../src/core/*.c
+	assert_output --partial /stat.c
+	assert_output --partial /sweep.c
+	assert_output --partial /depth.c
+}
+
+# mq-dlq lists and finds dead letters through mq-ls's walk (look.c, its
+# dead state, buried only), not a listing of dead/ of its own.
+@test "core: dead letters are listed and found through look.c's walk" {
+	src="$BATS_TEST_DIRNAME/../src"
+	run grep -n 'mq_look(' "$src/core/dead.c"
+	assert_success
+	run grep -n 'MQ_DIR_DEAD\|->dead, DT_\|(sp->dead, [a-z_]*, is_' "$src/core/dead.c"
+	assert_failure 1
+	run grep -ln 'mq_dead_list\|mq_dead_find' "$src"/tools/*.c
+	assert_output --partial /mq-dlq.c
+}
+
 # One classification of states: mq-stat counts what mq-ls lists.
 @test "core: a message's state is decided in look.c; stat.c counts through it" {
 	src="$BATS_TEST_DIRNAME/../src/core"

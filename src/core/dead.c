@@ -23,7 +23,7 @@
  *		still the file the sweep saw	mq_reason_remove_same
  *
  * A redrive and a purge hold an flock(2) on dead/ for the whole of one
- * message (dead_lock), and do nothing if dead/NAME is gone by then: two
+ * message (mq_dead_lock), and do nothing if dead/NAME is gone by then: two
  * of them on one dead letter never interleave, so a redrive never writes
  * a history from a stale name.  Burials, claims and acks do not take it.
  *
@@ -57,14 +57,6 @@
 #include "mq.h"
 
 #define REASON_MAX	MQ_REASON_MAX
-
-static int
-is_dead(const char *s)
-{
-	struct mq_name nm;
-
-	return mq_name_parse(s, MQ_DEAD, &nm) == 0;
-}
 
 /*
  * Writes a reason as reason/ID, through tmp/ so that it is whole or absent.
@@ -598,26 +590,84 @@ mq_bury_spent(struct mq_spool *sp, int from, const char *name,
 	return r;
 }
 
+/* What a listing of dead/ collects from look.c's walk. */
+struct listing {
+	struct mq_dead	*v;
+	size_t		 n, cap;
+	int		 by_id;		/* a search: any file of the name met */
+	int		 failed;	/* dead/ could not be read: its errno */
+};
+
+static int
+dead_met(void *arg, const struct mq_look *m)
+{
+	struct listing *ls = arg;
+	struct stat st;
+
+	/* A search by ID is handed any file of that name: a letter's only. */
+	if (ls->by_id && (fstatat(m->dirfd, m->name, &st,
+	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode)))
+		return 0;
+	if (ls->n == ls->cap) {
+		ls->cap = ls->cap ? ls->cap * 2 : 64;
+		ls->v = xreallocarray(ls->v, ls->cap, sizeof(*ls->v));
+	}
+	strlcpy(ls->v[ls->n].name, m->name, sizeof(ls->v[ls->n].name));
+	ls->v[ls->n++].n = m->n;
+	return 0;
+}
+
+static void
+dead_unread(void *arg, const char *where, int e)
+{
+	(void)where;
+	((struct listing *)arg)->failed = e;
+}
+
+static int
+dead_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct mq_dead *)a)->name,
+	    ((const struct mq_dead *)b)->name);
+}
+
+/*
+ * The dead letters of dead/ (id: that one only; NULL: all), in ID
+ * (enqueue) order: mq-ls's walk (look.c), its dead state, buried only.
+ */
+static int
+dead_look(struct mq_spool *sp, const char *id, struct listing *ls)
+{
+	struct mq_looker lk = { .states = 1u << MQ_LOOK_DEAD,
+	    .buried_only = 1, .id = id, .fn = dead_met, .fail = dead_unread,
+	    .arg = ls };
+
+	memset(ls, 0, sizeof(*ls));
+	ls->by_id = id != NULL;
+	lk.now = mq_now_ms();
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	if (mq_look(sp, &lk) == -1 || ls->failed != 0) {
+		if (ls->failed != 0)
+			errno = ls->failed;
+		free(ls->v);
+		return -1;
+	}
+	if (ls->n > 1)
+		qsort(ls->v, ls->n, sizeof(*ls->v), dead_cmp);
+	return 0;
+}
+
 /* Every dead letter, in ID (enqueue) order. */
 int
 mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 {
-	struct mq_names names;
-	struct mq_dead *d;
-	size_t i;
+	struct listing ls;
 
-	if (mq_spool_need(sp, 0) == -1 ||
-	    mq_names_read(sp->dead, DT_REG, is_dead, &names) == -1)
+	if (dead_look(sp, NULL, &ls) == -1)
 		return -1;
-	mq_names_sort(&names);
-	d = xreallocarray(NULL, names.n + 1, sizeof(*d));
-	for (i = 0; i < names.n; i++) {
-		strlcpy(d[i].name, names.v[i], sizeof(d[i].name));
-		mq_name_parse(names.v[i], MQ_DEAD, &d[i].n);
-	}
-	*count = names.n;
-	*out = d;
-	mq_names_free(&names);
+	*out = ls.v != NULL ? ls.v : xmalloc(sizeof(**out));
+	*count = ls.n;
 	return 0;
 }
 
@@ -625,24 +675,18 @@ mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 int
 mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 {
-	struct mq_dead *d;
-	size_t n, i;
-	int found = 0;
+	struct listing ls;
 
 	if (!mq_id_valid(id)) {
 		errno = ENOENT;
 		return -1;
 	}
-	if (mq_dead_list(sp, &d, &n) == -1)
+	if (dead_look(sp, id, &ls) == -1)
 		return -1;
-	for (i = 0; i < n && !found; i++) {
-		if (strcmp(d[i].n.id, id) == 0) {
-			*out = d[i];
-			found = 1;
-		}
-	}
-	free(d);
-	if (!found) {
+	if (ls.n > 0)
+		*out = ls.v[0];
+	free(ls.v);
+	if (ls.n == 0) {
 		errno = ENOENT;
 		return -1;
 	}
@@ -802,8 +846,8 @@ history_carry(struct mq_spool *sp, const struct mq_dead *d,
  * that is gone.  Nothing else takes it: a burial, a claim, an ack write
  * no history.
  */
-static int
-dead_lock(struct mq_spool *sp)
+int
+mq_dead_lock(struct mq_spool *sp)
 {
 	while (flock(sp->dead, LOCK_EX) == -1)
 		if (errno != EINTR)
@@ -811,8 +855,8 @@ dead_lock(struct mq_spool *sp)
 	return 0;
 }
 
-static void
-dead_unlock(struct mq_spool *sp)
+void
+mq_dead_unlock(struct mq_spool *sp)
 {
 	int saved = errno;
 
@@ -904,9 +948,9 @@ mq_dead_redriven(struct mq_spool *sp, const struct mq_dead *d,
 	/* A directory in its place is no reason, and is left as it is. */
 	if (why->st_ino != 0 && !S_ISDIR(why->st_mode))
 		(void)mq_reason_remove_same(sp, sp->reason, d->n.id, why);
-	if (!same_spool(sp, to) && dead_lock(sp) == 0) {
+	if (!same_spool(sp, to) && mq_dead_lock(sp) == 0) {
 		(void)mq_history_forget(sp, &d->n);
-		dead_unlock(sp);
+		mq_dead_unlock(sp);
 	}
 }
 
@@ -926,54 +970,13 @@ mq_dead_redrive(struct mq_spool *sp, const struct mq_dead *d,
 	int r;
 
 	*history = 0;
-	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
+	if (mq_spool_need(sp, 0) == -1 || mq_dead_lock(sp) == -1)
 		return -1;
 	/* The reason as it is now, for mq_dead_redriven to remove only it. */
 	if (fstatat(sp->reason, d->n.id, why, AT_SYMLINK_NOFOLLOW) == -1)
 		why->st_ino = 0;
 	r = redrive(sp, d, pl, history);
-	dead_unlock(sp);
+	mq_dead_unlock(sp);
 	return r;
 }
 
-/*
- * Under the same lock as a redrive.  Its reason, last reason and history
- * go by mq_dead_purged, once dead/ is synced (one sync for a run of
- * purges): removed before, a power cut could keep their removal and undo
- * the purge, and the dead letter come back without its reason.
- */
-int
-mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
-{
-	int r;
-
-	if (mq_spool_need(sp, 0) == -1 || dead_lock(sp) == -1)
-		return -1;
-	r = unlinkat(sp->dead, d->name, 0);
-	dead_unlock(sp);
-	return r;
-}
-
-/* Makes the purges made so far durable: one sync of dead/. */
-int
-mq_dead_sync(struct mq_spool *sp)
-{
-	if (mq_spool_need(sp, 0) == -1)
-		return -1;
-	return mq_fsync_dir(sp->dead);
-}
-
-/*
- * What a purge of d leaves, for after mq_dead_sync; its history is
- * forgotten under the lock, as every change to a history is.
- */
-void
-mq_dead_purged(struct mq_spool *sp, const struct mq_dead *d)
-{
-	unlinkat(sp->reason, d->n.id, 0);
-	mq_reason_drop(sp, d->n.id);
-	if (dead_lock(sp) == -1)
-		return;
-	(void)mq_history_forget(sp, &d->n);
-	dead_unlock(sp);
-}

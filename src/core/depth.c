@@ -507,12 +507,14 @@ cache_write(struct counting *c)
  * lock).
  */
 static int
-count_parked(void *arg, int dirfd, const char *name, const struct mq_name *nm)
+count_parked(void *arg, int dirfd, const char *name, const struct mq_name *nm,
+    uint64_t key)
 {
 	struct counting *c = arg;
 
 	(void)dirfd;
 	(void)name;
+	(void)key;
 	if (mq_fate(&c->reaper, nm) == MQ_FATE_LIVE)
 		c->n++;
 	return c->n >= c->limit;
@@ -568,9 +570,16 @@ mq_depth(struct mq_spool *sp, uint64_t limit, int parked_too, uint64_t *n)
 	 * (a parked message may not overtake its head), so counting what it
 	 * cannot drop would have it drop heads and the newest instead.
 	 */
-	if (parked_too && c.n < limit &&
-	    mq_group_parked(sp, count_parked, &c) == -1)
-		return -1;
+	if (parked_too && c.n < limit) {
+		struct mq_parked_walk w = { .fn = count_parked, .arg = &c };
+
+		if (mq_group_parked(sp, &w) == -1)
+			return -1;
+		if (w.failed != 0) {
+			errno = w.failed;
+			return -1;
+		}
+	}
 	*n = c.n < limit ? c.n : limit;
 	return 0;
 }

@@ -671,25 +671,41 @@ mq_group_unpark(struct mq_spool *sp, int leaf, const char *name,
 	return r;
 }
 
-/* A walk of every parked message (mq_group_parked). */
-struct parked {
-	mq_parked_fn	 fn;
-	void		*arg;
-	int		 stop;	/* fn said so */
-};
-
+/*
+ * The leaf dirfd/name's messages handed to w->fn, listed first (what fn
+ * renames away must not upset the listing).  A leaf removed meanwhile
+ * held nothing; one that cannot be read is passed, its errno kept.
+ */
 static int
-parked_one(void *arg, int dirfd, const char *name)
+parked_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
+    unsigned prio)
 {
-	struct parked *w = arg;
+	struct mq_parked_walk *w = arg;
+	struct mq_names names;
 	struct mq_name nm;
-	int r;
+	size_t i;
+	int fd, r = 0;
 
-	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
-		return 0;
-	if ((r = w->fn(w->arg, dirfd, name, &nm)) == 1)
-		w->stop = 1;
-	return r;
+	(void)prio;
+	if (digits != MQ_KEY_DIGITS)
+		return MQ_TREE_INTO;
+	if ((fd = mq_opendirat(dirfd, name)) == -1 ||
+	    mq_names_read(fd, DT_REG, NULL, &names) == -1) {
+		if (errno != ENOENT)
+			w->failed = errno;
+		if (fd != -1)
+			close(fd);
+		return MQ_TREE_NEXT;
+	}
+	for (i = 0; i < names.n && r == 0; i++)
+		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0)
+			r = w->fn(w->arg, fd, names.v[i], &nm, key);
+	mq_names_free(&names);
+	close(fd);
+	if (r == -1)
+		return -1;
+	w->stopped = r == 1;
+	return r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
 /*
@@ -714,54 +730,72 @@ leaf_each(int dirfd, const char *name, int (*fn)(void *, int, const char *),
 	return 0;
 }
 
+/* A head half way through its burial (leaving.NAME.dead), to w->leaving. */
 static int
-parked_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
-    unsigned prio)
+parked_leaving(void *arg, int gfd, const char *name)
 {
-	struct parked *w = arg;
-	int r;
+	struct mq_parked_walk *w = arg;
+	struct mq_name nm;
+	int dead;
 
-	(void)key;
-	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if ((r = leaf_each(dirfd, name, parked_one, w)) != 0)
-		return r == 1 ? MQ_TREE_NEXT : -1;
-	return w->stop ? MQ_TREE_STOP : MQ_TREE_NEXT;
+	if (mq_group_leaving_parse(name, &nm, &dead) == -1 || !dead)
+		return 0;
+	return w->leaving(w->arg, gfd, name, &nm);
 }
 
 static int
 parked_group(void *arg, int groups, const char *name)
 {
-	struct mq_tree t = { .fn = parked_step, .arg = arg, .tolerant = 1 };
-	struct parked *w = arg;
-	int fd, r;
+	struct mq_parked_walk *w = arg;
+	struct mq_tree t = { .fn = parked_step, .arg = w, .tolerant = 1 };
+	int fd, r = 0;
 
-	if (!mq_group_valid(name) || (fd = mq_opendirat(groups, name)) == -1)
+	if (!mq_group_valid(name))
 		return 0;
-	r = mq_tree_walk(&t, fd);
+	if (w->group != NULL && (r = w->group(w->arg, name)) != 0)
+		return r;
+	if ((fd = mq_opendirat(groups, name)) == -1) {
+		if (errno != ENOENT)
+			w->failed = errno;
+		return 0;
+	}
+	if (w->leaving != NULL &&
+	    (r = mq_dir_each(fd, DT_REG, parked_leaving, w)) == -1 &&
+	    errno == ENOENT)
+		r = 0;
+	if (r == 1)
+		w->stopped = 1;
+	else if (r == 0)
+		r = mq_tree_walk(&t, fd);
 	close(fd);
 	if (r == -1)
 		return -1;
-	return w->stop;
+	return w->stopped;
 }
 
 /*
  * Hands every message parked behind the head of a group (not the heads,
- * which are in new/ or cur/) to fn, with its leaf (open for the call),
- * its name and its parsed name, group by group, unsorted: fn returns 0 to
- * go on, 1 to stop, -1 on error (errno: the walk ends).  Names only: no
- * stat.  A leaf or group removed meanwhile held nothing.  0, or -1.
+ * which are in new/ or cur/) to w->fn, with its leaf (open for the call),
+ * its name, its parsed name and the leaf's key, group by group, each
+ * leaf listed before its messages are handed on; before a group,
+ * w->group (if set) is told its name, and w->leaving (if set) each head a
+ * crash left half way through its burial.  Each returns 0 to go on, 1 to
+ * stop the walk, -1 on error (errno: the walk ends).  Names only: no
+ * stat.  The one walk of what groups hold (not mq-ls's: look.c walks them
+ * in order, naming each directory it cannot read): a group or leaf
+ * removed meanwhile held nothing; one that cannot be read is passed and
+ * its errno kept in w->failed.  0, or -1.
  */
 int
-mq_group_parked(struct mq_spool *sp, mq_parked_fn fn, void *arg)
+mq_group_parked(struct mq_spool *sp, struct mq_parked_walk *w)
 {
-	struct parked w = { .fn = fn, .arg = arg };
 	int groups, r;
 
+	w->failed = 0;
+	w->stopped = 0;
 	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(groups, DT_DIR, parked_group, &w);
+	r = mq_dir_each(groups, DT_DIR, parked_group, w);
 	return r == -1 ? -1 : 0;
 }
 
@@ -825,6 +859,28 @@ finish_leave(struct sweeping *w, int gfd, const char *what,
 	if (w->report != NULL)
 		w->report(what, dead ? "unfinished burial: buried" :
 		    "unfinished ack: acked");
+	return 0;
+}
+
+/*
+ * The leaves of gfd that keep (is_leaving: every one; is_leaving_dead:
+ * burials only) accepts, finished (finish_leave); *failed is the errno of
+ * the last that could not be (0: none).  -1 when gfd cannot be listed.
+ */
+static int
+finish_leaves(struct sweeping *w, int gfd, const char *what,
+    int (*keep)(const char *), int *failed)
+{
+	struct mq_names leaving;
+	size_t i;
+
+	*failed = 0;
+	if (mq_names_read(gfd, DT_REG, keep, &leaving) == -1)
+		return -1;
+	for (i = 0; i < leaving.n; i++)
+		if (finish_leave(w, gfd, what, leaving.v[i]) == -1)
+			*failed = errno;
+	mq_names_free(&leaving);
 	return 0;
 }
 
@@ -911,7 +967,7 @@ static int
 sweep_group(void *arg, int groups, const char *group)
 {
 	struct sweeping *w = arg;
-	struct mq_names aside, leaving;
+	struct mq_names aside;
 	struct stat turn;
 	size_t i;
 	int gfd, r = 0, saved, unfinished = 0;
@@ -938,12 +994,7 @@ sweep_group(void *arg, int groups, const char *group)
 		mq_names_free(&aside);
 	}
 	/* Leaves killed half way: finished first, as they would have. */
-	if (mq_names_read(gfd, DT_REG, is_leaving, &leaving) == 0) {
-		for (i = 0; i < leaving.n; i++)
-			if (finish_leave(w, gfd, what, leaving.v[i]) == -1)
-				unfinished = errno;
-		mq_names_free(&leaving);
-	}
+	(void)finish_leaves(w, gfd, what, is_leaving, &unfinished);
 	/* A turn whose message was removed by hand: nobody holds it. */
 	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    turn.st_nlink == 1 && unlinkat(gfd, TURN, 0) == 0 &&
@@ -1004,21 +1055,19 @@ mq_group_bury_unfinished(struct mq_spool *sp, const char *group,
     void (*report)(const char *, const char *))
 {
 	struct sweeping w = { sp, report };
-	struct mq_names leaving;
 	char what[MQ_GROUP_MAX + 16];
-	size_t i;
-	int gfd, r = 0, saved;
+	int gfd, r = 0, saved, failed;
 
 	if ((gfd = group_lock(sp, group, 0, 0, NULL)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	snprintf(what, sizeof(what), "group %s", group);
-	if (mq_names_read(gfd, DT_REG, is_leaving_dead, &leaving) == 0) {
-		for (i = 0; i < leaving.n; i++)
-			if (finish_leave(&w, gfd, what, leaving.v[i]) == -1)
-				r = -1;
-		mq_names_free(&leaving);
-	} else if (errno != ENOENT)
+	if (finish_leaves(&w, gfd, what, is_leaving_dead, &failed) == -1) {
+		if (errno != ENOENT)
+			r = -1;
+	} else if (failed != 0) {
+		errno = failed;
 		r = -1;
+	}
 	saved = errno;
 	close(gfd);
 	errno = saved;

@@ -1,11 +1,13 @@
 /*
- * leave.c: a live message leaves the spool, one way for every leaver (an
- * ack, mq-rm): a group's head hands its turn on as it goes (group.c's
- * mq_group_leave, which takes its history along); any other is unlinked
- * under its group's lock, if it has one, so that no claim gives it the
- * turn meanwhile; then its death history goes, after it (a crash between
- * leaves an orphan history, harmless: history.c).  A dead letter leaves
- * by its purge (dead.c), whose reason and history wait for a sync.
+ * leave.c: a message leaves the spool, one way for every leaver.  A live
+ * one (an ack, mq-rm): a group's head hands its turn on as it goes
+ * (group.c's mq_group_leave, which takes its history along); any other is
+ * unlinked under its group's lock, if it has one, so that no claim gives
+ * it the turn meanwhile; then its death history goes, after it (a crash
+ * between leaves an orphan history, harmless: history.c).  A dead letter
+ * (mq-dlq purge, mq-rm): unlinked under the lock of dead/ that redrives
+ * take too, its reason, last reason and history gone only once dead/ is
+ * synced.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,4 +39,46 @@ mq_leave(struct mq_spool *sp, int dirfd, const char *name,
 		(void)mq_history_forget(sp, nm);
 	errno = saved;
 	return r;
+}
+
+/*
+ * Under the same lock as a redrive.  Its reason, last reason and history
+ * go by mq_dead_purged, once dead/ is synced (one sync for a run of
+ * purges): removed before, a power cut could keep their removal and undo
+ * the purge, and the dead letter come back without its reason.
+ */
+int
+mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
+{
+	int r;
+
+	if (mq_spool_need(sp, 0) == -1 || mq_dead_lock(sp) == -1)
+		return -1;
+	r = unlinkat(sp->dead, d->name, 0);
+	mq_dead_unlock(sp);
+	return r;
+}
+
+/* Makes the purges made so far durable: one sync of dead/. */
+int
+mq_dead_sync(struct mq_spool *sp)
+{
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	return mq_fsync_dir(sp->dead);
+}
+
+/*
+ * What a purge of d leaves, for after mq_dead_sync; its history is
+ * forgotten under the lock, as every change to a history is.
+ */
+void
+mq_dead_purged(struct mq_spool *sp, const struct mq_dead *d)
+{
+	unlinkat(sp->reason, d->n.id, 0);
+	mq_reason_drop(sp, d->n.id);
+	if (mq_dead_lock(sp) == -1)
+		return;
+	(void)mq_history_forget(sp, &d->n);
+	mq_dead_unlock(sp);
 }

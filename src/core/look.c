@@ -697,7 +697,8 @@ dead_pass(struct look *l)
 	l->group = NULL;
 	snprintf(l->dir, sizeof(l->dir), "%s", MQ_DIR_DEAD);
 	l->in = MQ_IN_DEAD;
-	if ((r = flat(l, l->sp->fd, MQ_DIR_DEAD, dead_one)) != 0)
+	if ((r = flat(l, l->sp->fd, MQ_DIR_DEAD, dead_one)) != 0 ||
+	    l->lk->buried_only)
 		return r;
 	if ((l->seen & AREA_NEW || (states & BIT(MQ_LOOK_READY)) == 0 ||
 	    (states & BIT(MQ_LOOK_DELAYED)) == 0) &&

@@ -467,9 +467,17 @@ int	 mq_group_leave(struct mq_spool *, int, const char *,
 	    const struct mq_name *, const char *, int *);
 void	 mq_group_unlock(int *);
 int	 mq_group_unpark(struct mq_spool *, int, const char *, const char *);
-typedef int (*mq_parked_fn)(void *, int, const char *,
-	    const struct mq_name *);
-int	 mq_group_parked(struct mq_spool *, mq_parked_fn, void *);
+struct mq_parked_walk {
+	int	(*fn)(void *, int, const char *, const struct mq_name *,
+		    uint64_t);
+	int	(*group)(void *, const char *);		/* or NULL */
+	int	(*leaving)(void *, int, const char *,	/* or NULL */
+		    const struct mq_name *);
+	void	*arg;
+	int	 failed;	/* a group or leaf not read: its errno */
+	int	 stopped;
+};
+int	 mq_group_parked(struct mq_spool *, struct mq_parked_walk *);
 int	 mq_group_leaving_parse(const char *, struct mq_name *, int *);
 int	 mq_group_mend(struct mq_spool *, const char *);
 int	 mq_group_bury_unfinished(struct mq_spool *, const char *,
@@ -547,6 +555,9 @@ int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
 int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
 	    struct mq_placer *, int *, struct stat *);
+int	 mq_dead_lock(struct mq_spool *);
+void	 mq_dead_unlock(struct mq_spool *);
+/* leave.c: a dead letter leaves (a purge) */
 int	 mq_dead_purge(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_sync(struct mq_spool *);
 void	 mq_dead_purged(struct mq_spool *, const struct mq_dead *);
@@ -666,6 +677,8 @@ struct mq_looker {
 	uint64_t now;
 	uint64_t ttl_ms;	/* the spool's (0: none) */
 	const char *id;		/* only the message of this ID; NULL: all */
+	int	 buried_only;	/* dead: dead/'s only (mq-dlq), not those
+				   past their time to live where they wait */
 	int	(*fn)(void *, const struct mq_look *);
 	/* A directory that cannot be read (where, errno): the walk goes on. */
 	void	(*fail)(void *, const char *, int);

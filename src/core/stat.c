@@ -131,19 +131,18 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 
 /* A group's parked messages are blocked: waiting, not claimable yet. */
 static int
-count_parked(void *arg, int dirfd, const char *name, int digits,
-    uint64_t key, unsigned prio)
+count_parked(void *arg, int leaf, const char *name, const struct mq_name *nm,
+    uint64_t key)
 {
 	struct counter *c = arg;
-	struct counter sub = *c;
+	int r;
 
-	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	sub.parked = 1;
-	sub.key = key;
-	return count_in(dirfd, name, DT_REG, count_new, &sub) == -1 ? -1 :
-	    MQ_TREE_NEXT;
+	(void)nm;
+	c->parked = 1;
+	c->key = key;
+	r = count_new(c, leaf, name);
+	c->parked = 0;
+	return r;
 }
 
 /*
@@ -152,44 +151,30 @@ count_parked(void *arg, int dirfd, const char *name, int digits,
  * burial's end will give it: now.
  */
 static int
-count_leaving(void *arg, int dirfd, const char *name)
+count_leaving(void *arg, int gfd, const char *name, const struct mq_name *nm)
 {
 	struct counter *c = arg;
-	struct mq_name nm;
-	int dead;
 
-	if (mq_group_leaving_parse(name, &nm, &dead) == -1 || !dead)
-		return 0;
+	(void)nm;
 	count_dead_at(c, c->now);
-	add_bytes(c, dirfd, name);
+	add_bytes(c, gfd, name);
 	return 0;
 }
 
-static int
-count_group(void *arg, int dirfd, const char *name)
-{
-	struct mq_tree t = { .fn = count_parked, .arg = arg, .tolerant = 1 };
-	int fd, r;
-
-	if (!mq_group_valid(name) || (fd = mq_opendirat(dirfd, name)) == -1)
-		return 0;
-	r = mq_dir_each(fd, DT_REG, count_leaving, arg);
-	if (r == 0)
-		r = mq_tree_walk(&t, fd);
-	close(fd);
-	return r == -1 ? -1 : 0;
-}
-
+/* What the groups hold: one walk of them all (mq_group_parked). */
 static int
 count_groups(struct mq_spool *sp, struct counter *c)
 {
-	int fd, r;
+	struct mq_parked_walk w = { .fn = count_parked,
+	    .leaving = count_leaving, .arg = c };
 
-	if ((fd = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(fd, DT_DIR, count_group, c);
-	close(fd);
-	return r == -1 && errno == ENOENT ? 0 : r;
+	if (mq_group_parked(sp, &w) == -1)
+		return -1;
+	if (w.failed != 0) {
+		errno = w.failed;
+		return -1;
+	}
+	return 0;
 }
 
 /* A lease, in the state look.c gives it (mq_state_leased). */

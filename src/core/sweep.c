@@ -169,29 +169,31 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 }
 
 /*
- * A group's tree, its leaves as new/'s (expire_step), once its burials
- * left half way by a crash are finished: what its callers were told is
- * dead is then in dead/, where mq-dlq looks.
+ * A group's burials left half way by a crash are finished before its
+ * parked messages are looked at: what its callers were told is dead is
+ * then in dead/, where mq-dlq looks.
  */
 static int
-expire_group(void *arg, int groups, const char *name)
+expire_unfinished(void *arg, const char *group)
 {
 	struct reclaimer *rc = arg;
-	struct mq_tree t = { .fn = expire_step, .arg = rc, .tolerant = 1 };
-	int fd;
 
-	if (!mq_group_valid(name))
-		return 0;
-	if (mq_group_bury_unfinished(rc->sp, name, rc->report) == -1)
+	if (mq_group_bury_unfinished(rc->sp, group, rc->report) == -1)
 		rc->failed = errno;
-	if ((fd = mq_opendirat(groups, name)) == -1) {
-		if (errno != ENOENT)
-			rc->failed = errno;
-		return 0;
-	}
-	if (mq_tree_walk(&t, fd) == -1)
+	return 0;
+}
+
+/* A parked message, as new/'s (expire_step): one that fails is passed. */
+static int
+expire_parked(void *arg, int leaf, const char *name, const struct mq_name *nm,
+    uint64_t key)
+{
+	struct reclaimer *rc = arg;
+	int gone;
+
+	(void)key;
+	if (reap_one(rc, leaf, name, nm, &gone) == -1)
 		rc->failed = errno;
-	close(fd);
 	return 0;
 }
 
@@ -219,16 +221,16 @@ mq_expire(struct mq_spool *sp, void (*report)(const char *, const char *))
 {
 	struct reclaimer rc;
 	struct mq_tree t = { .fn = expire_step, .arg = &rc, .tolerant = 1 };
+	struct mq_parked_walk w = { .fn = expire_parked,
+	    .group = expire_unfinished, .arg = &rc };
 	uint64_t wake = UINT64_MAX;
-	int r, groups;
+	int r;
 
 	reclaimer_init(&rc, sp, MQ_REAP_EXPIRY, report);
-	if ((groups = mq_opendirat(sp->fd, MQ_DIR_GROUPS)) != -1) {
-		if (mq_dir_each(groups, DT_DIR, expire_group, &rc) == -1)
-			rc.failed = errno;
-		close(groups);
-	} else if (errno != ENOENT)
+	if (mq_group_parked(sp, &w) == -1)
 		rc.failed = errno;
+	else if (w.failed != 0)
+		rc.failed = w.failed;
 	r = mq_tree_walk(&t, sp->new);
 	if (mq_expired_scan(sp, rc.reaper.now, INT32_MAX, expire_lease, &rc,
 	    &wake) == -1)
