@@ -34,7 +34,8 @@ BSD_LIBS = -Wl,-Bstatic `pkg-config --static --libs libbsd-overlay` \
 
 # The layers (src/README): the core, libmq.a, which the tools and the
 # relay are built on and which knows neither; the tools, a thin main each
-# and the engines of mq-send and mq-recv (fan.c, work.c); the relay.
+# and the engines of mq-send and mq-recv (fan.c; work.c and job.c); the
+# relay.
 CORE = src/core
 TOOLS = src/tools
 RELAY = src/relay
@@ -103,9 +104,10 @@ build-deps:
 TOOLOBJ = $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
 	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
 	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o \
-	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/cli.o
+	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/job.o $(TOOLS)/cli.o
 $(LIBOBJ) $(TOOLOBJ): $(CORE)/mq.h $(CORE)/compat.h
 $(TOOLOBJ): $(TOOLS)/tools.h
+$(TOOLS)/work.o $(TOOLS)/job.o: $(TOOLS)/job.h
 
 $(LIBMQ): $(LIBOBJ)
 	rm -f $@
@@ -114,7 +116,7 @@ $(LIBMQ): $(LIBOBJ)
 # Each program is its main, cli.c and the core; mq-send and mq-recv their
 # engine.
 bin/mq-send: $(TOOLS)/mq-send.o $(TOOLS)/fan.o
-bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o
+bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o $(TOOLS)/job.o
 bin/mq-ack: $(TOOLS)/mq-ack.o
 bin/mq-sweep: $(TOOLS)/mq-sweep.o
 bin/mq-dlq: $(TOOLS)/mq-dlq.o
@@ -124,7 +126,7 @@ bin/mq-ls: $(TOOLS)/mq-ls.o
 bin/mq-show: $(TOOLS)/mq-show.o
 bin/mq-rm: $(TOOLS)/mq-rm.o
 ENGINE_mq-send = $(TOOLS)/fan.o
-ENGINE_mq-recv = $(TOOLS)/work.o
+ENGINE_mq-recv = $(TOOLS)/work.o $(TOOLS)/job.o
 $(BIN): $(TOOLS)/cli.o $(LIBMQ)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(TOOLS)/$(@F).o $(ENGINE_$(@F)) \

@@ -33,7 +33,8 @@ core_calls() {
 
 # The layers are directories (src/README): src/core is libmq.a, whole, and
 # knows neither the tools nor the relay; src/tools holds the mains and
-# their engines (fan.c, work.c: tools.h), src/relay mq-relay's files.
+# their engines (fan.c, work.c and job.c: tools.h, job.h), src/relay
+# mq-relay's files.
 @test "core: the layers: src/core is libmq.a and includes nothing of src/tools or src/relay" {
 	top="$BATS_TEST_DIRNAME/.."
 	run ar t "$top/src/core/libmq.a"
@@ -47,7 +48,8 @@ core_calls() {
 	# The engines and their structs are the tools', not the core's.
 	run grep -nE 'struct mq_(fan|work|target) \{' "$top/src/core/mq.h"
 	assert_failure 1
-	for f in "$top"/src/*/mq-*.c "$top"/src/tools/fan.c "$top"/src/tools/work.c; do
+	for f in "$top"/src/*/mq-*.c "$top"/src/tools/fan.c "$top"/src/tools/work.c \
+	    "$top"/src/tools/job.c; do
 		case $f in
 		*/src/tools/*) ;;
 		*/src/relay/mq-relay.c) ;;
@@ -83,7 +85,7 @@ core_calls() {
 @test "core: no main touches a state directory's fd or reads a receipt's layout" {
 	src="$BATS_TEST_DIRNAME/../src/tools"
 	run grep -nE '\bsp(\.|->)(fd|tmp|new|cur|dead|reason|last)\b|\.bucket\b|\b(openat|renameat|unlinkat|mq_spool_spares)\(|(strlen|strn?cmp)\([^)]*MQ_DIR_' \
-	    "$src"/mq-*.c "$src"/work.c
+	    "$src"/mq-*.c "$src"/work.c "$src"/job.c
 	assert_failure 1
 	assert_output ""
 }

@@ -4,8 +4,8 @@
  * cli.c, shared by every
  * program; the engines that one tool each runs, which print what they do
  * and may exit, as a tool does: fan.c, mq-send's writing into one spool
- * or several, and work.c, mq-recv's worker mode.  Their state is theirs,
- * not the core's.
+ * or several, and work.c, mq-recv's worker mode (its jobs' processes in
+ * job.c, job.h).  Their state is theirs, not the core's.
  */
 #ifndef MQ_TOOLS_H
 #define MQ_TOOLS_H

@@ -1,14 +1,16 @@
 /*
  * work.c: worker mode of mq-recv.  Each claimed message is handed to a job
- * (the command, with the body on its standard input); while the job runs
+ * (the command, with the body on its standard input: job.c); while it runs
  * its lease is extended every third of the lease, and when it ends its exit
  * status decides: 0 acks, MQ_JOB_DEAD dead-letters at once, anything else
  * releases the message with exponential backoff until its last attempt,
  * which dead-letters it.
  *
  * One process and one poll(2) loop: the doorbell of new/, a self-pipe for
- * signals, and each job's stderr (and stdout with --tag), read a line at a
- * time so that lines of parallel jobs never mix.  A claim is made only for
+ * signals, and each job's stderr (and stdout with --tag), which job.c
+ * passes on a line at a time.  The loop owns the leases: job.c starts,
+ * signals and reaps processes and knows nothing of a message but the
+ * body and the environment it is handed.  A claim is made only for
  * a free slot, so a worker holds at most `slots` leases and a worker that
  * dies strands no more than that: their leases run out and the messages
  * are handed out again.
@@ -25,8 +27,6 @@
  * by CONF_GAP_MS at least, which bounds their cost and the delay alike.
  */
 #include <sys/types.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <err.h>
@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <paths.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,26 +43,15 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "job.h"
 #include "tools.h"
 
-#define LINE_BUF	4096	/* longer lines are passed on in pieces */
-#define LAST_MAX	256	/* kept of a job's last line on stderr */
 #define KILL_GRACE_MS	5000	/* from SIGTERM to SIGKILL */
 #define NEVER		UINT64_MAX
 #define CONF_GAP_MS	100	/* the least time between two conf reads */
 
-extern char **environ;
-
-struct stream {
-	int	 fd;		/* read end of the job's pipe, or -1 */
-	int	 to;		/* our fd it is passed on to */
-	int	 midline;	/* part of the current line was passed on */
-	size_t	 len;
-	char	 buf[LINE_BUF];
-};
-
 struct job {
-	pid_t	 pid;		/* 0: a free slot */
+	struct mq_job	 p;	/* its process; p.pid 0: a free slot */
 	char	 id[MQ_ID_LEN + 1];
 	char	 receipt[PATH_MAX];
 	unsigned attempt;
@@ -77,27 +65,18 @@ struct job {
 	int	 timed_out;
 	int	 stopped;	/* killed by a second stop signal */
 	int	 lost;
-	struct stream out, err;
-	char	 last[LAST_MAX];
 };
 
 /*
- * What starting a job needs, made in the worker before it forks (see
- * spawn): the command's file, and the job's environment, which is the
- * worker's own without the names below, then this job's values of them.
+ * What a job is told of its message, in its environment; the worker's own
+ * values of these names are not passed on (mq_command_init).
  */
 enum { E_ID, E_RECEIPT, E_ATTEMPT, E_PRIORITY, E_DEATHS, E_GROUP, E_KEY,
     E_DIR, E_NVARS };
 static const char *const varnames[E_NVARS] = { "MQ_ID", "MQ_RECEIPT",
     "MQ_ATTEMPT", "MQ_PRIORITY", "MQ_DEATHS", "MQ_GROUP", "MQ_KEY", "MQ_DIR" };
 
-struct launch {
-	char	*path;		/* argv[0]'s file, or NULL: to be found */
-	int	 searched;	/* path was found in $PATH */
-	char	**shargv;	/* sh path arg ...: for a script without #! */
-	char	**envp;
-	size_t	 nenv;		/* of the worker's own, kept */
-	pid_t	 parent;	/* the worker */
+struct env {
 	char	 id[sizeof("MQ_ID=") + MQ_ID_LEN];
 	char	 receipt[sizeof("MQ_RECEIPT=") + PATH_MAX];
 	char	 attempt[sizeof("MQ_ATTEMPT=") + 10];
@@ -106,16 +85,7 @@ struct launch {
 	char	 group[sizeof("MQ_GROUP=") + MQ_GROUP_MAX];
 	char	 key[sizeof("MQ_KEY=") + MQ_KEY_MAX];
 	char	*dir;		/* MQ_DIR=, the spool's real path */
-};
-
-/* What the child does between vfork and exec: all of it made before. */
-struct kid {
-	const char *path;
-	char	*const *argv, *const *envp, *const *shargv;
-	int	 body, out, err;
-	volatile int *failed;	/* the child's errno when it could not exec */
-	sigset_t mask;		/* to be restored */
-	pid_t	 parent;
+	char	*vars[E_NVARS + 1];
 };
 
 struct worker {
@@ -138,8 +108,8 @@ struct worker {
 	uint64_t	 conf_at;	/* when it was read */
 	uint64_t	 conf_due;	/* read it again then; NEVER: no need */
 	uint64_t	 now;
-	sigset_t	 sigs;		/* the signals we handle */
-	struct launch	 ln;
+	struct mq_command cmd;
+	struct env	 env;		/* the job being started's */
 	struct mq_waiter w;		/* the spool's doorbell */
 	struct pollfd	*pfd;		/* 2 + 2 a slot */
 	uint64_t	 wake;		/* the next delay due; NEVER: none */
@@ -167,435 +137,66 @@ on_signal(int sig)
 	errno = saved;
 }
 
-static const int handled[] = { SIGCHLD, SIGTERM, SIGINT };
+/*
+ * The signals whose disposition the worker changes, every one of which a
+ * job has back at its default (mq_command_signals): the first CAUGHT are
+ * caught, a byte each down the self-pipe; SIGHUP is ignored, as a hang-up
+ * of the terminal or a reload must not stop the worker, and SIGPIPE, as a
+ * closed stdout is reported by write, not by dying.
+ */
+static const int changed[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGPIPE };
+#define CAUGHT		3
+#define NCHANGED	(sizeof(changed) / sizeof(changed[0]))
 
 static void
-signals_setup(sigset_t *set)
+signals_setup(struct worker *wk)
 {
 	struct sigaction sa;
+	sigset_t set;
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
 	sigemptyset(&sa.sa_mask);
-	sigemptyset(set);
-	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
-		sigaction(handled[i], &sa, NULL);
-		sigaddset(set, handled[i]);
+	sigemptyset(&set);
+	for (i = 0; i < CAUGHT; i++) {
+		sigaction(changed[i], &sa, NULL);
+		sigaddset(&set, changed[i]);
 	}
-	/* A hang-up of the terminal or a reload must not stop the worker. */
-	signal(SIGHUP, SIG_IGN);
-	/* A closed stdout is reported by write, not by dying. */
-	signal(SIGPIPE, SIG_IGN);
+	for (; i < NCHANGED; i++)
+		signal(changed[i], SIG_IGN);
+	mq_command_signals(&wk->cmd, changed, NCHANGED, &set);
 }
 
-static int
-cloexec_pipe(int p[2], int nonblock_read)
+/* The environment's values for j (mq_job_start). */
+static char *const *
+job_env(struct worker *wk, const struct job *j)
 {
-	if (mq_pipe_cloexec(p) == -1)
-		return -1;
-	/* A new pipe's end has no other status flag to keep. */
-	if (nonblock_read)
-		fcntl(p[0], F_SETFL, O_NONBLOCK);
-	return 0;
-}
+	struct env *v = &wk->env;
+	char **e = v->vars;
 
-/* In a child: make from the fd to, kept across exec. */
-static int
-move_fd(int from, int to)
-{
-	if (from == to)
-		return fcntl(to, F_SETFD, 0);
-	return dup2(from, to) == -1 ? -1 : 0;
-}
-
-/*
- * The environment of every job: the worker's, without the names a job
- * gets its own values of (one the worker inherited, say MQ_GROUP, is not
- * this message's), with room for them at its end.
- */
-static void
-launch_init(struct launch *l, const char *real)
-{
-	size_t n = 0, i, k, len;
-
-	memset(l, 0, sizeof(*l));
-	l->parent = getpid();
-	for (i = 0; environ[i] != NULL; i++)
-		;
-	l->envp = xreallocarray(NULL, i + E_NVARS + 1, sizeof(*l->envp));
-	for (i = 0; environ[i] != NULL; i++) {
-		for (k = 0; k < E_NVARS; k++) {
-			len = strlen(varnames[k]);
-			if (strncmp(environ[i], varnames[k], len) == 0 &&
-			    environ[i][len] == '=')
-				break;
-		}
-		if (k == E_NVARS)
-			l->envp[n++] = environ[i];
-	}
-	l->nenv = n;
-	len = strlen("MQ_DIR=") + strlen(real) + 1;
-	l->dir = xmalloc(len);
-	snprintf(l->dir, len, "MQ_DIR=%s", real);
-}
-
-static void
-launch_free(struct launch *l)
-{
-	free(l->envp);
-	free(l->dir);
-	free(l->path);
-	free(l->shargv);
-}
-
-/* The environment for j, in l->envp. */
-static void
-launch_env(struct launch *l, const struct job *j)
-{
-	char **e = l->envp + l->nenv;
-
-	snprintf(l->id, sizeof(l->id), "MQ_ID=%s", j->id);
-	snprintf(l->receipt, sizeof(l->receipt), "MQ_RECEIPT=%s", j->receipt);
-	snprintf(l->attempt, sizeof(l->attempt), "MQ_ATTEMPT=%u", j->attempt);
-	snprintf(l->prio, sizeof(l->prio), "MQ_PRIORITY=%u", j->prio);
-	snprintf(l->deaths, sizeof(l->deaths), "MQ_DEATHS=%u", j->deaths);
-	*e++ = l->id;
-	*e++ = l->receipt;
-	*e++ = l->attempt;
-	*e++ = l->prio;
-	*e++ = l->deaths;
+	snprintf(v->id, sizeof(v->id), "MQ_ID=%s", j->id);
+	snprintf(v->receipt, sizeof(v->receipt), "MQ_RECEIPT=%s", j->receipt);
+	snprintf(v->attempt, sizeof(v->attempt), "MQ_ATTEMPT=%u", j->attempt);
+	snprintf(v->prio, sizeof(v->prio), "MQ_PRIORITY=%u", j->prio);
+	snprintf(v->deaths, sizeof(v->deaths), "MQ_DEATHS=%u", j->deaths);
+	*e++ = v->id;
+	*e++ = v->receipt;
+	*e++ = v->attempt;
+	*e++ = v->prio;
+	*e++ = v->deaths;
 	if (j->group[0] != '\0') {
-		snprintf(l->group, sizeof(l->group), "MQ_GROUP=%s", j->group);
-		*e++ = l->group;
+		snprintf(v->group, sizeof(v->group), "MQ_GROUP=%s", j->group);
+		*e++ = v->group;
 	}
 	if (j->key[0] != '\0') {
-		snprintf(l->key, sizeof(l->key), "MQ_KEY=%s", j->key);
-		*e++ = l->key;
+		snprintf(v->key, sizeof(v->key), "MQ_KEY=%s", j->key);
+		*e++ = v->key;
 	}
-	*e++ = l->dir;
+	*e++ = v->dir;
 	*e = NULL;
-}
-
-/*
- * Finds argv[0] as execvp(3) would: a name with a slash is used as it is,
- * else the first regular file that may be executed in a directory of
- * $PATH (an empty one: the current directory), in order.  Found once,
- * before the first claim (mq_work), and again only when its exec fails
- * (spawn).  -1 with errno: EACCES when something of that name was found
- * that cannot be run, else ENOENT (or stat's, for a name with a slash).
- */
-static int
-launch_find(struct launch *l, char *const argv[])
-{
-	char cspath[PATH_MAX], buf[PATH_MAX];
-	const char *path, *p, *end, *name = argv[0];
-	size_t dlen, nlen = strlen(name), n;
-	int eacces = 0;
-	struct stat st;
-
-	free(l->path);
-	l->path = NULL;
-	l->searched = 0;
-	if (nlen == 0) {
-		errno = ENOENT;
-		return -1;
-	}
-	if (strchr(name, '/') != NULL) {
-		/* As execve would fail: checked before a message is claimed. */
-		if (stat(name, &st) == -1)
-			return -1;
-		if (!S_ISREG(st.st_mode) || access(name, X_OK) == -1) {
-			errno = EACCES;
-			return -1;
-		}
-		l->path = xstrdup(name);
-	} else {
-		if ((path = getenv("PATH")) == NULL) {
-			if (confstr(_CS_PATH, cspath, sizeof(cspath)) == 0)
-				strlcpy(cspath, "/bin:/usr/bin", sizeof(cspath));
-			path = cspath;
-		}
-		for (p = path; l->path == NULL; p = end + 1) {
-			if ((end = strchr(p, ':')) == NULL)
-				end = p + strlen(p);
-			dlen = end - p;
-			if (dlen + 1 + nlen < sizeof(buf)) {
-				memcpy(buf, p, dlen);
-				n = dlen;
-				if (dlen > 0)
-					buf[n++] = '/';
-				memcpy(buf + n, name, nlen + 1);
-				if (stat(buf, &st) == 0) {
-					if (S_ISREG(st.st_mode) &&
-					    access(buf, X_OK) == 0)
-						l->path = xstrdup(buf);
-					else
-						eacces = 1;
-				} else if (errno == EACCES)
-					eacces = 1;
-			}
-			if (*end == '\0')
-				break;
-		}
-		if (l->path == NULL) {
-			errno = eacces ? EACCES : ENOENT;
-			return -1;
-		}
-		l->searched = 1;
-	}
-	/* As execvp, a file without #! that the system cannot run is sh's. */
-	for (n = 0; argv[n] != NULL; n++)
-		;
-	free(l->shargv);
-	l->shargv = xreallocarray(NULL, n + 2, sizeof(*l->shargv));
-	l->shargv[0] = _PATH_BSHELL;
-	l->shargv[1] = l->path;
-	memcpy(l->shargv + 2, argv + 1, n * sizeof(*argv));
-	return 0;
-}
-
-/*
- * The child of vfork: it shares the worker's memory until its exec, so it
- * writes none of it but *k->failed when it cannot exec (and errno, which
- * the worker does not use after a vfork that succeeded), calls nothing
- * that allocates or takes a lock, and makes only system calls.  Signal
- * handlers are its own: those of the worker are put back to the default
- * first, so that no signal arriving before the exec runs one of them
- * (they are blocked until then, too).
- */
-static void __dead __attribute__((__noinline__))
-child(const struct kid *k)
-{
-	struct sigaction sa;
-	size_t i;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	/*
-	 * Its own group: a Ctrl-C meant for the worker lets jobs finish.  One
-	 * that came before the child left the worker's group is pending
-	 * (blocked) here: ignored first, it is dropped, not delivered at the
-	 * unblocking before exec.
-	 */
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	setpgid(0, 0);
-	sa.sa_handler = SIG_DFL;
-	for (i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
-		sigaction(handled[i], &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
-	if (mq_die_with_parent() == -1)
-		goto fail;
-	if (getppid() != k->parent)
-		_exit(127);
-	if (move_fd(k->body, STDIN_FILENO) == -1 ||
-	    (k->out != -1 && move_fd(k->out, STDOUT_FILENO) == -1) ||
-	    move_fd(k->err, STDERR_FILENO) == -1)
-		goto fail;
-	sigprocmask(SIG_SETMASK, &k->mask, NULL);
-	execve(k->path, k->argv, k->envp);
-	if (errno == ENOEXEC)
-		execve(_PATH_BSHELL, k->shargv, k->envp);
-fail:
-	*k->failed = errno;
-	_exit(127);
-}
-
-/*
- * Starts the command for j with body on its standard input.  Like
- * posix_spawn, it returns only once the command runs or has failed to
- * (-1, errno set): vfork returns when the child has exec'd or exited, and
- * a child that could not exec left its errno in the memory it shared
- * with the worker, as glibc's posix_spawn does (no pipe to make, read and
- * close for each job).
- *
- * vfork, not fork: a fork copies the worker's page tables and makes each
- * page it writes afterwards a copy-on-write fault, which on a machine with
- * dear page faults costs more than the job's own start; a vforked child
- * borrows the worker's memory until it execs, so whatever it needs is
- * made before (launch_env, launch_find) and it only makes system calls
- * (child).  Not posix_spawn, which does the same inside (clone with
- * CLONE_VM|CLONE_VFORK on glibc) but cannot set the parent-death signal
- * that takes a job with a killed worker (mq_die_with_parent).
- */
-static int
-spawn(struct worker *wk, struct job *j, int body)
-{
-	struct launch *l = &wk->ln;
-	struct kid k;
-	sigset_t old;
-	int outp[2] = { -1, -1 }, errp[2], e, tries;
-	volatile int failed;
-	pid_t pid;
-
-	launch_env(l, j);
-	for (tries = 0;; tries++) {
-		if (l->path == NULL && launch_find(l, wk->opt->argv) == -1)
-			return -1;
-		if (wk->opt->tag && cloexec_pipe(outp, 1) == -1)
-			return -1;
-		if (cloexec_pipe(errp, 1) == -1) {
-			e = errno;
-			if (outp[0] != -1) {
-				close(outp[0]);
-				close(outp[1]);
-			}
-			errno = e;
-			return -1;
-		}
-		k.path = l->path;
-		k.argv = wk->opt->argv;
-		k.envp = l->envp;
-		k.shargv = l->shargv;
-		k.body = body;
-		k.out = outp[1];
-		k.err = errp[1];
-		k.failed = &failed;
-		failed = 0;
-		k.parent = l->parent;
-		/* No handler of ours may run in the child before exec. */
-		sigprocmask(SIG_BLOCK, &wk->sigs, &k.mask);
-		old = k.mask;
-		pid = vfork();
-		if (pid == 0)
-			child(&k);
-		e = errno;
-		/*
-		 * The child is in its own group (setpgid) by now, as vfork
-		 * returns once it has exec'd or exited.
-		 */
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		if (outp[1] != -1)
-			close(outp[1]);
-		close(errp[1]);
-		if (pid > 0 && failed != 0) {
-			e = failed;
-			while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-				;
-			pid = -1;
-		}
-		if (pid > 0)
-			break;
-		if (outp[0] != -1)
-			close(outp[0]);
-		close(errp[0]);
-		outp[0] = outp[1] = -1;
-		/*
-		 * The file found in $PATH before may have gone since, or
-		 * another come first: looked for again once, as execvp would.
-		 */
-		if (tries == 0 && l->searched && (e == ENOENT || e == EACCES ||
-		    e == ENOTDIR)) {
-			free(l->path);
-			l->path = NULL;
-			continue;
-		}
-		errno = e;
-		return -1;
-	}
-	j->pid = pid;
-	j->out.fd = outp[0];
-	j->out.to = STDOUT_FILENO;
-	j->err.fd = errp[0];
-	j->err.to = STDERR_FILENO;
-	return 0;
-}
-
-static void
-write_all(int fd, struct iovec *iov, int n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		if ((w = writev(fd, iov, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return;		/* output lost; the job goes on */
-		}
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= w;
-		}
-	}
-}
-
-/* Passes on a piece of a line, tagged at its start with --tag. */
-static void
-emit(struct worker *wk, struct job *j, struct stream *s, const char *p,
-    size_t len, int eol)
-{
-	struct iovec iov[4];
-	int n = 0;
-
-	if (!s->midline && s == &j->err && len > 0) {
-		size_t keep = len < LAST_MAX - 1 ? len : LAST_MAX - 1;
-
-		memcpy(j->last, p, keep);
-		j->last[keep] = '\0';
-	}
-	if (!s->midline && wk->opt->tag) {
-		iov[n].iov_base = j->id;
-		iov[n++].iov_len = strlen(j->id);
-		iov[n].iov_base = "\t";
-		iov[n++].iov_len = 1;
-	}
-	iov[n].iov_base = (char *)p;
-	iov[n++].iov_len = len;
-	if (eol) {
-		iov[n].iov_base = "\n";
-		iov[n++].iov_len = 1;
-	}
-	write_all(s->to, iov, n);
-	s->midline = !eol;
-}
-
-/* Reads what the job wrote; at the end, passes on a last partial line. */
-static void
-drain(struct worker *wk, struct job *j, struct stream *s, int final)
-{
-	char *nl;
-	ssize_t n;
-	size_t off;
-
-	if (s->fd == -1)
-		return;
-	for (;;) {
-		n = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		s->len += n;
-		off = 0;
-		while ((nl = memchr(s->buf + off, '\n', s->len - off))) {
-			emit(wk, j, s, s->buf + off, nl - (s->buf + off), 1);
-			off = nl - s->buf + 1;
-		}
-		if (off == 0 && s->len == sizeof(s->buf)) {
-			emit(wk, j, s, s->buf, s->len, 0);
-			off = s->len;
-		}
-		memmove(s->buf, s->buf + off, s->len - off);
-		s->len -= off;
-		if (!final)
-			break;
-	}
-	if (n == 0 || final) {
-		if (s->len > 0 || s->midline)
-			emit(wk, j, s, s->buf, s->len, 1);
-		s->len = 0;
-		close(s->fd);
-		s->fd = -1;
-	}
+	return v->vars;
 }
 
 static struct job *
@@ -604,7 +205,7 @@ free_slot(struct worker *wk)
 	int i;
 
 	for (i = 0; i < wk->opt->slots; i++)
-		if (wk->jobs[i].pid == 0)
+		if (wk->jobs[i].p.pid == 0)
 			return &wk->jobs[i];
 	return NULL;
 }
@@ -750,7 +351,6 @@ start(void *arg, const char *rcpt, const char *id)
 	int body, got, st, e;
 
 	memset(j, 0, sizeof(*j));
-	j->out.fd = j->err.fd = -1;
 	strlcpy(j->id, id, sizeof(j->id));
 	if (strlcpy(j->receipt, rcpt, sizeof(j->receipt)) >=
 	    sizeof(j->receipt)) {
@@ -787,7 +387,8 @@ start(void *arg, const char *rcpt, const char *id)
 			    wk->rc.n.keyhash);
 		j->key[0] = '\0';
 	}
-	if (body == -1 || spawn(wk, j, body) == -1) {
+	if (body == -1 || mq_job_start(&wk->cmd, &j->p, body, job_env(wk, j),
+	    wk->opt->tag ? j->id : NULL) == -1) {
 		e = errno;
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
@@ -796,7 +397,6 @@ start(void *arg, const char *rcpt, const char *id)
 			snprintf(reason, sizeof(reason), "cannot run %s: %s",
 			    wk->opt->argv[0], strerror(e));
 		}
-		j->pid = 0;
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 		/* Not the message's fault: it goes back as it came. */
@@ -895,14 +495,12 @@ ack(struct worker *wk, struct job *j)
 static void
 finish(struct worker *wk, struct job *j, int ws)
 {
-	char why[64], cause[sizeof(why) + 2 + LAST_MAX], t[32];
+	char why[64], cause[sizeof(why) + 2 + MQ_JOB_LAST_MAX], t[32];
 	char *reason, *shown;
 	size_t len;
 	uint64_t delay;
 
-	drain(wk, j, &j->out, 1);
-	drain(wk, j, &j->err, 1);
-	j->pid = 0;
+	mq_job_end(&j->p);
 	wk->running--;
 	wk->now = mq_now_ms();
 	if (j->lost) {
@@ -921,7 +519,7 @@ finish(struct worker *wk, struct job *j, int ws)
 	 * repeat it, as it was passed on when the job wrote it.
 	 */
 	snprintf(cause, sizeof(cause), "%s%s%s", why,
-	    j->last[0] != '\0' ? ": " : "", j->last);
+	    j->p.last[0] != '\0' ? ": " : "", j->p.last);
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
 		release(wk, j, wk->now, NULL);
@@ -950,9 +548,9 @@ reap(struct worker *wk)
 	int ws, i;
 
 	/* Every child is a running job: none left, none to ask for. */
-	while (wk->running > 0 && (pid = waitpid(-1, &ws, WNOHANG)) > 0) {
+	while (wk->running > 0 && (pid = mq_job_reap(&ws)) > 0) {
 		for (i = 0; i < wk->opt->slots; i++) {
-			if (wk->jobs[i].pid == pid) {
+			if (wk->jobs[i].p.pid == pid) {
 				finish(wk, &wk->jobs[i], ws);
 				break;
 			}
@@ -987,12 +585,6 @@ heartbeat(struct worker *wk, struct job *j)
 	strlcpy(j->receipt, out, sizeof(j->receipt));
 }
 
-static void
-signal_job(struct job *j, int sig)
-{
-	kill(-j->pid, sig);
-}
-
 /* The timers of every job: heartbeats, --timeout, SIGKILL after grace. */
 static uint64_t
 timers(struct worker *wk)
@@ -1003,7 +595,7 @@ timers(struct worker *wk)
 
 	for (i = 0; i < wk->opt->slots; i++) {
 		j = &wk->jobs[i];
-		if (j->pid == 0)
+		if (j->p.pid == 0)
 			continue;
 		if (j->beat <= wk->now)
 			heartbeat(wk, j);
@@ -1011,11 +603,11 @@ timers(struct worker *wk)
 			j->timed_out = 1;
 			j->deadline = NEVER;
 			j->kill_at = wk->now + KILL_GRACE_MS;
-			signal_job(j, SIGTERM);
+			mq_job_signal(&j->p, SIGTERM);
 		}
 		if (j->kill_at <= wk->now) {
 			j->kill_at = NEVER;
-			signal_job(j, SIGKILL);
+			mq_job_signal(&j->p, SIGKILL);
 		}
 		if (j->beat < next)
 			next = j->beat;
@@ -1043,11 +635,11 @@ on_stop(struct worker *wk)
 	}
 	for (i = 0; i < wk->opt->slots; i++) {
 		j = &wk->jobs[i];
-		if (j->pid == 0 || j->stopped)
+		if (j->p.pid == 0 || j->stopped)
 			continue;
 		j->stopped = 1;
 		j->kill_at = wk->now + KILL_GRACE_MS;
-		signal_job(j, SIGTERM);
+		mq_job_signal(&j->p, SIGTERM);
 	}
 }
 
@@ -1129,6 +721,8 @@ rung(struct worker *wk)
 static void
 worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 {
+	size_t len;
+
 	memset(wk, 0, sizeof(*wk));
 	wk->opt = opt;
 	wk->sp = sp;
@@ -1144,16 +738,21 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	memset(wk->jobs, 0, opt->slots * sizeof(*wk->jobs));
 	wk->pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots,
 	    sizeof(*wk->pfd));
-	if (mq_spool_real(sp) == -1 || cloexec_pipe(sigpipe, 1) == -1)
+	if (mq_spool_real(sp) == -1 || mq_pipe_cloexec(sigpipe) == -1)
 		err(MQ_EX_SYS, "%s", sp->path);
-	launch_init(&wk->ln, sp->real);
-	if (launch_find(&wk->ln, opt->argv) == -1) {
+	/* A new pipe's end has no other status flag to keep. */
+	fcntl(sigpipe[0], F_SETFL, O_NONBLOCK);
+	mq_command_init(&wk->cmd, opt->argv, varnames, E_NVARS);
+	len = strlen("MQ_DIR=") + strlen(sp->real) + 1;
+	wk->env.dir = xmalloc(len);
+	snprintf(wk->env.dir, len, "MQ_DIR=%s", sp->real);
+	if (mq_command_find(&wk->cmd) == -1) {
 		if (errno == ENOENT && strchr(opt->argv[0], '/') == NULL)
 			errx(MQ_EX_SYS, "%s: command not found", opt->argv[0]);
 		err(MQ_EX_SYS, "%s", opt->argv[0]);
 	}
 	fcntl(sigpipe[1], F_SETFL, fcntl(sigpipe[1], F_GETFL) | O_NONBLOCK);
-	signals_setup(&wk->sigs);
+	signals_setup(wk);
 	/* Watch before the first look, so that no ring falls in between. */
 	if (mq_wait_open(&wk->w, sp) == -1) {
 		if (errno == ENOENT)
@@ -1291,9 +890,9 @@ wait_once(struct worker *wk, int64_t timeout)
 		pfd[n++].events = POLLIN;
 	}
 	for (i = 0; i < opt->slots; i++) {
-		pfd[n].fd = wk->jobs[i].pid ? wk->jobs[i].out.fd : -1;
+		pfd[n].fd = wk->jobs[i].p.pid ? wk->jobs[i].p.out.fd : -1;
 		pfd[n++].events = POLLIN;
-		pfd[n].fd = wk->jobs[i].pid ? wk->jobs[i].err.fd : -1;
+		pfd[n].fd = wk->jobs[i].p.pid ? wk->jobs[i].p.err.fd : -1;
 		pfd[n++].events = POLLIN;
 	}
 	for (i = 0; i < n; i++)
@@ -1309,12 +908,12 @@ wait_once(struct worker *wk, int64_t timeout)
 	if (watching)
 		doorbell(wk, wfd, pfd[i++].revents);
 	for (s = 0; s < opt->slots; s++, i += 2) {
-		if (wk->jobs[s].pid == 0)
+		if (wk->jobs[s].p.pid == 0)
 			continue;
 		if (pfd[i].revents)
-			drain(wk, &wk->jobs[s], &wk->jobs[s].out, 0);
+			mq_job_read(&wk->jobs[s].p, &wk->jobs[s].p.out);
 		if (pfd[i + 1].revents)
-			drain(wk, &wk->jobs[s], &wk->jobs[s].err, 0);
+			mq_job_read(&wk->jobs[s].p, &wk->jobs[s].p.err);
 	}
 	if (child) {
 		before = wk->running;
@@ -1337,7 +936,8 @@ worker_close(struct worker *wk)
 	mq_keys_close(&wk->keys);
 	close(sigpipe[0]);
 	close(sigpipe[1]);
-	launch_free(&wk->ln);
+	mq_command_free(&wk->cmd);
+	free(wk->env.dir);
 	free(wk->jobs);
 	free(wk->pfd);
 	if (wk->status != MQ_EX_OK)
