@@ -235,6 +235,36 @@ core_calls() {
 	[ "$output" -gt 20 ] || fail "work.c: $output definitions found"
 }
 
+# mq-recv's worker mode is two files (src/README): job.c is a job's
+# process (found, started, its output passed on, signalled, reaped) and
+# knows nothing of the spool; work.c is the loop, which settles the
+# messages through the core and makes no process of its own (its
+# self-pipe is the core's mq_pipe_cloexec).
+@test "core: work.c starts and reaps no process, job.c settles no message" {
+	src="$BATS_TEST_DIRNAME/../src/tools"
+	assert_file_exist "$src/work.o"
+	assert_file_exist "$src/job.o"
+	procs='fork|vfork|execve|execv|execvp|execvpe|execl|execle|execlp|fexecve'
+	procs="$procs|posix_spawnp?|posix_spawn_.*|pipe|pipe2|dup|dup2|dup3"
+	procs="$procs|wait|waitpid|wait3|wait4|waitid|kill|killpg|setpgid"
+	run sh -c "nm -P '$src/work.o' | awk '\$2 == \"U\" { print \$1 }' |
+	    grep -E '^($procs)$'"
+	assert_failure 1
+	assert_output ""
+	# Of the core, job.c calls only what makes a job's output pipe.
+	run sh -c "nm -P '$src/job.o' | awk '\$2 == \"U\" && \$1 ~ /^mq_/ { print \$1 }' |
+	    grep -vx mq_pipe_cloexec"
+	assert_failure 1
+	assert_output ""
+	# The rule sees the calls: each object makes those of its own side.
+	run sh -c "nm -P '$src/job.o' | awk '\$2 == \"U\" { print \$1 }'"
+	assert_line vfork
+	assert_line waitpid
+	run sh -c "nm -P '$src/work.o' | awk '\$2 == \"U\" { print \$1 }'"
+	assert_line mq_receipt_ack
+	assert_line mq_job_start
+}
+
 # mq-relay (RabbitMQ): broker.c, push.c and pull.c sit above the core as
 # work.c does, and only they and mq-relay.c's main speak AMQP; none of
 # them is in libmq.a, and no other program is linked with rabbitmq-c.
