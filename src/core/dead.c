@@ -609,8 +609,13 @@ dead_met(void *arg, const struct mq_look *m)
 	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode)))
 		return 0;
 	if (ls->n == ls->cap) {
-		ls->cap = ls->cap ? ls->cap * 2 : 64;
-		ls->v = xreallocarray(ls->v, ls->cap, sizeof(*ls->v));
+		size_t cap = ls->cap ? ls->cap * 2 : 64;
+		struct mq_dead *v;
+
+		if ((v = reallocarray(ls->v, cap, sizeof(*v))) == NULL)
+			return -1;
+		ls->v = v;
+		ls->cap = cap;
 	}
 	strlcpy(ls->v[ls->n].name, m->name, sizeof(ls->v[ls->n].name));
 	ls->v[ls->n++].n = m->n;
@@ -666,7 +671,10 @@ mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 
 	if (dead_look(sp, NULL, &ls) == -1)
 		return -1;
-	*out = ls.v != NULL ? ls.v : xmalloc(sizeof(**out));
+	/* Never NULL: a caller may bsearch it, whose base must not be. */
+	if (ls.v == NULL && (ls.v = malloc(sizeof(*ls.v))) == NULL)
+		return -1;
+	*out = ls.v;
 	*count = ls.n;
 	return 0;
 }
