@@ -147,7 +147,11 @@ mq_expired_scan(struct mq_spool *sp, uint64_t now, int limit,
 
 	if (mq_names_read(sp->cur, DT_DIR, mq_is_cur_bucket, &buckets) == -1)
 		return -1;
-	secs = xreallocarray(NULL, buckets.n + 1, sizeof(*secs));
+	if ((secs = reallocarray(NULL, buckets.n + 1, sizeof(*secs))) ==
+	    NULL) {
+		mq_names_free(&buckets);
+		return -1;
+	}
 	nb = buckets.n;
 	for (i = 0; i < nb; i++)
 		mq_cur_bucket_parse(buckets.v[i], &secs[i]);

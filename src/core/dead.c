@@ -213,7 +213,7 @@ mq_reason_drop(struct mq_spool *sp, const char *id)
  * The reason of a death for attempts, one form wherever it is buried:
  * "max attempts; last: LAST" (LAST: the last release's reason, cut to
  * what a reason may hold), or "max attempts" without one (or an empty
- * one).  The caller frees it.
+ * one).  The caller frees it; NULL (ENOMEM) when memory ran out.
  */
 char *
 mq_reason_spent(const char *last, size_t len, size_t *outlen)
@@ -224,11 +224,12 @@ mq_reason_spent(const char *last, size_t len, size_t *outlen)
 
 	if (len == 0) {
 		*outlen = strlen(MQ_REASON_MAX_ATTEMPTS);
-		return xstrdup(MQ_REASON_MAX_ATTEMPTS);
+		return strdup(MQ_REASON_MAX_ATTEMPTS);
 	}
 	if (len > REASON_MAX - hlen)
 		len = REASON_MAX - hlen;
-	r = xmalloc(hlen + len + 1);
+	if ((r = malloc(hlen + len + 1)) == NULL)
+		return NULL;
 	memcpy(r, head, hlen);
 	memcpy(r + hlen, last, len);
 	r[hlen + len] = '\0';
@@ -488,10 +489,11 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 		struct mq_interment *q;
 
 		if (b->queue == NULL)
-			b->queue = xreallocarray(NULL, INTERMENTS,
+			b->queue = reallocarray(NULL, INTERMENTS,
 			    sizeof(*b->queue));
-		q = &b->queue[b->nqueue];
-		if ((q->from = fcntl(from, F_DUPFD_CLOEXEC, 0)) == -1) {
+		q = b->queue != NULL ? &b->queue[b->nqueue] : NULL;
+		if (q == NULL ||
+		    (q->from = fcntl(from, F_DUPFD_CLOEXEC, 0)) == -1) {
 			saved = errno;
 			if (mine && still_mine(b, nm->id))
 				unlinkat(sp->reason, nm->id, 0);
@@ -579,10 +581,19 @@ mq_bury_spent(struct mq_spool *sp, int from, const char *name,
 	size_t len, rlen;
 	int r, saved;
 
-	if (mq_reason_last(sp, nm->id, &last, &len) != 0)
+	/*
+	 * A last reason that cannot be read is left out; memory run out
+	 * buries nothing, as it would bury the message without it.
+	 */
+	if ((r = mq_reason_last(sp, nm->id, &last, &len)) != 0) {
 		len = 0;
+		if (r == -1 && errno == ENOMEM)
+			return -1;
+	}
 	reason = mq_reason_spent(last, len, &rlen);
 	free(last);
+	if (reason == NULL)
+		return -1;
 	r = mq_bury(sp, from, name, nm, reason, rlen);
 	saved = errno;
 	free(reason);
@@ -749,13 +760,15 @@ reason_read(int dirfd, const char *id, char **buf, size_t *len)
 /*
  * A dead letter's stored reason (reason/ID); the caller frees *buf.
  * Returns 1 (and no bytes) when there is none: a message buried on a full
- * file system has none; -1 (and no bytes) when it cannot be read.
+ * file system has none; -1 (and no bytes) when it cannot be read, or
+ * memory ran out (ENOMEM, *buf NULL).
  */
 int
 mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 {
-	*buf = xmalloc(REASON_MAX);
 	*len = 0;
+	if ((*buf = malloc(REASON_MAX)) == NULL)
+		return -1;
 	if (mq_spool_need(sp, 0) == -1)
 		return -1;
 	return reason_read(sp->reason, id, buf, len);
@@ -768,8 +781,9 @@ mq_dead_reason(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 int
 mq_reason_last(struct mq_spool *sp, const char *id, char **buf, size_t *len)
 {
-	*buf = xmalloc(REASON_MAX);
 	*len = 0;
+	if ((*buf = malloc(REASON_MAX)) == NULL)
+		return -1;
 	if (mq_last_dir(sp, 0) == -1)
 		return errno == ENOENT ? 1 : -1;
 	return reason_read(sp->last, id, buf, len);
@@ -827,7 +841,8 @@ same_spool(const struct mq_spool *a, const struct mq_spool *b)
  * its own, and this death (history.c), in place before the body moves.
  * nm gets its count.  What cannot be read does not hold it back: a reason
  * that cannot be read is carried as none (NULL), a history as far as it
- * reads; only the writing of the new history can fail it.
+ * reads; only the writing of the new history can fail it, or memory run
+ * out, which would otherwise carry it short.
  */
 static int
 history_carry(struct mq_spool *sp, const struct mq_dead *d,
@@ -838,6 +853,8 @@ history_carry(struct mq_spool *sp, const struct mq_dead *d,
 	int got, saved;
 
 	got = mq_dead_reason(sp, d->n.id, &reason, &len);
+	if (got == -1 && errno == ENOMEM)
+		return -1;
 	got = mq_history_carry(sp, pl->sp, &d->n, got != 0 ? NULL : reason,
 	    len, &nm->deaths);
 	saved = errno;

@@ -145,9 +145,10 @@ precedes(uint64_t pa, uint64_t ka, uint64_t pb, uint64_t kb)
 
 /*
  * Parses the cache text buf (NUL-terminated, len bytes) into c->old; a
- * cache that is not whole and well-formed is left empty.
+ * cache that is not whole and well-formed is left empty.  -1 (ENOMEM)
+ * when memory ran out.
  */
-static void
+static int
 cache_parse(struct counting *c, const char *buf, size_t len)
 {
 	struct leafcount *v, *e;
@@ -158,8 +159,9 @@ cache_parse(struct counting *c, const char *buf, size_t len)
 	    strlen(CACHE_MAGIC)) != 0 ||
 	    (p = number(p + strlen(CACHE_MAGIC), '\n', 0, &n)) == NULL ||
 	    n > CACHE_MAX)
-		return;
-	v = xreallocarray(NULL, n > 0 ? n : 1, sizeof(*v));
+		return 0;
+	if ((v = reallocarray(NULL, n > 0 ? n : 1, sizeof(*v))) == NULL)
+		return -1;
 	for (i = 0; i < n; i++) {
 		e = &v[i];
 		if ((p = number(p, ' ', 0, &e->prio)) == NULL ||
@@ -181,48 +183,64 @@ cache_parse(struct counting *c, const char *buf, size_t len)
 	}
 	if (i < n || p != buf + len) {
 		free(v);
-		return;
+		return 0;
 	}
 	c->old = v;
 	c->nold = n;
+	return 0;
 }
 
-/* Reads tmp/.depth, if it is a regular file of a sane size. */
-static void
+/*
+ * Reads tmp/.depth, if it is a regular file of a sane size; one that
+ * cannot be read is none.  -1 (ENOMEM) when memory ran out.
+ */
+static int
 cache_read(struct counting *c)
 {
 	struct stat st;
 	char *buf;
 	ssize_t r;
-	int fd;
+	int fd, rc = 0;
 
 	if ((fd = openat(c->sp->tmp, MQ_DEPTH_CACHE, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC)) == -1)
-		return;
+		return 0;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    st.st_size > (off_t)CACHE_MAX * CACHE_LINE_MAX) {
 		close(fd);
-		return;
+		return 0;
 	}
-	buf = xmalloc(st.st_size + 1);
+	if ((buf = malloc(st.st_size + 1)) == NULL) {
+		close(fd);
+		errno = ENOMEM;
+		return -1;
+	}
 	/* Replaced, never changed in place: one read has it all. */
 	r = read(fd, buf, st.st_size + 1);
 	close(fd);
 	if (r == st.st_size) {
 		buf[r] = '\0';
-		cache_parse(c, buf, r);
+		rc = cache_parse(c, buf, r);
 	}
 	free(buf);
+	return rc;
 }
 
-static void
+static int
 cache_add(struct counting *c, const struct leafcount *e)
 {
+	struct leafcount *v;
+	size_t cap;
+
 	if (c->nv == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 128;
-		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
+		cap = c->cap ? c->cap * 2 : 128;
+		if ((v = reallocarray(c->v, cap, sizeof(*c->v))) == NULL)
+			return -1;
+		c->v = v;
+		c->cap = cap;
 	}
 	c->v[c->nv++] = *e;
+	return 0;
 }
 
 static int
@@ -297,17 +315,23 @@ older(const struct counting *c, const struct timespec *m)
 }
 
 /* Keeps the name of an expired message, to be buried after the listing. */
-static void
+static int
 dead_add(struct counting *c, const char *name)
 {
+	char (*v)[MQ_NAME_MAX];
+	size_t cap;
+
 	if (strlen(name) >= MQ_NAME_MAX)
-		return;
+		return 0;
 	if (c->ndead == c->deadcap) {
-		c->deadcap = c->deadcap ? c->deadcap * 2 : 16;
-		c->dead = xreallocarray(c->dead, c->deadcap,
-		    sizeof(*c->dead));
+		cap = c->deadcap ? c->deadcap * 2 : 16;
+		if ((v = reallocarray(c->dead, cap, sizeof(*c->dead))) == NULL)
+			return -1;
+		c->dead = v;
+		c->deadcap = cap;
 	}
 	memcpy(c->dead[c->ndead++], name, strlen(name) + 1);
+	return 0;
 }
 
 /*
@@ -362,6 +386,7 @@ leaf_list(struct counting *c, int parent, const char *name,
 	e->n = 0;
 	e->sent = e->own = NEVER;
 	c->ndead = 0;
+	saved = 0;
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' ||
@@ -369,7 +394,10 @@ leaf_list(struct counting *c, int parent, const char *name,
 		    mq_name_parse(de->d_name, MQ_NEW, &nm) == -1)
 			continue;
 		if (mq_fate(&c->reaper, &nm) == MQ_FATE_EXPIRED) {
-			dead_add(c, de->d_name);
+			if (dead_add(c, de->d_name) == -1) {
+				saved = errno;
+				break;
+			}
 			continue;
 		}
 		e->n++;
@@ -379,7 +407,8 @@ leaf_list(struct counting *c, int parent, const char *name,
 			e->own = nm.sent + nm.ttl;
 	}
 	/* Removed while being read: it was empty. */
-	saved = de == NULL && errno != ENOENT ? errno : 0;
+	if (saved == 0)
+		saved = de == NULL && errno != ENOENT ? errno : 0;
 	if (saved == 0 && dead_bury(c, dirfd(d)) == -1)
 		saved = errno;
 	closedir(d);
@@ -420,7 +449,8 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	    o->sec == (uint64_t)st.st_mtim.tv_sec &&
 	    o->nsec == (uint64_t)st.st_mtim.tv_nsec && alive(c, o)) {
 		e = *o;
-		cache_add(c, &e);
+		if (cache_add(c, &e) == -1)
+			return -1;
 	} else {
 		if (!c->stamped)
 			stamp(c);
@@ -434,7 +464,8 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 		if (older(c, &m) && c->ndead == 0) {
 			e.sec = m.tv_sec;
 			e.nsec = m.tv_nsec;
-			cache_add(c, &e);
+			if (cache_add(c, &e) == -1)
+				return -1;
 		}
 	}
 	c->n += e.n;
@@ -451,7 +482,8 @@ count_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
  * Writes the cache learnt by a count, if it differs from the one read:
  * into the file stamp() made, renamed over tmp/.depth.  A count that
  * stopped at the limit keeps the entries of the leaves it did not reach.
- * Nothing here fails the count: a cache not written is a cache missed.
+ * Nothing here fails the count, not even memory run out: a cache not
+ * written is a cache missed.
  */
 static void
 cache_write(struct counting *c)
@@ -464,8 +496,8 @@ cache_write(struct counting *c)
 	if (c->stopped) {
 		for (i = c->next; i < c->nold; i++)
 			if (precedes(c->lastprio, c->last, c->old[i].prio,
-			    c->old[i].key))
-				cache_add(c, &c->old[i]);
+			    c->old[i].key) && cache_add(c, &c->old[i]) == -1)
+				return;
 	}
 	if (c->nv > CACHE_MAX)
 		c->nv = CACHE_MAX;
@@ -480,7 +512,8 @@ cache_write(struct counting *c)
 	if (c->tf.fd == -1)
 		return;
 	size = CACHE_LINE_MAX * (c->nv + 1);
-	buf = xmalloc(size);
+	if ((buf = malloc(size)) == NULL)
+		return;
 	len = snprintf(buf, size, "%s%zu\n", CACHE_MAGIC, c->nv);
 	for (i = 0; i < c->nv; i++) {
 		n = snprintf(line, sizeof(line), "%" PRIu64 " %0*" PRIx64
@@ -524,8 +557,9 @@ count_parked(void *arg, int dirfd, const char *name, const struct mq_name *nm,
  * Sets *n to the number of messages waiting in new/, or to limit when
  * there are that many or more: those not expired now, given the spool's
  * ttl (the reaper's).  The expired messages of the leaves it lists are
- * buried, with the reason "expired"; if any were, the doorbell is rung.  With parked_too (overflow=reject), the messages parked behind
- * the heads of groups are counted too.  Returns 0, or -1 on error.
+ * buried, with the reason "expired"; if any were, the doorbell is rung.
+ * With parked_too (overflow=reject), the messages parked behind the heads
+ * of groups are counted too.  Returns 0, or -1 on error.
  */
 int
 mq_depth(struct mq_spool *sp, uint64_t limit, int parked_too, uint64_t *n)
@@ -544,12 +578,11 @@ mq_depth(struct mq_spool *sp, uint64_t limit, int parked_too, uint64_t *n)
 	c.tf.sp = sp;
 	c.tf.fd = -1;
 	/* Without tmp/ there is no cache, and the count lists every leaf. */
-	if (sp->tmp != -1)
-		cache_read(&c);
-	else
+	if (sp->tmp == -1)
 		c.stamped = 1;
 	t.arg = &c;
-	if ((r = mq_tree_walk(&t, sp->new)) != -1)
+	if ((r = sp->tmp != -1 ? cache_read(&c) : 0) != -1 &&
+	    (r = mq_tree_walk(&t, sp->new)) != -1)
 		cache_write(&c);
 	saved = errno;
 	mq_tmp_abort(&c.tf);

@@ -684,24 +684,31 @@ parked_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	struct mq_names names;
 	struct mq_name nm;
 	size_t i;
-	int fd, r = 0;
+	int fd, r = 0, saved;
 
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1 ||
 	    mq_names_read(fd, DT_REG, NULL, &names) == -1) {
-		if (errno != ENOENT)
-			w->failed = errno;
+		r = errno;
 		if (fd != -1)
 			close(fd);
+		errno = r;
+		/* Memory run out ends the walk: it passes nothing it met. */
+		if (r == ENOMEM)
+			return -1;
+		if (r != ENOENT)
+			w->failed = r;
 		return MQ_TREE_NEXT;
 	}
 	for (i = 0; i < names.n && r == 0; i++)
 		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0)
 			r = w->fn(w->arg, fd, names.v[i], &nm, key);
+	saved = errno;
 	mq_names_free(&names);
 	close(fd);
+	errno = saved;
 	if (r == -1)
 		return -1;
 	w->stopped = r == 1;
@@ -877,7 +884,8 @@ finish_leaves(struct sweeping *w, int gfd, const char *what,
 	*failed = 0;
 	if (mq_names_read(gfd, DT_REG, keep, &leaving) == -1)
 		return -1;
-	for (i = 0; i < leaving.n; i++)
+	/* Memory run out ends it: it is no property of one leave. */
+	for (i = 0; i < leaving.n && *failed != ENOMEM; i++)
 		if (finish_leave(w, gfd, what, leaving.v[i]) == -1)
 			*failed = errno;
 	mq_names_free(&leaving);
@@ -982,19 +990,37 @@ sweep_group(void *arg, int groups, const char *group)
 	 * Links of promotes killed before their rename over turn: one whose
 	 * message left the tree (moved into new/, or claimed since) finishes
 	 * its promote, before a leave's could promote the next one; one whose
-	 * message is still in the tree was never moved, and goes.
+	 * message is still in the tree was never moved, and goes.  Memory
+	 * run out stops the mending where it is: what is left unlooked at
+	 * must not be promoted past.
 	 */
 	if (mq_names_read(gfd, DT_REG, is_aside, &aside) == 0) {
-		for (i = 0; i < aside.n; i++)
+		for (i = 0; i < aside.n && r != -1; i++) {
 			if (fstatat(gfd, aside.v[i], &turn,
-			    AT_SYMLINK_NOFOLLOW) == 0 && finish_promote(w->sp,
-			    gfd, aside.v[i], &turn) == 1 && w->report != NULL)
+			    AT_SYMLINK_NOFOLLOW) == -1)
+				continue;
+			if ((r = finish_promote(w->sp, gfd, aside.v[i],
+			    &turn)) == 1 && w->report != NULL)
 				w->report(what,
 				    "unfinished promote: given the turn");
+			r = r == -1 && errno == ENOMEM ? -1 : 0;
+		}
+		saved = errno;
 		mq_names_free(&aside);
-	}
+		errno = saved;
+	} else if (errno == ENOMEM)
+		r = -1;
+	if (r == -1)
+		goto out;
 	/* Leaves killed half way: finished first, as they would have. */
-	(void)finish_leaves(w, gfd, what, is_leaving, &unfinished);
+	if (finish_leaves(w, gfd, what, is_leaving, &unfinished) == -1 &&
+	    errno == ENOMEM)
+		unfinished = ENOMEM;
+	if (unfinished == ENOMEM) {
+		errno = ENOMEM;
+		r = -1;
+		goto out;
+	}
 	/* A turn whose message was removed by hand: nobody holds it. */
 	if (fstatat(gfd, TURN, &turn, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    turn.st_nlink == 1 && unlinkat(gfd, TURN, 0) == 0 &&
@@ -1013,6 +1039,7 @@ sweep_group(void *arg, int groups, const char *group)
 		errno = unfinished;
 		r = -1;
 	}
+out:
 	saved = errno;
 	close(gfd);
 	errno = saved;

@@ -171,8 +171,10 @@ mq_history_next(struct mq_history *h, struct mq_death *d)
 		return stop(h, EBADMSG);
 	if (len + 1 > h->cap) {
 		free(h->buf);
+		h->cap = 0;
+		if ((h->buf = malloc(len + 1)) == NULL)
+			return stop(h, errno);
 		h->cap = len + 1;
-		h->buf = xmalloc(h->cap);
 	}
 	if (fread(h->buf, 1, len, h->fp) != len || getc(h->fp) != '\n')
 		return stop(h, ferror(h->fp) ? errno : EBADMSG);
@@ -245,7 +247,7 @@ mq_history_carry(struct mq_spool *from, struct mq_spool *to,
 	struct mq_tmpfile tf;
 	char tmpname[MQ_ID_LEN + 1];
 	unsigned n = 0;
-	int dfd, saved;
+	int dfd, r, saved;
 
 	if (d->deaths >= MQ_DEATHS_MAX) {
 		errno = EOVERFLOW;
@@ -258,19 +260,26 @@ mq_history_carry(struct mq_spool *from, struct mq_spool *to,
 	 * a fragment that mq-sweep removes in time (mq_tmp_clean).
 	 */
 	mq_id_new(tmpname);
-	/* Unreadable: a history of none (mq_history_open leaves it so). */
-	(void)mq_history_open(&h, from, d);
+	/*
+	 * Unreadable: a history of none (mq_history_open leaves it so); but
+	 * memory run out is no property of the file, and fails the redrive
+	 * rather than cut its history short.
+	 */
+	if (mq_history_open(&h, from, d) == -1 && errno == ENOMEM)
+		return -1;
 	if (mq_tmp_create(&tf, to, tmpname) == -1) {
 		mq_history_close(&h);
 		return -1;
 	}
-	while (mq_history_next(&h, &one) == 1) {
+	while ((r = mq_history_next(&h, &one)) == 1) {
 		if (record_write(&tf, one.ms, one.attempts, one.reason,
 		    one.len) == -1)
 			goto fail;
 		n++;
 	}
-	/* r == -1: a read error or a malformed record ends what it carries. */
+	/* A read error or a malformed record ends what it carries. */
+	if (r == -1 && errno == ENOMEM)
+		goto fail;
 	mq_history_close(&h);
 	if (record_write(&tf, d->ms, d->attempts, reason, len) == -1 ||
 	    mq_tmp_close(&tf, MQ_TMP_SYNC_NOW) == -1 ||

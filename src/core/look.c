@@ -96,11 +96,23 @@ mq_look_state_parse(const char *s)
 	return -1;
 }
 
-/* A directory that cannot be read: told, and passed. */
-static void
-fail(struct look *l, const char *where, int e)
+/*
+ * A directory that cannot be read (errno e): told, and passed (0); one
+ * removed since it was met was empty.  Memory run out is no property of
+ * the directory: it ends the walk as fn's failure does (-1, errno e),
+ * rather than pass what could not be held.
+ */
+static int
+unread(struct look *l, const char *where, int e)
 {
-	l->lk->fail(l->lk->arg, where, e);
+	if (e == ENOMEM) {
+		l->failed = 1;
+		errno = e;
+		return -1;
+	}
+	if (e != ENOENT)
+		l->lk->fail(l->lk->arg, where, e);
+	return 0;
 }
 
 /*
@@ -261,7 +273,8 @@ gather_one(void *arg, int dirfd, const char *name)
 {
 	struct gather *g = arg;
 	struct mq_names *nl = &g->names;
-	size_t i;
+	char **v, *s;
+	size_t i, cap;
 
 	(void)dirfd;
 	/* A search by ID gathers nothing but its match. */
@@ -278,28 +291,37 @@ gather_one(void *arg, int dirfd, const char *name)
 		}
 		if (strcmp(name, nl->v[0]) >= 0)
 			return 0;
+		if ((s = strdup(name)) == NULL)
+			return -1;
 		free(nl->v[0]);
-		nl->v[0] = xstrdup(name);
+		nl->v[0] = s;
 		sift_down(nl->v, LEAF_KEEP, 0);
 		return 0;
 	}
 	if (nl->n == nl->cap) {
-		nl->cap = nl->cap ? nl->cap * 2 : 64;
-		if (nl->cap > LEAF_KEEP)
-			nl->cap = LEAF_KEEP;
-		nl->v = xreallocarray(nl->v, nl->cap + 1, sizeof(*nl->v));
+		cap = nl->cap ? nl->cap * 2 : 64;
+		if (cap > LEAF_KEEP)
+			cap = LEAF_KEEP;
+		if ((v = reallocarray(nl->v, cap + 1, sizeof(*nl->v))) == NULL)
+			return -1;
+		nl->v = v;
+		nl->cap = cap;
 	}
-	nl->v[nl->n++] = xstrdup(name);
+	if ((s = strdup(name)) == NULL)
+		return -1;
+	nl->v[nl->n++] = s;
 	return 0;
 }
 
 /*
- * Reads the next names of the leaf for g, sorted; -1 (told, unless it is
- * gone) on error.
+ * Reads the next names of the leaf for g, sorted: 0, 1 when it cannot be
+ * read (told, unless it is gone), -1 when the walk is to end (unread()).
  */
 static int
 gather(struct look *l, int fd, struct gather *g)
 {
+	int saved;
+
 	g->names.v = NULL;
 	g->names.n = g->names.cap = 0;
 	g->more = 0;
@@ -307,11 +329,9 @@ gather(struct look *l, int fd, struct gather *g)
 		mq_names_sort(&g->names);
 		return 0;
 	}
-	/* One removed since it was opened was empty. */
-	if (errno != ENOENT)
-		fail(l, l->dir, errno);
+	saved = errno;
 	mq_names_free(&g->names);
-	return -1;
+	return unread(l, l->dir, saved) == -1 ? -1 : 1;
 }
 
 /*
@@ -350,16 +370,15 @@ leaf(struct look *l, int dirfd, const char *name, uint64_t key,
 	int fd, r = 0, saved;
 
 	leaf_path(l, key, prio);
-	if ((fd = mq_opendirat(dirfd, name)) == -1) {
-		if (errno != ENOENT)
-			fail(l, l->dir, errno);
-		return MQ_TREE_NEXT;
-	}
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return unread(l, l->dir, errno) == -1 ? -1 : MQ_TREE_NEXT;
 	memset(&g, 0, sizeof(g));
 	g.l = l;
 	do {
-		if (gather(l, fd, &g) == -1)
+		if ((r = gather(l, fd, &g)) != 0) {
+			r = r == 1 ? 0 : -1;
 			break;
+		}
 		r = hand_sorted(l, fd, &g.names, key);
 		if (g.names.n > 0)
 			strlcpy(last, g.names.v[g.names.n - 1], sizeof(last));
@@ -407,8 +426,7 @@ walk(struct look *l, int root, const char *where)
 	if (l->failed)
 		return -1;
 	/* A level above the leaves that cannot be read ends this tree. */
-	fail(l, where, errno);
-	return 0;
+	return unread(l, where, errno);
 }
 
 static int
@@ -453,11 +471,8 @@ ordered_one(void *arg, int dirfd, const char *name)
 	if (!o->keep(name) ||
 	    (o->after != NULL && o->cmp(&name, &o->after) <= 0))
 		return 0;
-	if (o->v.n == o->v.cap) {
-		o->v.cap = o->v.cap ? o->v.cap * 2 : 64;
-		o->v.v = xreallocarray(o->v.v, o->v.cap, sizeof(*o->v.v));
-	}
-	o->v.v[o->v.n++] = xstrdup(name);
+	if (mq_names_add(&o->v, name) == -1)
+		return -1;
 	if (o->v.n == 2 * CHUNK)
 		ordered_cut(o);
 	return 0;
@@ -466,11 +481,15 @@ ordered_one(void *arg, int dirfd, const char *name)
 static int
 ordered_read(int dirfd, struct ordered *o)
 {
+	int saved;
+
 	o->v.v = NULL;
 	o->v.n = o->v.cap = 0;
 	o->more = 0;
 	if (mq_dir_each(dirfd, DT_DIR, ordered_one, o) == -1) {
+		saved = errno;
 		mq_names_free(&o->v);
+		errno = saved;
 		return -1;
 	}
 	ordered_cut(o);
@@ -496,7 +515,8 @@ name_cmp(const void *a, const void *b)
 /*
  * Calls fn for each name (in order) of the sub-directories of dirfd that
  * keep keeps, CHUNK at a time; fn answers as hand() does.  Returns 0, 1
- * stopped, or -1 when fn failed; a listing that fails is told as where.
+ * stopped, or -1 when fn failed; a listing that fails is told as where
+ * (unread()).
  */
 static int
 in_order(struct look *l, int dirfd, const char *where,
@@ -509,11 +529,8 @@ in_order(struct look *l, int dirfd, const char *where,
 	int r = 0;
 
 	do {
-		if (ordered_read(dirfd, &o) == -1) {
-			if (errno != ENOENT)
-				fail(l, where, errno);
-			return 0;
-		}
+		if (ordered_read(dirfd, &o) == -1)
+			return unread(l, where, errno);
 		for (i = 0; i < o.v.n && r == 0; i++)
 			r = fn(l, dirfd, o.v.v[i]);
 		if (o.v.n > 0)
@@ -551,11 +568,8 @@ flat(struct look *l, int parent, const char *name,
 {
 	int fd, r, saved;
 
-	if ((fd = mq_opendirat(parent, name)) == -1) {
-		if (errno != ENOENT)
-			fail(l, l->dir, errno);
-		return 0;
-	}
+	if ((fd = mq_opendirat(parent, name)) == -1)
+		return unread(l, l->dir, errno);
 	r = mq_dir_each(fd, l->type, fn, l);
 	saved = errno;
 	close(fd);
@@ -564,10 +578,7 @@ flat(struct look *l, int parent, const char *name,
 		return -1;
 	if (l->stopped)
 		return 1;
-	/* One removed since it was opened was empty. */
-	if (r == -1 && saved != ENOENT)
-		fail(l, l->dir, saved);
-	return 0;
+	return r == -1 ? unread(l, l->dir, saved) : 0;
 }
 
 /* A bucket of cur/, if this pass can find anything in it. */
@@ -610,11 +621,8 @@ leaving(struct look *l, int fd)
 	size_t i;
 	int dead, r = 0;
 
-	if (mq_names_read(fd, l->type, NULL, &names) == -1) {
-		if (errno != ENOENT)
-			fail(l, l->dir, errno);
-		return 0;
-	}
+	if (mq_names_read(fd, l->type, NULL, &names) == -1)
+		return unread(l, l->dir, errno);
 	mq_names_sort(&names);
 	l->in = MQ_IN_LEAVING;
 	for (i = 0; i < names.n && r == 0; i++)
@@ -633,14 +641,11 @@ static int
 group(struct look *l, int groupsfd, const char *name)
 {
 	char where[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + 1];
-	int fd, r = 0;
+	int fd, r = 0, saved;
 
 	snprintf(where, sizeof(where), "%s/%s", MQ_DIR_GROUPS, name);
-	if ((fd = mq_opendirat(groupsfd, name)) == -1) {
-		if (errno != ENOENT)
-			fail(l, where, errno);
-		return 0;
-	}
+	if ((fd = mq_opendirat(groupsfd, name)) == -1)
+		return unread(l, where, errno);
 	l->group = name;
 	if (l->pass == MQ_LOOK_DEAD) {
 		snprintf(l->dir, sizeof(l->dir), "%s", where);
@@ -649,7 +654,9 @@ group(struct look *l, int groupsfd, const char *name)
 	if (r == 0 && !l->leaving_only)
 		r = walk(l, fd, where);
 	l->group = NULL;
+	saved = errno;
 	close(fd);
+	errno = saved;
 	return r;
 }
 
@@ -657,17 +664,16 @@ group(struct look *l, int groupsfd, const char *name)
 static int
 groups_pass(struct look *l, enum mq_look_state pass)
 {
-	int fd, r;
+	int fd, r, saved;
 
 	l->pass = pass;
 	l->all = 1;
-	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_GROUPS)) == -1) {
-		if (errno != ENOENT)
-			fail(l, MQ_DIR_GROUPS, errno);
-		return 0;
-	}
+	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_GROUPS)) == -1)
+		return unread(l, MQ_DIR_GROUPS, errno);
 	r = in_order(l, fd, MQ_DIR_GROUPS, mq_group_valid, name_cmp, group);
+	saved = errno;
 	close(fd);
+	errno = saved;
 	return r;
 }
 
@@ -722,7 +728,7 @@ dead_pass(struct look *l)
  * cannot be read is told to lk->fail (where, from the spool root, and
  * errno) and passed: the walk goes on.  Returns 0 when it walked to the
  * end, 1 when fn stopped it (fn returned 1), -1 when fn failed (-1, with
- * errno set).
+ * errno set) or memory ran out (ENOMEM).
  */
 int
 mq_look(struct mq_spool *sp, const struct mq_looker *lk)

@@ -8,8 +8,9 @@
  * ever followed.  The layout is described in mq-spool(5); the words that
  * make it up are the macros below and no tool spells them itself.
  *
- * Core functions return -1 with errno set (or an mq_exit status) and
- * leave reporting and exiting to the tool.  src/README maps the files.
+ * Core functions return -1 with errno set (or an mq_exit status), ENOMEM
+ * when memory runs out, and leave reporting and exiting to the tool.
+ * src/README maps the files.
  */
 #ifndef MQ_H
 #define MQ_H
@@ -295,7 +296,7 @@ struct mq_tree {
 	void	*arg;
 	int	 sorted;	/* in key order (listed first), else as read */
 	int	 remove;	/* remove what is used, and levels passed */
-	int	 tolerant;	/* a level that cannot be read is passed */
+	int	 tolerant;	/* an unreadable level is passed (not ENOMEM) */
 	uint64_t now;		/* with remove: only what no sender fills */
 	int	 lowfirst;	/* sorted: trees from priority 0 up, else 9 down */
 };
@@ -446,8 +447,8 @@ int	 mq_depth_drop(struct mq_spool *, uint64_t, mq_drop_fn, void *);
 int	 mq_reclaim(struct mq_spool *, unsigned, void (*)(const char *,
 	    const char *));
 int	 mq_expire(struct mq_spool *, void (*)(const char *, const char *));
-void	 mq_prune(struct mq_spool *);
-void	 mq_tidy(struct mq_spool *);
+int	 mq_prune(struct mq_spool *);
+int	 mq_tidy(struct mq_spool *);
 int	 mq_tmp_clean(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
 int	 mq_keys_sweep(struct mq_spool *, void (*)(const char *, const char *));
@@ -680,7 +681,10 @@ struct mq_looker {
 	int	 buried_only;	/* dead: dead/'s only (mq-dlq), not those
 				   past their time to live where they wait */
 	int	(*fn)(void *, const struct mq_look *);
-	/* A directory that cannot be read (where, errno): the walk goes on. */
+	/*
+	 * A directory that cannot be read (where, errno): the walk goes on;
+	 * for lack of memory it ends instead (mq_look: -1, ENOMEM).
+	 */
 	void	(*fail)(void *, const char *, int);
 	void	*arg;
 };
@@ -748,6 +752,7 @@ struct mq_names {
 };
 int	 mq_dir_each(int, int, int (*)(void *, int, const char *), void *);
 int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
+int	 mq_names_add(struct mq_names *, const char *);
 void	 mq_names_sort(struct mq_names *);
 void	 mq_names_free(struct mq_names *);
 
@@ -757,15 +762,11 @@ struct mq_reader {
 	size_t	 len, off;
 	int	 eof;
 };
-void	 mq_reader_init(struct mq_reader *, int);
+int	 mq_reader_init(struct mq_reader *, int);
 int	 mq_reader_record(struct mq_reader *, int, char **);
 void	 mq_reader_free(struct mq_reader *);
 int	 mq_reader_pending(struct mq_reader *);
 int	 mq_reader_chunk(struct mq_reader *, int, const char **, size_t *,
 	    int *);
-
-void	*xmalloc(size_t);
-void	*xreallocarray(void *, size_t, size_t);
-char	*xstrdup(const char *);
 
 #endif

@@ -290,6 +290,17 @@ struct walk {
 static int	level(struct walk *, int, int);
 
 /*
+ * Whether a level that failed (errno) is passed: in a tolerant walk, but
+ * not when memory ran out, which is no property of the level and would
+ * pass what was never looked at.
+ */
+static int
+passable(const struct walk *w)
+{
+	return w->t->tolerant && errno != ENOMEM;
+}
+
+/*
  * Whether no sender can be filling the directory of the level of digits
  * keyed key any more: a sender fills a leaf for MQ_LEAF_SPAN_MS after its
  * key, so a directory is settled that long after the end of its range.
@@ -330,7 +341,7 @@ visit(struct walk *w, int dirfd, const char *name, int digits, uint64_t key)
 		if ((fd = mq_opendirat(dirfd, name)) == -1) {
 			if (errno == ENOENT)
 				return PASSED;
-			if (!t->tolerant)
+			if (!passable(w))
 				return -1;
 			break;
 		}
@@ -339,7 +350,7 @@ visit(struct walk *w, int dirfd, const char *name, int digits, uint64_t key)
 		saved = errno;
 		close(fd);
 		errno = saved;
-		if (r == -1 && !t->tolerant)
+		if (r == -1 && !passable(w))
 			return -1;
 		if (r == STOPPED || r == LATER)
 			return r;
@@ -476,7 +487,7 @@ tree(struct walk *w, int newfd, unsigned prio, struct mq_names *tops)
 	if ((fd = mq_opendirat(newfd, name)) == -1) {
 		if (errno == ENOENT)
 			return PASSED;
-		return w->t->tolerant ? PASSED : -1;
+		return passable(w) ? PASSED : -1;
 	}
 	r = level(w, fd, MQ_TOP_DIGITS);
 	saved = errno;
@@ -484,7 +495,7 @@ tree(struct walk *w, int newfd, unsigned prio, struct mq_names *tops)
 	if (r == PASSED && w->t->remove && w->left == 0)
 		unlinkat(newfd, name, AT_REMOVEDIR);
 	errno = saved;
-	return r == -1 && w->t->tolerant ? PASSED : r;
+	return r == -1 && passable(w) ? PASSED : r;
 }
 
 /*

@@ -128,6 +128,19 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 }
 
 /*
+ * What mq_expire passes over (errno e) is kept for the end (0); but
+ * memory run out is no property of one leaf or message, and ends it at
+ * once (-1, errno e).
+ */
+static int
+passed(struct reclaimer *rc, int e)
+{
+	rc->failed = e;
+	errno = e;
+	return e == ENOMEM ? -1 : 0;
+}
+
+/*
  * mq_expire's step: every level of every priority's tree, every leaf read
  * whole, due or not.  A
  * leaf that fails is passed (its error kept for the end): one unreadable
@@ -141,31 +154,34 @@ expire_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 	struct mq_names names;
 	struct mq_name nm;
 	size_t i;
-	int fd, gone;
+	int fd, gone, r = MQ_TREE_NEXT;
 
 	(void)key;
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
 	if ((fd = mq_opendirat(dirfd, name)) == -1) {
-		if (errno != ENOENT)
-			rc->failed = errno;
+		if (errno != ENOENT && passed(rc, errno) == -1)
+			return -1;
 		return MQ_TREE_NEXT;
 	}
 	/* Listed first: what is renamed away must not upset the listing. */
 	if (mq_names_read(fd, DT_REG, NULL, &names) == -1) {
-		if (errno != ENOENT)
-			rc->failed = errno;
+		if (errno != ENOENT && passed(rc, errno) == -1)
+			r = -1;
 		close(fd);
-		return MQ_TREE_NEXT;
+		errno = rc->failed;
+		return r;
 	}
-	for (i = 0; i < names.n; i++)
+	for (i = 0; i < names.n && r != -1; i++)
 		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0 &&
-		    reap_one(rc, fd, names.v[i], &nm, &gone) == -1)
-			rc->failed = errno;
+		    reap_one(rc, fd, names.v[i], &nm, &gone) == -1 &&
+		    passed(rc, errno) == -1)
+			r = -1;
 	mq_names_free(&names);
 	close(fd);
-	return MQ_TREE_NEXT;
+	errno = rc->failed;
+	return r;
 }
 
 /*
@@ -178,8 +194,9 @@ expire_unfinished(void *arg, const char *group)
 {
 	struct reclaimer *rc = arg;
 
-	if (mq_group_bury_unfinished(rc->sp, group, rc->report) == -1)
-		rc->failed = errno;
+	if (mq_group_bury_unfinished(rc->sp, group, rc->report) == -1 &&
+	    passed(rc, errno) == -1)
+		return -1;
 	return 0;
 }
 
@@ -192,8 +209,9 @@ expire_parked(void *arg, int leaf, const char *name, const struct mq_name *nm,
 	int gone;
 
 	(void)key;
-	if (reap_one(rc, leaf, name, nm, &gone) == -1)
-		rc->failed = errno;
+	if (reap_one(rc, leaf, name, nm, &gone) == -1 &&
+	    passed(rc, errno) == -1)
+		return -1;
 	return 0;
 }
 
@@ -214,7 +232,7 @@ expire_lease(void *arg, int fd, const char *name, const struct mq_name *nm)
  * is alive; then new/, delayed ones too; then the leases run out in cur/
  * (those running are their holders').  It reads every leaf, one at a
  * time.  What cannot be read or moved is passed over, and the last such
- * error returned at the end.
+ * error returned at the end; memory run out ends it there (ENOMEM).
  */
 int
 mq_expire(struct mq_spool *sp, void (*report)(const char *, const char *))
@@ -224,23 +242,23 @@ mq_expire(struct mq_spool *sp, void (*report)(const char *, const char *))
 	struct mq_parked_walk w = { .fn = expire_parked,
 	    .group = expire_unfinished, .arg = &rc };
 	uint64_t wake = UINT64_MAX;
-	int r;
 
 	reclaimer_init(&rc, sp, MQ_REAP_EXPIRY, report);
 	if (mq_group_parked(sp, &w) == -1)
 		rc.failed = errno;
 	else if (w.failed != 0)
 		rc.failed = w.failed;
-	r = mq_tree_walk(&t, sp->new);
-	if (mq_expired_scan(sp, rc.reaper.now, INT32_MAX, expire_lease, &rc,
-	    &wake) == -1)
+	if (rc.failed != ENOMEM && mq_tree_walk(&t, sp->new) == -1)
+		rc.failed = errno;
+	if (rc.failed != ENOMEM && mq_expired_scan(sp, rc.reaper.now,
+	    INT32_MAX, expire_lease, &rc, &wake) == -1)
 		rc.failed = errno;
 	mq_reaper_end(&rc.reaper);
-	if (r != -1 && rc.failed != 0) {
+	if (rc.failed != 0) {
 		errno = rc.failed;
-		r = -1;
+		return -1;
 	}
-	return r == -1 ? -1 : 0;
+	return 0;
 }
 
 /* Every directory keyed before the cutoff is entered, then removed. */
@@ -263,26 +281,32 @@ prune_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
  * priority's tree, and the new/pN left empty.  A sender that loses its
  * leaf this way makes it again (see mq_place).  A level that
  * cannot be read stops nothing: it is passed over (and removed if empty).
+ * Only memory run out fails it (-1, ENOMEM).
  */
-void
+int
 mq_prune(struct mq_spool *sp)
 {
 	uint64_t now = mq_now_ms(), before = now - MQ_LEAF_SPAN_MS;
 	struct mq_tree t = { .fn = prune_step, .arg = &before, .sorted = 1,
 	    .remove = 1, .tolerant = 1, .now = now };
 
-	(void)mq_tree_walk(&t, sp->new);
+	if (mq_tree_walk(&t, sp->new) == -1 && errno == ENOMEM)
+		return -1;
+	return 0;
 }
 
 /*
  * What a sweep leaves tidy besides messages: the empty past of new/, and
- * the spares of tmp/ that consumers took.
+ * the spares of tmp/ that consumers took.  -1 (ENOMEM) as mq_prune.
  */
-void
+int
 mq_tidy(struct mq_spool *sp)
 {
-	mq_prune(sp);
+	int r;
+
+	r = mq_prune(sp);
 	mq_spool_spares(sp);
+	return r;
 }
 
 static int
@@ -299,16 +323,6 @@ is_ours(const char *s)
 	memcpy(id, s, len);
 	id[len] = '\0';
 	return mq_id_valid(id);
-}
-
-static void
-held_add(struct mq_names *nl, const char *id)
-{
-	if (nl->n == nl->cap) {
-		nl->cap = nl->cap ? nl->cap * 2 : 64;
-		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
-	}
-	nl->v[nl->n++] = xstrdup(id);
 }
 
 static int
@@ -373,15 +387,20 @@ static int
 last_one(void *arg, int dirfd, const char *id)
 {
 	struct cleaner *c = arg;
+	struct stale *v;
 	struct stat st;
+	size_t cap;
 
 	if (!mq_id_valid(id) ||
 	    fstatat(dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    st.st_mtime > c->cutoff)
 		return 0;
 	if (c->n == c->cap) {
-		c->cap = c->cap ? c->cap * 2 : 64;
-		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
+		cap = c->cap ? c->cap * 2 : 64;
+		if ((v = reallocarray(c->v, cap, sizeof(*c->v))) == NULL)
+			return -1;
+		c->v = v;
+		c->cap = cap;
 	}
 	strlcpy(c->v[c->n].id, id, sizeof(c->v[c->n].id));
 	c->v[c->n].st = st;
@@ -597,8 +616,18 @@ mq_keys_sweep(struct mq_spool *sp, void (*report)(const char *, const char *))
 			failed = errno;
 			continue;
 		}
+		/*
+		 * Every ID held must be known before the orphans go below:
+		 * one missed would have its keys/ID removed.
+		 */
 		if (st == MQ_KEY_LIVE || st == MQ_KEY_RECENT) {
-			held_add(&held, id);
+			if (mq_names_add(&held, id) == -1) {
+				mq_names_free(&names);
+				mq_names_free(&held);
+				mq_keys_close(&ks);
+				errno = ENOMEM;
+				return -1;
+			}
 			continue;
 		}
 		if (mq_key_forget(&ks, names.v[i], id, st) == -1)

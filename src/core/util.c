@@ -1,7 +1,8 @@
 /*
  * util.c: small helpers of the core: directory fsync, streaming copy,
- * directory listing, the '\n'/'\0' record reader, and the x-wrappers that
- * die on exhausted memory (the one way the core exits: tests/core.bats).
+ * directory listing, the '\n'/'\0' record reader.  Like the rest of the
+ * core they never exit, not even when memory runs out: that is ENOMEM,
+ * for the tool to report (tests/core.bats).
  */
 /*
  * compat.h's Linux bodies (syncfs, renameat2, pipe2) are compiled here, once,
@@ -12,7 +13,6 @@
 #include <sys/stat.h>
 
 #include <dirent.h>
-#include <err.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -152,14 +152,24 @@ mq_opendirat(int dirfd, const char *name)
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-static void
-names_add(struct mq_names *nl, const char *name)
+/* Adds a copy of name; -1 (ENOMEM) leaves nl as it was. */
+int
+mq_names_add(struct mq_names *nl, const char *name)
 {
+	char **v, *s;
+	size_t cap;
+
 	if (nl->n == nl->cap) {
-		nl->cap = nl->cap ? nl->cap * 2 : 64;
-		nl->v = xreallocarray(nl->v, nl->cap, sizeof(*nl->v));
+		cap = nl->cap ? nl->cap * 2 : 64;
+		if ((v = reallocarray(nl->v, cap, sizeof(*nl->v))) == NULL)
+			return -1;
+		nl->v = v;
+		nl->cap = cap;
 	}
-	nl->v[nl->n++] = xstrdup(name);
+	if ((s = strdup(name)) == NULL)
+		return -1;
+	nl->v[nl->n++] = s;
+	return 0;
 }
 
 /*
@@ -225,7 +235,7 @@ collect_one(void *arg, int dirfd, const char *name)
 
 	(void)dirfd;
 	if (c->keep == NULL || c->keep(name))
-		names_add(c->nl, name);
+		return mq_names_add(c->nl, name);
 	return 0;
 }
 
@@ -238,11 +248,14 @@ mq_names_read(int dirfd, int type, int (*keep)(const char *),
     struct mq_names *nl)
 {
 	struct collect c = { nl, keep };
+	int saved;
 
 	nl->v = NULL;
 	nl->n = nl->cap = 0;
 	if (mq_dir_each(dirfd, type, collect_one, &c) == -1) {
+		saved = errno;
 		mq_names_free(nl);
+		errno = saved;
 		return -1;
 	}
 	return 0;
@@ -273,13 +286,16 @@ mq_names_free(struct mq_names *nl)
 	nl->n = nl->cap = 0;
 }
 
-void
+/* A reader of fd; -1 (ENOMEM) when there is no memory for its buffer. */
+int
 mq_reader_init(struct mq_reader *r, int fd)
 {
 	r->fd = fd;
-	r->buf = xmalloc(READ_CHUNK);
 	r->len = r->off = 0;
 	r->eof = 0;
+	if ((r->buf = malloc(READ_CHUNK)) == NULL)
+		return -1;
+	return 0;
 }
 
 void
@@ -385,32 +401,4 @@ mq_reader_record(struct mq_reader *r, int delim, char **out)
 	rec[have] = '\0';
 	*out = rec;
 	return 1;
-}
-
-void *
-xmalloc(size_t n)
-{
-	void *p;
-
-	if ((p = malloc(n)) == NULL)
-		err(MQ_EX_SYS, NULL);
-	return p;
-}
-
-void *
-xreallocarray(void *p, size_t n, size_t size)
-{
-	if ((p = reallocarray(p, n, size)) == NULL)
-		err(MQ_EX_SYS, NULL);
-	return p;
-}
-
-char *
-xstrdup(const char *s)
-{
-	char *p;
-
-	if ((p = strdup(s)) == NULL)
-		err(MQ_EX_SYS, NULL);
-	return p;
 }

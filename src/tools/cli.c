@@ -1,11 +1,12 @@
 /*
  * cli.c: what every program shares and the core does not do: it speaks
  * to a person and may exit.  The options every tool takes alike (-h, -V,
- * a bad one: mq_common_opt), seconds and numbers of options, the spool
- * of -d opened or a clear death, the settings' errors said, stdout
- * checked at the end; and what a listing writes: text escaped for a
- * terminal, JSON strings, a message's deaths as JSON.  Linked into every
- * program (src/tools, src/relay), never into libmq.a.
+ * a bad one: mq_common_opt), seconds and numbers of options, memory or a
+ * clear death (the x-allocators), the spool of -d opened or a clear
+ * death, the settings' errors said, stdout checked at the end; and what a
+ * listing writes: text escaped for a terminal, JSON strings, a message's
+ * deaths as JSON.  Linked into every program (src/tools, src/relay),
+ * never into libmq.a.
  */
 #include <sys/stat.h>
 
@@ -242,6 +243,38 @@ xnumber(const char *opt, const char *arg, long long min, long long max)
 	if (errstr != NULL)
 		errx(MQ_EX_USAGE, "%s %s: %s", opt, arg, errstr);
 	return (int)n;
+}
+
+/*
+ * Allocation for the tools, which have nothing to do without the memory
+ * but exit (signify's x-helpers); the core returns ENOMEM instead.
+ */
+void *
+xmalloc(size_t n)
+{
+	void *p;
+
+	if ((p = malloc(n)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
+}
+
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	if ((p = reallocarray(p, n, size)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char *p;
+
+	if ((p = strdup(s)) == NULL)
+		err(MQ_EX_SYS, NULL);
+	return p;
 }
 
 void

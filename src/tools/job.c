@@ -30,6 +30,7 @@
 
 #include "compat.h"
 #include "mq.h"
+#include "tools.h"
 #include "job.h"
 
 extern char **environ;

@@ -267,8 +267,10 @@ main(int argc, char *argv[])
 		for (i = 0; i < argc; i++)
 			status = mq_worse(status, handle(&a, argv[i]));
 		seen = argc;
+	} else if (mq_reader_init(&rd, STDIN_FILENO) == -1) {
+		warn("stdin");
+		status = MQ_EX_SYS;
 	} else {
-		mq_reader_init(&rd, STDIN_FILENO);
 		while ((r = mq_reader_record(&rd, a.zflag ? '\0' : '\n',
 		    &rec)) != 0) {
 			if (r == -1) {

@@ -131,7 +131,8 @@ send_records(int fd, int delim, const char *name)
 	size_t len;
 	int rc, endrec, ok = 0;
 
-	mq_reader_init(&r, fd);
+	if (mq_reader_init(&r, fd) == -1)
+		fail(name);
 	for (;;) {
 		/* A slow producer gets each message sent as it comes. */
 		if (!mq_reader_pending(&r) && (ok = mq_fan_flush(&fan)) == -1)

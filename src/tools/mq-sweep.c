@@ -117,7 +117,10 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_DIR_GROUPS);
 			status = MQ_EX_SYS;
 		}
-		mq_tidy(&sp);
+		if (mq_tidy(&sp) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_NEW);
+			status = MQ_EX_SYS;
+		}
 		if (every == 0)
 			break;
 		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);

@@ -1,7 +1,6 @@
 /*
  * tools.h: what the programs are built of above the core (src/core,
- * libmq.a), which prints nothing (but when memory runs out, xmalloc):
- * cli.c, shared by every
+ * libmq.a), which prints nothing and never exits: cli.c, shared by every
  * program; the engines that one tool each runs, which print what they do
  * and may exit, as a tool does: fan.c, mq-send's writing into one spool
  * or several, and work.c, mq-recv's worker mode (its jobs' processes in
@@ -26,6 +25,9 @@
 const char *mq_optional_secs(const char *, int, char *[]);
 uint64_t xsecs(const char *, const char *, int);
 int	 xnumber(const char *, const char *, long long, long long);
+void	*xmalloc(size_t);
+void	*xreallocarray(void *, size_t, size_t);
+char	*xstrdup(const char *);
 void	 mq_version(void);
 /* Both exit (__dead; _Noreturn here, as tools.h goes without compat.h). */
 _Noreturn void mq_usage(const char *);

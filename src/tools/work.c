@@ -530,7 +530,11 @@ finish(struct worker *wk, struct job *j, int ws)
 		/* The form of every death for attempts (dead.c). */
 		reason = mq_reason_spent(cause, strlen(cause), &len);
 		shown = mq_reason_spent(why, strlen(why), &len);
-		bury(wk, j, reason, shown);
+		/* Without them, the claim after its lease buries it. */
+		if (reason == NULL || shown == NULL)
+			(void)settled(wk, j, MQ_EX_SYS, NULL);
+		else
+			bury(wk, j, reason, shown);
 		free(reason);
 		free(shown);
 	} else {
