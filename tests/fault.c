@@ -6,7 +6,9 @@
  *	LD_PRELOAD=tests/fault.so MQ_FAULT='SPEC [SPEC ...]' mq-send ...
  *
  * A SPEC is CALL[:OPTION]..., CALL one of openat renameat unlinkat mkdirat
- * syncfs fsync futimens write inotify_init1 pread; the options:
+ * syncfs fsync futimens write inotify_init1 pread malloc (malloc, calloc
+ * and realloc alike, glibc only: errno=ENOMEM makes them return NULL);
+ * the options:
  *
  *	errno=NAME	the call fails with NAME (EIO, ENOSPC, ENOENT, EMFILE,
  *			EACCES, EPERM, EROFS, EDQUOT, EXDEV, or a number)
@@ -47,12 +49,12 @@
 
 enum call {
 	OPENAT, RENAMEAT, UNLINKAT, MKDIRAT, SYNCFS, FSYNC, FUTIMENS, WRITE,
-	INOTIFY_INIT1, PREAD, NCALLS
+	INOTIFY_INIT1, PREAD, MALLOC, NCALLS
 };
 
 static const char *const callnames[NCALLS] = {
 	"openat", "renameat", "unlinkat", "mkdirat", "syncfs", "fsync",
-	"futimens", "write", "inotify_init1", "pread"
+	"futimens", "write", "inotify_init1", "pread", "malloc"
 };
 
 static const struct {
@@ -415,3 +417,87 @@ inotify_init1(int flags)
 		return -1;
 	return real_(flags);
 }
+
+#ifdef __GLIBC__
+/*
+ * The next allocator: glibc's, or a sanitizer's, so that what is handed
+ * out is freed by the free the program calls.  dlsym may allocate while it
+ * looks: those allocations, and only those, are glibc's own (__libc_*),
+ * which glibc exports for this.  Tests skip the malloc faults where they
+ * would miss: AddressSanitizer's strdup allocates by itself, and valgrind's
+ * allocator takes the place of this one.
+ */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+static int resolving;
+
+/*
+ * The specs are read once libc is set up (a sanitizer's runtime allocates
+ * before it, when there is no environment yet to read them from): the
+ * allocations made before are made as asked.
+ */
+__attribute__((constructor)) static void
+init(void)
+{
+	if (nspecs == -1)
+		parse();
+}
+
+static void *
+next(const char *name)
+{
+	void *f;
+
+	resolving = 1;
+	f = real(name);
+	resolving = 0;
+	return f;
+}
+
+void *
+malloc(size_t n)
+{
+	static __typeof__(malloc) *real_;
+
+	if (real_ == NULL) {
+		if (resolving)
+			return __libc_malloc(n);
+		real_ = (__typeof__(malloc) *)next("malloc");
+	}
+	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
+		return NULL;
+	return real_(n);
+}
+
+void *
+calloc(size_t n, size_t size)
+{
+	static __typeof__(calloc) *real_;
+
+	if (real_ == NULL) {
+		if (resolving)
+			return __libc_calloc(n, size);
+		real_ = (__typeof__(calloc) *)next("calloc");
+	}
+	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
+		return NULL;
+	return real_(n, size);
+}
+
+void *
+realloc(void *p, size_t n)
+{
+	static __typeof__(realloc) *real_;
+
+	if (real_ == NULL) {
+		if (resolving)
+			return __libc_realloc(p, n);
+		real_ = (__typeof__(realloc) *)next("realloc");
+	}
+	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
+		return NULL;
+	return real_(p, n);
+}
+#endif
