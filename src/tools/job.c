@@ -283,8 +283,12 @@ mq_job_start(struct mq_command *c, struct mq_job *p, int body,
 {
 	struct kid k;
 	sigset_t old;
-	int outp[2] = { -1, -1 }, errp[2], e, tries;
-	volatile int failed;
+	int outp[2] = { -1, -1 }, errp[2], e;
+	/*
+	 * failed: the child writes it; tries: in a register, the vfork'd
+	 * child could clobber it (-Wclobbered, at -O1).
+	 */
+	volatile int failed, tries;
 	pid_t pid;
 	size_t i;
 
