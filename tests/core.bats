@@ -135,7 +135,8 @@ core_calls() {
 
 # One way in (src/README): mq-send, mq-relay pull and a redrive go
 # through enqueue.c (keys, room, sync) and land.c (tree or group); fan.c
-# and pull.c hold no key, count nothing and choose no tree themselves.
+# and pull.c hold no key, count nothing and choose no tree themselves,
+# and mq-send's admission (credit, waiting for room) is enqueue.c's too.
 @test "core: only the enqueue holds keys and counts for room; only land.c chooses tree or group" {
 	top="$BATS_TEST_DIRNAME/.."
 	nm -A -P "$top/src/core/libmq.a" "$top"/src/tools/*.o "$top"/src/relay/*.o \
@@ -153,6 +154,8 @@ core_calls() {
 	}' "$BATS_TEST_TMPDIR/nm"
 	assert_success
 	assert_output ""
+	run grep -n 'max_depth\|drop_oldest\|[>.]credit\|mq_wait' "$top"/src/tools/fan.c
+	assert_failure 1
 }
 
 # One reaper (reap.c): past its time to live -> buried "expired"; at max

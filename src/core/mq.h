@@ -623,6 +623,15 @@ struct mq_enqueue {
 	struct mq_keys	 keys;
 	int		 sync;
 	int		 parked_unsynced;	/* groups/ to syncfs */
+	uint64_t	 credit;	/* messages to land before counting */
+	uint64_t	 until;		/* end of a wait for room; 0: none */
+	int		 watching;	/* w is open */
+	struct mq_waiter w;
+};
+enum mq_enq_next {
+	MQ_ENQ_GO,	/* begin the next message */
+	MQ_ENQ_PUBLISH,	/* publish the batch first (drop-oldest) */
+	MQ_ENQ_COUNT	/* publish the batch, then mq_enq_admit */
 };
 void	 mq_enq_init(struct mq_enqueue *, struct mq_spool *, int);
 void	 mq_enq_close(struct mq_enqueue *);
@@ -633,8 +642,10 @@ int	 mq_enq_key_hold(struct mq_enqueue *, const char *, size_t,
 void	 mq_enq_key_done(struct mq_enqueue *, const char *, const char *, int);
 void	 mq_enq_key_unlock(struct mq_enqueue *);
 int	 mq_enq_count(struct mq_enqueue *, uint64_t, int, uint64_t *);
-int	 mq_enq_make_room(struct mq_enqueue *, uint64_t, mq_drop_fn, void *,
-	    uint64_t *);
+enum mq_enq_next mq_enq_next(struct mq_enqueue *, uint64_t);
+int	 mq_enq_admit(struct mq_enqueue *);
+int	 mq_enq_await(struct mq_enqueue *, uint64_t);
+int	 mq_enq_make_room(struct mq_enqueue *, uint64_t, mq_drop_fn, void *);
 int	 mq_enq_land(struct mq_enqueue *, const struct mq_name *, uint64_t);
 int	 mq_enq_flush(struct mq_enqueue *, int);
 

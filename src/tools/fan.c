@@ -1,8 +1,8 @@
 /*
  * fan.c: what one mq-send call adds messages to: one spool, or several
- * (mq-send -d A -d B ...), each a target with its own enqueue (keys, room,
- * landing and sync: enqueue.c), settings, credit and wait; and the batch
- * in flight to them all.
+ * (mq-send -d A -d B ...), each a target with its own enqueue (keys,
+ * admission, landing and sync: enqueue.c) and settings; the batch in
+ * flight to them all; and what is said of it.
  *
  * Each message has one ID.  Its body is written once, into tmp/ of the
  * first target still taking messages, and every other target gets it in
@@ -27,13 +27,9 @@
  * fails next, so its ID is printed even then: a producer that retries on
  * failure must retry only what has no ID (see mq-send(1)).
  *
- * With a target's max-depth set, messages are admitted to it on credit: a
- * count of its new/ (mq_enq_count, bounded by max-depth; messages past their
- * time to live are not counted but buried) grants an eighth of the room it
- * found, at least one, and is taken again once that is used up.  So a call
- * alone never passes max-depth, and each concurrent sender can overshoot
- * by at most one credit (mq-send(1) gives the bound).  When a target has
- * no room the batch so far is published to all, and that target drops out
+ * With a target's max-depth set, messages are admitted to it on credit
+ * (enqueue.c).  When a target has no room the batch so far is published to
+ * all, and that target drops out
  * (exit 6), is waited for (-w: the others wait with it, their messages
  * already placed), or, with overflow=drop-oldest, has the oldest waiting
  * messages dead-lettered to make room for each batch.  Without max-depth
@@ -58,14 +54,6 @@
 #include "compat.h"
 #include "mq.h"
 #include "tools.h"
-
-/* A count grants room / CREDIT_DIV messages (at least one). */
-#define CREDIT_DIV	8
-/*
- * A sender waiting for room counts again at least this often, for room
- * made without a ring (a worker started before max-depth was set).
- */
-#define ROOM_POLL_MS	1000
 
 static int
 live(const struct mq_target *t)
@@ -320,23 +308,6 @@ unkeyed(struct mq_fan *f, struct mq_target *t)
 	mq_enq_key_done(&t->eq, f->name.keyhash, f->batch[0], t->landed);
 }
 
-static int
-depth(struct mq_fan *f, struct mq_target *t, uint64_t limit, uint64_t *n)
-{
-	if (mq_enq_count(&t->eq, limit, 0, n) == -1) {
-		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
-		return -1;
-	}
-	return 0;
-}
-
-/* What a count that found room grants: an eighth of it, at least one. */
-static uint64_t
-grant(uint64_t room)
-{
-	return room / CREDIT_DIV > 0 ? room / CREDIT_DIV : 1;
-}
-
 struct dropping {
 	struct mq_fan	*f;
 	struct mq_target *t;
@@ -357,24 +328,19 @@ dropped(void *arg, const char *id)
 }
 
 /*
- * overflow=drop-oldest, before the batch is placed in t: dead-letters as
- * many of the oldest waiting messages as it needs room for, once the count
- * has buried the expired ones (as "expired": they make room without a
- * drop).  The count goes as far as max-depth plus the batch, so that what
- * concurrent senders put beyond max-depth is taken off too.
+ * overflow=drop-oldest, before the batch is placed in t: the oldest
+ * waiting messages dead-lettered to make room for it (enqueue.c), each
+ * named with -v.
  */
 static int
 drop(struct mq_fan *f, struct mq_target *t)
 {
 	struct dropping d = { f, t };
-	uint64_t left;
 
-	if (mq_enq_make_room(&t->eq, f->nbatch, dropped, &d, &left) == -1) {
+	if (mq_enq_make_room(&t->eq, f->nbatch, dropped, &d) == -1) {
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 		return -1;
 	}
-	/* Credit for the batch, and for what room is left after it. */
-	t->credit = f->nbatch + (left > 0 ? grant(left) : 0);
 	return 0;
 }
 
@@ -387,8 +353,7 @@ place(struct mq_fan *f, struct mq_target *t)
 {
 	int i, saved = 0;
 
-	if (t->sp.conf.max_depth > 0 && t->sp.conf.drop_oldest &&
-	    (uint64_t)f->nbatch > t->credit && drop(f, t) == -1) {
+	if (drop(f, t) == -1) {
 		if (f->key != NULL)
 			unkeyed(f, t);
 		return;
@@ -401,7 +366,6 @@ place(struct mq_fan *f, struct mq_target *t)
 	t->landed = i;
 	if (f->key != NULL)
 		unkeyed(f, t);
-	t->credit -= t->credit < (uint64_t)i ? t->credit : (uint64_t)i;
 	if (mq_enq_flush(&t->eq, 1) == -1 && saved == 0)
 		saved = errno;
 	if (saved != 0) {
@@ -464,62 +428,36 @@ full(struct mq_fan *f, struct mq_target *t)
 }
 
 /*
- * -w: waits for t's doorbell (rung by claims while max-depth is set, by
- * mq-conf, and by counts that buried expired messages) or ROOM_POLL_MS,
- * then reads its settings again: raising or lifting max-depth lets a
- * waiting sender go on, and the count that follows buries what expired
- * meanwhile, so expiry makes room with no consumer.  Gives up after
- * wait_ms.
+ * No room in t: with -w, waits for room (enqueue.c) and reads t's
+ * settings again; gives up after wait_ms.
  */
 static void
 await(struct mq_fan *f, struct mq_target *t)
 {
-	uint64_t now = mq_now_ms(), left;
-
-	if (!f->wflag) {
+	if (f->wflag && mq_enq_await(&t->eq, f->wait_ms) == 0) {
+		if (mq_settings_reread(&t->sp) == -1)
+			drop_target(f, t, MQ_EX_SYS);
+	} else if (!f->wflag || errno == ETIMEDOUT)
 		full(f, t);
-		return;
-	}
-	if (t->until == 0)
-		t->until = f->wait_ms == UINT64_MAX ? UINT64_MAX :
-		    now + f->wait_ms;
-	if (now >= t->until) {
-		full(f, t);
-		return;
-	}
-	/* Opened before the count that follows, so no claim goes unseen. */
-	if (!t->watching) {
-		if (mq_wait_open(&t->w, &t->sp) == -1)
-			goto failed;
-		t->watching = 1;
-		return;
-	}
-	left = t->until - now;
-	if (mq_wait(&t->w, left < ROOM_POLL_MS ? (int64_t)left :
-	    ROOM_POLL_MS) == -1)
-		goto failed;
-	if (mq_settings_reread(&t->sp) == -1)
-		drop_target(f, t, MQ_EX_SYS);
-	return;
-failed:
-	if (errno == ENOENT) {
+	else if (errno == ENOENT) {
 		warnx("%s: spool removed", t->sp.path);
 		drop_target(f, t, MQ_EX_SYS);
 	} else
 		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
 }
 
-/* Whether t has room to add a keyed message (max-depth); -1: t failed. */
+/*
+ * Counts t for room (enqueue.c): 1 room, 0 none, -1 t failed (named,
+ * dropped).
+ */
 static int
 room(struct mq_fan *f, struct mq_target *t)
 {
-	uint64_t n;
+	int r;
 
-	if (t->sp.conf.max_depth == 0 || t->sp.conf.drop_oldest)
-		return 1;
-	if (depth(f, t, t->sp.conf.max_depth, &n) == -1)
-		return -1;
-	return n < t->sp.conf.max_depth;
+	if ((r = mq_enq_admit(&t->eq)) == -1)
+		fail(f, t, "%s/%s", t->sp.path, MQ_DIR_NEW);
+	return r;
 }
 
 /*
@@ -679,35 +617,21 @@ keyed_flush(struct mq_fan *f)
 }
 
 /*
- * Before a message is begun, once t's last credit is used up: publishes
- * the batch so far and counts again.  With overflow=reject and no room, t
- * takes no more, unless -w waits for room.  drop-oldest makes its room as
- * it publishes (drop).
+ * Before a message is begun, once t's last credit is used up (enqueue.c):
+ * publishes the batch so far and counts again.  With overflow=reject and
+ * no room, t takes no more, unless -w waits for room.  drop-oldest makes
+ * its room as it publishes (drop).
  */
 static void
 admit(struct mq_fan *f, struct mq_target *t)
 {
-	uint64_t n;
+	enum mq_enq_next next = mq_enq_next(&t->eq, f->nbatch);
 
-	/* A batch past its credit is bounded as a credit is. */
-	if (t->sp.conf.drop_oldest) {
-		if ((uint64_t)f->nbatch >= grant(t->sp.conf.max_depth))
-			(void)mq_fan_flush(f);
+	if (next == MQ_ENQ_GO)
 		return;
-	}
 	(void)mq_fan_flush(f);
-	while (live(t) && t->sp.conf.max_depth > 0 && !t->sp.conf.drop_oldest) {
-		if (depth(f, t, t->sp.conf.max_depth, &n) == -1)
-			return;
-		if (n < t->sp.conf.max_depth) {
-			t->credit = grant(t->sp.conf.max_depth - n);
-			t->until = 0;
-			return;
-		}
+	while (next == MQ_ENQ_COUNT && live(t) && room(f, t) == 0)
 		await(f, t);
-	}
-	/* The settings changed while waiting: the next flush counts. */
-	t->credit = 0;
 }
 
 /*
@@ -724,8 +648,7 @@ mq_fan_begin(struct mq_fan *f)
 	for (i = 0; i < f->n; i++) {
 		t = &f->t[i];
 		/* A keyed send looks its key up first: a held key needs no room. */
-		if (live(t) && f->key == NULL && t->sp.conf.max_depth > 0 &&
-		    (uint64_t)f->nbatch >= t->credit)
+		if (live(t) && f->key == NULL)
 			admit(f, t);
 	}
 	mq_id_new(f->id);
@@ -841,8 +764,6 @@ mq_fan_close(struct mq_fan *f)
 		(void)mq_fan_flush(f);
 	for (i = 0; f->t != NULL && i < f->n; i++) {
 		t = &f->t[i];
-		if (t->watching)
-			mq_wait_close(&t->w);
 		mq_enq_close(&t->eq);
 		mq_spool_close(&t->sp);
 	}

@@ -61,16 +61,12 @@ int	 mq_message_json(FILE *, struct mq_spool *, const struct mq_message *);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),
- * each a target with its own placer, settings, credit and wait, and the
- * batch written once for them all.
+ * each a target with its own enqueue (keys, admission, landing, sync) and
+ * settings, and the batch written once for them all.
  */
 struct mq_target {
 	struct mq_spool	 sp;
 	struct mq_enqueue eq;		/* keys, room, landing, sync */
-	uint64_t	 credit;	/* messages to admit before counting */
-	uint64_t	 until;		/* end of this wait; 0: not waiting */
-	int		 watching;	/* w is open */
-	struct mq_waiter w;
 	int		 status;	/* MQ_EX_OK while it takes messages */
 	int		 own;		/* has batch files to sync itself */
 	int		 synced;	/* (while a batch is synced) */
