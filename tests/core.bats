@@ -185,15 +185,20 @@ core_calls() {
 }
 
 # One walk of what groups hold (group.c's mq_group_parked) for counts,
-# mq-stat and mq_expire; mq-ls's ordered walk (look.c) is the only other.
-@test "core: groups/ is walked by group.c and look.c only" {
+# mq-stat, mq_expire and mq-ls (in order, each group's tree walked by
+# look.c as new/ is): groups/ is opened and listed in group.c only.
+@test "core: groups/ is walked by group.c only: counts, mq-stat, expiry and mq-ls go through mq_group_parked" {
 	run grep -ln 'MQ_DIR_GROUPS' "$BATS_TEST_DIRNAME"/../src/core/*.c
 	assert_success
 	refute_output --regexp '/(stat|sweep|depth|find|claim|dead)\.c$'
+	# look.c names paths under groups/ (what it tells), but opens none.
+	run grep -n 'MQ_DIR_GROUPS' "$BATS_TEST_DIRNAME"/../src/core/look.c
+	refute_output --regexp 'opendirat|dir_each|dir_ordered|openat'
 	run grep -ln 'mq_group_parked(' "$BATS_TEST_DIRNAME"/../src/core/*.c
 	assert_output --partial /stat.c
 	assert_output --partial /sweep.c
 	assert_output --partial /depth.c
+	assert_output --partial /look.c
 }
 
 # mq-dlq lists and finds dead letters through mq-ls's walk (look.c, its

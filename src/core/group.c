@@ -750,21 +750,36 @@ parked_leaving(void *arg, int gfd, const char *name)
 	return w->leaving(w->arg, gfd, name, &nm);
 }
 
+/*
+ * A group or leaf that cannot be read (errno e), named where (from the
+ * spool's root): told to w->unread (its answer returned: 0 passed, -1 the
+ * walk ends), or kept in w->failed and passed.  Gone: it held nothing.
+ */
+static int
+parked_unread(struct mq_parked_walk *w, const char *where, int e)
+{
+	if (w->unread != NULL)
+		return w->unread(w->arg, where, e);
+	if (e != ENOENT)
+		w->failed = e;
+	return 0;
+}
+
 static int
 parked_group(void *arg, int groups, const char *name)
 {
 	struct mq_parked_walk *w = arg;
 	struct mq_tree t = { .fn = parked_step, .arg = w, .tolerant = 1 };
-	int fd, r = 0;
+	char where[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + 1];
+	int fd, r = 0, saved;
 
 	if (!mq_group_valid(name))
 		return 0;
 	if (w->group != NULL && (r = w->group(w->arg, name)) != 0)
 		return r;
 	if ((fd = mq_opendirat(groups, name)) == -1) {
-		if (errno != ENOENT)
-			w->failed = errno;
-		return 0;
+		snprintf(where, sizeof(where), "%s/%s", MQ_DIR_GROUPS, name);
+		return parked_unread(w, where, errno);
 	}
 	if (w->leaving != NULL &&
 	    (r = mq_dir_each(fd, DT_REG, parked_leaving, w)) == -1 &&
@@ -772,9 +787,13 @@ parked_group(void *arg, int groups, const char *name)
 		r = 0;
 	if (r == 1)
 		w->stopped = 1;
+	else if (r == 0 && w->tree != NULL)
+		w->stopped = (r = w->tree(w->arg, fd, name)) == 1;
 	else if (r == 0)
 		r = mq_tree_walk(&t, fd);
+	saved = errno;
 	close(fd);
+	errno = saved;
 	if (r == -1)
 		return -1;
 	return w->stopped;
@@ -788,21 +807,36 @@ parked_group(void *arg, int groups, const char *name)
  * w->group (if set) is told its name, and w->leaving (if set) each head a
  * crash left half way through its burial.  Each returns 0 to go on, 1 to
  * stop the walk, -1 on error (errno: the walk ends).  Names only: no
- * stat.  The one walk of what groups hold (not mq-ls's: look.c walks them
- * in order, naming each directory it cannot read): a group or leaf
- * removed meanwhile held nothing; one that cannot be read is passed and
- * its errno kept in w->failed.  0, or -1.
+ * stat.  With w->tree, each group's directory is handed to it instead, to
+ * walk its tree as it will (mq-ls: in order; see look.c).  With
+ * w->sorted the groups come in name order, in bounded memory (and
+ * w->unread hears of groups/ itself failing to be listed).  The one
+ * walk of what groups hold: a group or leaf removed meanwhile held
+ * nothing; one that cannot be read is passed and its errno kept in
+ * w->failed, or told to w->unread.  0, or -1.
  */
 int
 mq_group_parked(struct mq_spool *sp, struct mq_parked_walk *w)
 {
-	int groups, r;
+	int groups, r, unlisted;
 
 	w->failed = 0;
 	w->stopped = 0;
-	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1)
-		return errno == ENOENT ? 0 : -1;
-	r = mq_dir_each(groups, DT_DIR, parked_group, w);
+	unlisted = 1;
+	if ((groups = groups_fd(sp, 0, 0, NULL)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		r = -1;
+	} else if (w->sorted)
+		r = mq_dir_ordered(groups, mq_group_valid, mq_names_cmp,
+		    parked_group, w, &unlisted);
+	else {
+		r = mq_dir_each(groups, DT_DIR, parked_group, w);
+		unlisted = 0;	/* not told apart from a failure of fn */
+	}
+	/* groups/ itself not read: told with w->unread, else the walk fails. */
+	if (r == -1 && unlisted && w->unread != NULL)
+		return w->unread(w->arg, MQ_DIR_GROUPS, errno);
 	return r == -1 ? -1 : 0;
 }
 

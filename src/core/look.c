@@ -29,9 +29,10 @@
  * The names of a leaf are gathered and sorted (a leaf holds about
  * MQ_LEAF_MAX per sender), only those of the ID looked for when there is
  * one; those of a cur/ bucket and of dead/ are handed out as read, never
- * gathered.  The buckets of cur/ and the groups
- * are taken in order CHUNK at a time, so that memory stays flat whatever
- * the depth.  A message past its time to live is met where it waits: its
+ * gathered.  The buckets of cur/ and the groups (the groups through
+ * group.c's walk of what they hold, their trees walked here) are taken in
+ * order a chunk at a time (mq_dir_ordered), so that memory stays flat
+ * whatever the depth.  A message past its time to live is met where it waits: its
  * area is walked again for the dead only when one was met there (or when
  * the states asked for did not take the walk through it).
  */
@@ -46,9 +47,6 @@
 
 #include "compat.h"
 #include "mq.h"
-
-/* Buckets of cur/ or groups sorted at a time. */
-#define CHUNK	1024
 
 static const char *const state_names[MQ_LOOK_NSTATES] = {
 	"expired", "ready", "delayed", "blocked", "inflight", "dead"
@@ -438,64 +436,6 @@ new_pass(struct look *l, enum mq_look_state pass, int all)
 	return walk(l, l->sp->new, MQ_DIR_NEW);
 }
 
-/*
- * The names of a directory of sub-directories in order, CHUNK at a time:
- * those kept by keep and after `after` (NULL: from the first) by cmp.
- * o->more tells that there are more after the last.
- */
-struct ordered {
-	int	(*keep)(const char *);
-	int	(*cmp)(const void *, const void *);
-	const char *after;
-	struct mq_names v;
-	int	 more;
-};
-
-static void
-ordered_cut(struct ordered *o)
-{
-	if (o->v.n > 1)
-		qsort(o->v.v, o->v.n, sizeof(*o->v.v), o->cmp);
-	while (o->v.n > CHUNK) {
-		free(o->v.v[--o->v.n]);
-		o->more = 1;
-	}
-}
-
-static int
-ordered_one(void *arg, int dirfd, const char *name)
-{
-	struct ordered *o = arg;
-
-	(void)dirfd;
-	if (!o->keep(name) ||
-	    (o->after != NULL && o->cmp(&name, &o->after) <= 0))
-		return 0;
-	if (mq_names_add(&o->v, name) == -1)
-		return -1;
-	if (o->v.n == 2 * CHUNK)
-		ordered_cut(o);
-	return 0;
-}
-
-static int
-ordered_read(int dirfd, struct ordered *o)
-{
-	int saved;
-
-	o->v.v = NULL;
-	o->v.n = o->v.cap = 0;
-	o->more = 0;
-	if (mq_dir_each(dirfd, DT_DIR, ordered_one, o) == -1) {
-		saved = errno;
-		mq_names_free(&o->v);
-		errno = saved;
-		return -1;
-	}
-	ordered_cut(o);
-	return 0;
-}
-
 static int
 bucket_cmp(const void *a, const void *b)
 {
@@ -506,38 +446,22 @@ bucket_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int
-name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /*
  * Calls fn for each name (in order) of the sub-directories of dirfd that
- * keep keeps, CHUNK at a time; fn answers as hand() does.  Returns 0, 1
- * stopped, or -1 when fn failed; a listing that fails is told as where
- * (unread()).
+ * keep keeps, a chunk at a time (mq_dir_ordered); fn answers as hand()
+ * does.  Returns 0, 1 stopped, or -1 when fn failed; a listing that fails
+ * is told as where (unread()).
  */
 static int
 in_order(struct look *l, int dirfd, const char *where,
     int (*keep)(const char *), int (*cmp)(const void *, const void *),
-    int (*fn)(struct look *, int, const char *))
+    int (*fn)(void *, int, const char *))
 {
-	struct ordered o = { keep, cmp, NULL, { NULL, 0, 0 }, 0 };
-	char last[MQ_NAME_MAX];
-	size_t i;
-	int r = 0;
+	int r, unlisted;
 
-	do {
-		if (ordered_read(dirfd, &o) == -1)
-			return unread(l, where, errno);
-		for (i = 0; i < o.v.n && r == 0; i++)
-			r = fn(l, dirfd, o.v.v[i]);
-		if (o.v.n > 0)
-			strlcpy(last, o.v.v[o.v.n - 1], sizeof(last));
-		o.after = last;
-		mq_names_free(&o.v);
-	} while (r == 0 && o.more);
+	r = mq_dir_ordered(dirfd, keep, cmp, fn, l, &unlisted);
+	if (r == -1 && unlisted)
+		return unread(l, where, errno);
 	return r;
 }
 
@@ -583,8 +507,9 @@ flat(struct look *l, int parent, const char *name,
 
 /* A bucket of cur/, if this pass can find anything in it. */
 static int
-bucket(struct look *l, int curfd, const char *name)
+bucket(void *arg, int curfd, const char *name)
 {
+	struct look *l = arg;
 	uint64_t secs, now = l->lk->now;
 
 	mq_cur_bucket_parse(name, &secs);
@@ -637,15 +562,15 @@ leaving(struct look *l, int fd)
 	return r;
 }
 
+/* A group's directory (fd), from group.c's walk: its tree in order. */
 static int
-group(struct look *l, int groupsfd, const char *name)
+group(void *arg, int fd, const char *name)
 {
+	struct look *l = arg;
 	char where[sizeof(MQ_DIR_GROUPS) + MQ_GROUP_MAX + 1];
-	int fd, r = 0, saved;
+	int r = 0;
 
 	snprintf(where, sizeof(where), "%s/%s", MQ_DIR_GROUPS, name);
-	if ((fd = mq_opendirat(groupsfd, name)) == -1)
-		return unread(l, where, errno);
 	l->group = name;
 	if (l->pass == MQ_LOOK_DEAD) {
 		snprintf(l->dir, sizeof(l->dir), "%s", where);
@@ -654,27 +579,31 @@ group(struct look *l, int groupsfd, const char *name)
 	if (r == 0 && !l->leaving_only)
 		r = walk(l, fd, where);
 	l->group = NULL;
-	saved = errno;
-	close(fd);
-	errno = saved;
 	return r;
 }
 
-/* groups/, made by the first ordered send: none, no group. */
+static int
+group_unread(void *arg, const char *where, int e)
+{
+	return unread(arg, where, e);
+}
+
+/*
+ * groups/ (made by the first ordered send: none, no group), through
+ * group.c's one walk of what groups hold, in name order, each group's
+ * tree walked here as new/'s is.
+ */
 static int
 groups_pass(struct look *l, enum mq_look_state pass)
 {
-	int fd, r, saved;
+	struct mq_parked_walk w = { .tree = group, .unread = group_unread,
+	    .arg = l, .sorted = 1 };
 
 	l->pass = pass;
 	l->all = 1;
-	if ((fd = mq_opendirat(l->sp->fd, MQ_DIR_GROUPS)) == -1)
-		return unread(l, MQ_DIR_GROUPS, errno);
-	r = in_order(l, fd, MQ_DIR_GROUPS, mq_group_valid, name_cmp, group);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return r;
+	if (mq_group_parked(l->sp, &w) == -1)
+		return -1;
+	return w.stopped;
 }
 
 static int

@@ -474,7 +474,10 @@ struct mq_parked_walk {
 	int	(*group)(void *, const char *);		/* or NULL */
 	int	(*leaving)(void *, int, const char *,	/* or NULL */
 		    const struct mq_name *);
+	int	(*tree)(void *, int, const char *);	/* or NULL */
+	int	(*unread)(void *, const char *, int);	/* or NULL */
 	void	*arg;
+	int	 sorted;	/* groups in name order */
 	int	 failed;	/* a group or leaf not read: its errno */
 	int	 stopped;
 };
@@ -765,6 +768,10 @@ int	 mq_dir_each(int, int, int (*)(void *, int, const char *), void *);
 int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
 int	 mq_names_add(struct mq_names *, const char *);
 void	 mq_names_sort(struct mq_names *);
+int	 mq_names_cmp(const void *, const void *);
+int	 mq_dir_ordered(int, int (*)(const char *),
+	    int (*)(const void *, const void *),
+	    int (*)(void *, int, const char *), void *, int *);
 void	 mq_names_free(struct mq_names *);
 
 struct mq_reader {

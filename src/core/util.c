@@ -274,6 +274,107 @@ mq_names_sort(struct mq_names *nl)
 		qsort(nl->v, nl->n, sizeof(*nl->v), names_cmp);
 }
 
+/* qsort's comparison of two names by strcmp. */
+int
+mq_names_cmp(const void *a, const void *b)
+{
+	return names_cmp(a, b);
+}
+
+/*
+ * The names of a directory of sub-directories in order, ORDERED_CHUNK at a
+ * time: those kept by keep and after `after` (NULL: from the first) by
+ * cmp.  o->more tells that there are more after the last.
+ */
+#define ORDERED_CHUNK	1024
+
+struct ordered {
+	int	(*keep)(const char *);
+	int	(*cmp)(const void *, const void *);
+	const char *after;
+	struct mq_names v;
+	int	 more;
+};
+
+static void
+ordered_cut(struct ordered *o)
+{
+	if (o->v.n > 1)
+		qsort(o->v.v, o->v.n, sizeof(*o->v.v), o->cmp);
+	while (o->v.n > ORDERED_CHUNK) {
+		free(o->v.v[--o->v.n]);
+		o->more = 1;
+	}
+}
+
+static int
+ordered_one(void *arg, int dirfd, const char *name)
+{
+	struct ordered *o = arg;
+
+	(void)dirfd;
+	if (!o->keep(name) ||
+	    (o->after != NULL && o->cmp(&name, &o->after) <= 0))
+		return 0;
+	if (mq_names_add(&o->v, name) == -1)
+		return -1;
+	if (o->v.n == 2 * ORDERED_CHUNK)
+		ordered_cut(o);
+	return 0;
+}
+
+static int
+ordered_read(int dirfd, struct ordered *o)
+{
+	int saved;
+
+	o->v.v = NULL;
+	o->v.n = o->v.cap = 0;
+	o->more = 0;
+	if (mq_dir_each(dirfd, DT_DIR, ordered_one, o) == -1) {
+		saved = errno;
+		mq_names_free(&o->v);
+		errno = saved;
+		return -1;
+	}
+	ordered_cut(o);
+	return 0;
+}
+
+/*
+ * As mq_dir_each for sub-directories, in cmp's order of their names, those
+ * keep keeps, a chunk at a time so that memory stays flat whatever their
+ * number.  Returns what fn returned that was not 0, or 0; -1 (errno) too
+ * when a listing failed, with *unlisted set (fn failed otherwise).
+ */
+int
+mq_dir_ordered(int dirfd, int (*keep)(const char *),
+    int (*cmp)(const void *, const void *),
+    int (*fn)(void *, int, const char *), void *arg, int *unlisted)
+{
+	struct ordered o = { keep, cmp, NULL, { NULL, 0, 0 }, 0 };
+	char last[MQ_NAME_MAX];
+	size_t i;
+	int r = 0, saved;
+
+	*unlisted = 0;
+	do {
+		if (ordered_read(dirfd, &o) == -1) {
+			*unlisted = 1;
+			return -1;
+		}
+		for (i = 0; i < o.v.n && r == 0; i++)
+			r = fn(arg, dirfd, o.v.v[i]);
+		if (o.v.n > 0)
+			strlcpy(last, o.v.v[o.v.n - 1], sizeof(last));
+		o.after = last;
+		saved = errno;
+		mq_names_free(&o.v);
+		errno = saved;
+	} while (r == 0 && o.more);
+	return r;
+}
+
 void
 mq_names_free(struct mq_names *nl)
 {
