@@ -456,48 +456,38 @@ next(const char *name)
 	return f;
 }
 
+/*
+ * REAL for an allocator: glibc's own (libc_call) serves while dlsym looks
+ * the next one up, and an allocation fails as the specs say.
+ */
+#define REAL_ALLOC(fn, libc_call) \
+	static __typeof__(fn) *real_; \
+	if (real_ == NULL) { \
+		if (resolving) \
+			return libc_call; \
+		real_ = (__typeof__(fn) *)next(#fn); \
+	} \
+	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1) \
+		return NULL
+
 void *
 malloc(size_t n)
 {
-	static __typeof__(malloc) *real_;
-
-	if (real_ == NULL) {
-		if (resolving)
-			return __libc_malloc(n);
-		real_ = (__typeof__(malloc) *)next("malloc");
-	}
-	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
-		return NULL;
+	REAL_ALLOC(malloc, __libc_malloc(n));
 	return real_(n);
 }
 
 void *
 calloc(size_t n, size_t size)
 {
-	static __typeof__(calloc) *real_;
-
-	if (real_ == NULL) {
-		if (resolving)
-			return __libc_calloc(n, size);
-		real_ = (__typeof__(calloc) *)next("calloc");
-	}
-	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
-		return NULL;
+	REAL_ALLOC(calloc, __libc_calloc(n, size));
 	return real_(n, size);
 }
 
 void *
 realloc(void *p, size_t n)
 {
-	static __typeof__(realloc) *real_;
-
-	if (real_ == NULL) {
-		if (resolving)
-			return __libc_realloc(p, n);
-		real_ = (__typeof__(realloc) *)next("realloc");
-	}
-	if (nspecs != -1 && fault(MALLOC, -1, NULL) == -1)
-		return NULL;
+	REAL_ALLOC(realloc, __libc_realloc(p, n));
 	return real_(p, n);
 }
 #endif

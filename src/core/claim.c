@@ -375,8 +375,11 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
     unsigned prio)
 {
 	struct run *c = arg;
-	int fd, r, saved;
 
+	(void)dirfd;
+	(void)name;
+	(void)digits;
+	(void)prio;
 	if (key > c->now) {
 		if (key < c->wake)
 			c->wake = key;
@@ -384,15 +387,19 @@ claim_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
 			c->above = key;
 		return MQ_TREE_LATER;
 	}
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = claim_leaf(c, fd, prio);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return r == -1 ? -1 : r == 1 ? MQ_TREE_USED : MQ_TREE_STOP;
+	return MQ_TREE_INTO;
+}
+
+/* A leaf the claim went into: used up, or the claim is done. */
+static int
+claim_into(void *arg, int fd, uint64_t key, unsigned prio)
+{
+	int r;
+
+	(void)key;
+	if ((r = claim_leaf(arg, fd, prio)) == -1)
+		return -1;
+	return r == 1 ? MQ_TREE_USED : MQ_TREE_STOP;
 }
 
 /* Claims up to limit expired leases for the run c. */
@@ -429,7 +436,8 @@ int
 mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
     uint64_t lease_ms, mq_claim_fn fn, void *arg, uint64_t *wake)
 {
-	struct mq_tree t = { .fn = claim_step, .sorted = 1, .remove = 1 };
+	struct mq_tree t = { .fn = claim_step, .leaf = claim_into, .sorted = 1,
+	    .remove = 1 };
 	struct run c;
 	int r;
 

@@ -613,21 +613,17 @@ static int
 dead_met(void *arg, const struct mq_look *m)
 {
 	struct listing *ls = arg;
+	struct mq_dead *v;
 	struct stat st;
 
 	/* A search by ID is handed any file of that name: a letter's only. */
 	if (ls->by_id && (fstatat(m->dirfd, m->name, &st,
 	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode)))
 		return 0;
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 64;
-		struct mq_dead *v;
-
-		if ((v = reallocarray(ls->v, cap, sizeof(*v))) == NULL)
-			return -1;
-		ls->v = v;
-		ls->cap = cap;
-	}
+	if ((v = mq_grow(ls->v, &ls->cap, ls->n, SIZE_MAX, sizeof(*v))) ==
+	    NULL)
+		return -1;
+	ls->v = v;
 	strlcpy(ls->v[ls->n].name, m->name, sizeof(ls->v[ls->n].name));
 	ls->v[ls->n++].n = m->n;
 	return 0;

@@ -230,15 +230,10 @@ static int
 cache_add(struct counting *c, const struct leafcount *e)
 {
 	struct leafcount *v;
-	size_t cap;
 
-	if (c->nv == c->cap) {
-		cap = c->cap ? c->cap * 2 : 128;
-		if ((v = reallocarray(c->v, cap, sizeof(*c->v))) == NULL)
-			return -1;
-		c->v = v;
-		c->cap = cap;
-	}
+	if ((v = mq_grow(c->v, &c->cap, c->nv, SIZE_MAX, sizeof(*v))) == NULL)
+		return -1;
+	c->v = v;
 	c->v[c->nv++] = *e;
 	return 0;
 }
@@ -319,17 +314,13 @@ static int
 dead_add(struct counting *c, const char *name)
 {
 	char (*v)[MQ_NAME_MAX];
-	size_t cap;
 
 	if (strlen(name) >= MQ_NAME_MAX)
 		return 0;
-	if (c->ndead == c->deadcap) {
-		cap = c->deadcap ? c->deadcap * 2 : 16;
-		if ((v = reallocarray(c->dead, cap, sizeof(*c->dead))) == NULL)
-			return -1;
-		c->dead = v;
-		c->deadcap = cap;
-	}
+	if ((v = mq_grow(c->dead, &c->deadcap, c->ndead, SIZE_MAX,
+	    sizeof(*v))) == NULL)
+		return -1;
+	c->dead = v;
 	memcpy(c->dead[c->ndead++], name, strlen(name) + 1);
 	return 0;
 }
@@ -604,14 +595,11 @@ mq_depth(struct mq_spool *sp, uint64_t limit, int parked_too, uint64_t *n)
 	 * cannot drop would have it drop heads and the newest instead.
 	 */
 	if (parked_too && c.n < limit) {
-		struct mq_parked_walk w = { .fn = count_parked, .arg = &c };
+		struct mq_parked_walk w = { .fn = count_parked, .arg = &c,
+		    .as_read = 1 };
 
 		if (mq_group_parked(sp, &w) == -1)
 			return -1;
-		if (w.failed != 0) {
-			errno = w.failed;
-			return -1;
-		}
 	}
 	*n = c.n < limit ? c.n : limit;
 	return 0;
@@ -675,23 +663,15 @@ drop_leaf(struct dropping *d, int leaf)
 }
 
 static int
-drop_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
-    unsigned prio)
+drop_into(void *arg, int fd, uint64_t key, unsigned prio)
 {
-	struct dropping *d = arg;
-	int fd, r, saved;
+	int r;
 
 	(void)key;
 	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = drop_leaf(d, fd);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return r == -1 ? -1 : r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
+	if ((r = drop_leaf(arg, fd)) == -1)
+		return -1;
+	return r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
 /*
@@ -706,7 +686,7 @@ int
 mq_depth_drop(struct mq_spool *sp, uint64_t n, mq_drop_fn fn, void *arg)
 {
 	struct dropping d;
-	struct mq_tree t = { .fn = drop_step, .sorted = 1, .lowfirst = 1 };
+	struct mq_tree t = { .leaf = drop_into, .sorted = 1, .lowfirst = 1 };
 	int r;
 
 	if (n == 0)

@@ -291,23 +291,13 @@ promote_leaf(struct promotion *p, int leaf)
 }
 
 static int
-promote_step(void *arg, int dirfd, const char *name, int digits,
-    uint64_t key, unsigned prio)
+promote_into(void *arg, int fd, uint64_t key, unsigned prio)
 {
 	struct promotion *p = arg;
-	int fd, r, saved;
 
 	(void)key;
 	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? MQ_TREE_NEXT : -1;
-	r = promote_leaf(p, fd);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (r == -1)
+	if (promote_leaf(p, fd) == -1)
 		return -1;
 	return p->done ? MQ_TREE_STOP : MQ_TREE_USED;
 }
@@ -317,7 +307,7 @@ static int
 promote(struct mq_spool *sp, int gfd)
 {
 	struct promotion p = { sp, gfd, 0 };
-	struct mq_tree t = { .fn = promote_step, .sorted = 1, .remove = 1,
+	struct mq_tree t = { .leaf = promote_into, .sorted = 1, .remove = 1,
 	    .now = UINT64_MAX };
 
 	t.arg = &p;
@@ -671,70 +661,80 @@ mq_group_unpark(struct mq_spool *sp, int leaf, const char *name,
 	return r;
 }
 
+/* A leaf of a group's tree, its messages on their way to w->fn. */
+struct parked_leaf {
+	struct mq_parked_walk *w;
+	uint64_t	 key;
+	int		 failed;	/* w->fn did (errno is its) */
+};
+
+static int
+parked_one(void *arg, int fd, const char *name)
+{
+	struct parked_leaf *pl = arg;
+	struct mq_name nm;
+	int r;
+
+	if (mq_name_parse(name, MQ_NEW, &nm) == -1)
+		return 0;
+	if ((r = pl->w->fn(pl->w->arg, fd, name, &nm, pl->key)) == -1)
+		pl->failed = 1;
+	return r;
+}
+
 /*
- * The leaf dirfd/name's messages handed to w->fn, listed first (what fn
- * renames away must not upset the listing).  A leaf removed meanwhile
- * held nothing; one that cannot be read is passed, its errno kept.
+ * The messages of the leaf fd to w->fn: as read when w->as_read (fn
+ * renames nothing away), else listed first (what fn renames away must
+ * not upset the listing).  0, 1 stopped, -1 (pl->failed: fn's error).
+ */
+static int
+parked_leaf_each(struct parked_leaf *pl, int fd)
+{
+	struct mq_names names;
+	size_t i;
+	int r = 0, saved;
+
+	if (pl->w->as_read)
+		return mq_dir_each(fd, DT_REG, parked_one, pl);
+	if (mq_names_read(fd, DT_REG, NULL, &names) == -1)
+		return -1;
+	for (i = 0; i < names.n && r == 0; i++)
+		r = parked_one(pl, fd, names.v[i]);
+	saved = errno;
+	mq_names_free(&names);
+	errno = saved;
+	return r;
+}
+
+/*
+ * The leaf dirfd/name's messages handed to w->fn.  A leaf removed
+ * meanwhile held nothing; one that cannot be read is passed, its errno
+ * kept; memory run out ends the walk: it passes nothing it met.
  */
 static int
 parked_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
     unsigned prio)
 {
-	struct mq_parked_walk *w = arg;
-	struct mq_names names;
-	struct mq_name nm;
-	size_t i;
-	int fd, r = 0, saved;
+	struct parked_leaf pl = { arg, key, 0 };
+	int fd, r, saved;
 
 	(void)prio;
 	if (digits != MQ_KEY_DIGITS)
 		return MQ_TREE_INTO;
-	if ((fd = mq_opendirat(dirfd, name)) == -1 ||
-	    mq_names_read(fd, DT_REG, NULL, &names) == -1) {
-		r = errno;
-		if (fd != -1)
-			close(fd);
-		errno = r;
-		/* Memory run out ends the walk: it passes nothing it met. */
-		if (r == ENOMEM)
-			return -1;
-		if (r != ENOENT)
-			w->failed = r;
-		return MQ_TREE_NEXT;
-	}
-	for (i = 0; i < names.n && r == 0; i++)
-		if (mq_name_parse(names.v[i], MQ_NEW, &nm) == 0)
-			r = w->fn(w->arg, fd, names.v[i], &nm, key);
-	saved = errno;
-	mq_names_free(&names);
-	close(fd);
-	errno = saved;
-	if (r == -1)
-		return -1;
-	w->stopped = r == 1;
-	return r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
-}
-
-/*
- * Hands each file of the leaf dirfd/name to fn (as mq_dir_each does).
- * Returns 0 when it was listed, 1 when it is gone (removed as empty
- * meanwhile: nothing in it), -1 on error.
- */
-static int
-leaf_each(int dirfd, const char *name, int (*fn)(void *, int, const char *),
-    void *arg)
-{
-	int fd, r, saved;
-
 	if ((fd = mq_opendirat(dirfd, name)) == -1)
-		return errno == ENOENT ? 1 : -1;
-	r = mq_dir_each(fd, DT_REG, fn, arg);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (r == -1)
-		return errno == ENOENT ? 1 : -1;
-	return 0;
+		r = -1;
+	else {
+		r = parked_leaf_each(&pl, fd);
+		saved = errno;
+		close(fd);
+		errno = saved;
+	}
+	if (r == -1 && (pl.failed || errno == ENOMEM))
+		return -1;
+	if (r == -1 && errno != ENOENT)
+		pl.w->failed = errno;
+	pl.w->stopped = r == 1;
+	return r == 1 ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
 /* A head half way through its burial (leaving.NAME.dead), to w->leaving. */
@@ -812,8 +812,9 @@ parked_group(void *arg, int groups, const char *name)
  * w->sorted the groups come in name order, in bounded memory (and
  * w->unread hears of groups/ itself failing to be listed).  The one
  * walk of what groups hold: a group or leaf removed meanwhile held
- * nothing; one that cannot be read is passed and its errno kept in
- * w->failed, or told to w->unread.  0, or -1.
+ * nothing; one that cannot be read is told to w->unread, or passed, and
+ * the walk, gone to its end, fails with its errno (kept in w->failed).
+ * 0, or -1.
  */
 int
 mq_group_parked(struct mq_spool *sp, struct mq_parked_walk *w)
@@ -837,6 +838,10 @@ mq_group_parked(struct mq_spool *sp, struct mq_parked_walk *w)
 	/* groups/ itself not read: told with w->unread, else the walk fails. */
 	if (r == -1 && unlisted && w->unread != NULL)
 		return w->unread(w->arg, MQ_DIR_GROUPS, errno);
+	if (r != -1 && w->failed != 0) {
+		errno = w->failed;
+		return -1;
+	}
 	return r == -1 ? -1 : 0;
 }
 
@@ -950,18 +955,15 @@ find_one(void *arg, int dirfd, const char *name)
 }
 
 static int
-find_step(void *arg, int dirfd, const char *name, int digits, uint64_t key,
-    unsigned prio)
+find_into(void *arg, int fd, uint64_t key, unsigned prio)
 {
 	struct finding *f = arg;
-	int r;
 
 	(void)key;
 	(void)prio;
-	if (digits != MQ_KEY_DIGITS)
-		return MQ_TREE_INTO;
-	if ((r = leaf_each(dirfd, name, find_one, f)) != 0)
-		return r == 1 ? MQ_TREE_NEXT : -1;
+	/* A leaf removed since it was opened held nothing. */
+	if (mq_dir_each(fd, DT_REG, find_one, f) == -1 && errno != ENOENT)
+		return -1;
 	return f->found ? MQ_TREE_STOP : MQ_TREE_NEXT;
 }
 
@@ -970,7 +972,7 @@ static int
 in_tree(int gfd, const struct stat *st)
 {
 	struct finding f = { st, NULL, 0 };
-	struct mq_tree t = { .fn = find_step };
+	struct mq_tree t = { .leaf = find_into };
 
 	t.arg = &f;
 	if (mq_tree_walk(&t, gfd) == -1)

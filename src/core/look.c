@@ -247,6 +247,7 @@ struct gather {
 	struct mq_names names;	/* a heap once full */
 	const char *after;	/* only the names after this; NULL: all */
 	int	 more;		/* names were left out: read again */
+	int	 heap;		/* names is one */
 };
 
 static void
@@ -271,43 +272,30 @@ gather_one(void *arg, int dirfd, const char *name)
 {
 	struct gather *g = arg;
 	struct mq_names *nl = &g->names;
-	char **v, *s;
-	size_t i, cap;
+	char *s;
+	size_t i;
 
 	(void)dirfd;
 	/* A search by ID gathers nothing but its match. */
 	if (!wanted(g->l, name) ||
 	    (g->after != NULL && strcmp(name, g->after) <= 0))
 		return 0;
-	if (nl->n == LEAF_KEEP) {
-		g->more = 1;
-		/* A heap from when it first fills up. */
-		if (nl->cap == LEAF_KEEP) {
-			for (i = LEAF_KEEP / 2; i-- > 0;)
-				sift_down(nl->v, LEAF_KEEP, i);
-			nl->cap++;
-		}
-		if (strcmp(name, nl->v[0]) >= 0)
-			return 0;
-		if ((s = strdup(name)) == NULL)
-			return -1;
-		free(nl->v[0]);
-		nl->v[0] = s;
-		sift_down(nl->v, LEAF_KEEP, 0);
+	if (nl->n < LEAF_KEEP)
+		return mq_names_add_max(nl, name, LEAF_KEEP);
+	g->more = 1;
+	/* A heap from when it first fills up. */
+	if (!g->heap) {
+		for (i = LEAF_KEEP / 2; i-- > 0;)
+			sift_down(nl->v, LEAF_KEEP, i);
+		g->heap = 1;
+	}
+	if (strcmp(name, nl->v[0]) >= 0)
 		return 0;
-	}
-	if (nl->n == nl->cap) {
-		cap = nl->cap ? nl->cap * 2 : 64;
-		if (cap > LEAF_KEEP)
-			cap = LEAF_KEEP;
-		if ((v = reallocarray(nl->v, cap + 1, sizeof(*nl->v))) == NULL)
-			return -1;
-		nl->v = v;
-		nl->cap = cap;
-	}
 	if ((s = strdup(name)) == NULL)
 		return -1;
-	nl->v[nl->n++] = s;
+	free(nl->v[0]);
+	nl->v[0] = s;
+	sift_down(nl->v, LEAF_KEEP, 0);
 	return 0;
 }
 
@@ -322,7 +310,7 @@ gather(struct look *l, int fd, struct gather *g)
 
 	g->names.v = NULL;
 	g->names.n = g->names.cap = 0;
-	g->more = 0;
+	g->more = g->heap = 0;
 	if (mq_dir_each(fd, l->type, gather_one, g) == 0) {
 		mq_names_sort(&g->names);
 		return 0;

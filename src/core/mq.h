@@ -286,13 +286,15 @@ int	 mq_prio_dir(const char *);
  */
 enum mq_tree_step {
 	MQ_TREE_NEXT,		/* leave it, go on */
-	MQ_TREE_INTO,		/* walk its level (above the leaves only) */
+	MQ_TREE_INTO,		/* walk its level; a leaf: to t->leaf */
 	MQ_TREE_USED,		/* done with it: remove it if empty, go on */
 	MQ_TREE_STOP,		/* end the walk */
 	MQ_TREE_LATER		/* end this priority's tree, go on */
 };
 struct mq_tree {
 	int	(*fn)(void *, int, const char *, int, uint64_t, unsigned);
+	/* A leaf fn goes into (or every leaf, fn NULL), open: answers as fn. */
+	int	(*leaf)(void *, int, uint64_t, unsigned);
 	void	*arg;
 	int	 sorted;	/* in key order (listed first), else as read */
 	int	 remove;	/* remove what is used, and levels passed */
@@ -478,6 +480,7 @@ struct mq_parked_walk {
 	int	(*unread)(void *, const char *, int);	/* or NULL */
 	void	*arg;
 	int	 sorted;	/* groups in name order */
+	int	 as_read;	/* fn renames nothing: leaves not listed first */
 	int	 failed;	/* a group or leaf not read: its errno */
 	int	 stopped;
 };
@@ -767,6 +770,8 @@ struct mq_names {
 int	 mq_dir_each(int, int, int (*)(void *, int, const char *), void *);
 int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
 int	 mq_names_add(struct mq_names *, const char *);
+int	 mq_names_add_max(struct mq_names *, const char *, size_t);
+void	*mq_grow(void *, size_t *, size_t, size_t, size_t);
 void	 mq_names_sort(struct mq_names *);
 int	 mq_names_cmp(const void *, const void *);
 int	 mq_dir_ordered(int, int (*)(const char *),

@@ -317,9 +317,31 @@ settled(uint64_t key, int digits, uint64_t now)
 }
 
 /*
+ * The leaf dirfd/name, gone into: opened and handed to t->leaf, whose
+ * answer is returned.  One removed meanwhile was empty: MQ_TREE_NEXT.
+ */
+static int
+into_leaf(struct walk *w, int dirfd, const char *name, uint64_t key)
+{
+	int fd, r, saved;
+
+	if (w->t->leaf == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((fd = mq_opendirat(dirfd, name)) == -1)
+		return errno == ENOENT || passable(w) ? MQ_TREE_NEXT : -1;
+	r = w->t->leaf(w->t->arg, fd, key, w->prio);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return r;
+}
+
+/*
  * Hands dirfd/name (a directory of the level of digits, with its key) to
- * the walker's function and does what it answers.  Returns PASSED to go
- * on, STOPPED, LATER, or -1 on error.
+ * the walker's function (none: every level is gone into) and does what
+ * it answers.  Returns PASSED to go on, STOPPED, LATER, or -1 on error.
  */
 static int
 visit(struct walk *w, int dirfd, const char *name, int digits, uint64_t key)
@@ -327,7 +349,11 @@ visit(struct walk *w, int dirfd, const char *name, int digits, uint64_t key)
 	const struct mq_tree *t = w->t;
 	int fd, r, saved;
 
-	switch (t->fn(t->arg, dirfd, name, digits, key, w->prio)) {
+	r = t->fn != NULL ? t->fn(t->arg, dirfd, name, digits, key, w->prio) :
+	    MQ_TREE_INTO;
+	if (r == MQ_TREE_INTO && digits == MQ_KEY_DIGITS)
+		r = into_leaf(w, dirfd, name, key);
+	switch (r) {
 	case MQ_TREE_NEXT:
 		goto left;
 	case MQ_TREE_STOP:

@@ -166,15 +166,9 @@ static int
 count_groups(struct mq_spool *sp, struct counter *c)
 {
 	struct mq_parked_walk w = { .fn = count_parked,
-	    .leaving = count_leaving, .arg = c };
+	    .leaving = count_leaving, .arg = c, .as_read = 1 };
 
-	if (mq_group_parked(sp, &w) == -1)
-		return -1;
-	if (w.failed != 0) {
-		errno = w.failed;
-		return -1;
-	}
-	return 0;
+	return mq_group_parked(sp, &w);
 }
 
 /* A lease, in the state look.c gives it (mq_state_leased). */

@@ -246,8 +246,6 @@ mq_expire(struct mq_spool *sp, void (*report)(const char *, const char *))
 	reclaimer_init(&rc, sp, MQ_REAP_EXPIRY, report);
 	if (mq_group_parked(sp, &w) == -1)
 		rc.failed = errno;
-	else if (w.failed != 0)
-		rc.failed = w.failed;
 	if (rc.failed != ENOMEM && mq_tree_walk(&t, sp->new) == -1)
 		rc.failed = errno;
 	if (rc.failed != ENOMEM && mq_expired_scan(sp, rc.reaper.now,
@@ -389,19 +387,14 @@ last_one(void *arg, int dirfd, const char *id)
 	struct cleaner *c = arg;
 	struct stale *v;
 	struct stat st;
-	size_t cap;
 
 	if (!mq_id_valid(id) ||
 	    fstatat(dirfd, id, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 	    st.st_mtime > c->cutoff)
 		return 0;
-	if (c->n == c->cap) {
-		cap = c->cap ? c->cap * 2 : 64;
-		if ((v = reallocarray(c->v, cap, sizeof(*c->v))) == NULL)
-			return -1;
-		c->v = v;
-		c->cap = cap;
-	}
+	if ((v = mq_grow(c->v, &c->cap, c->n, SIZE_MAX, sizeof(*v))) == NULL)
+		return -1;
+	c->v = v;
 	strlcpy(c->v[c->n].id, id, sizeof(c->v[c->n].id));
 	c->v[c->n].st = st;
 	c->v[c->n].met = 0;

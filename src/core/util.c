@@ -152,20 +152,50 @@ mq_opendirat(int dirfd, const char *name)
 	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/*
+ * The array v (of *cap elements of size, n of them used) with room for
+ * one more: as it is, or grown by doubling (from 64) to max elements at
+ * the most.  NULL when it cannot be (ENOMEM, ENOBUFS at max): v is then
+ * as it was.
+ */
+void *
+mq_grow(void *v, size_t *cap, size_t n, size_t max, size_t size)
+{
+	size_t c;
+
+	if (n < *cap)
+		return v;
+	if (*cap >= max) {
+		errno = ENOBUFS;
+		return NULL;
+	}
+	c = *cap ? *cap * 2 : 64;
+	if (c > max)
+		c = max;
+	if ((v = reallocarray(v, c, size)) != NULL)
+		*cap = c;
+	return v;
+}
+
 /* Adds a copy of name; -1 (ENOMEM) leaves nl as it was. */
 int
 mq_names_add(struct mq_names *nl, const char *name)
 {
-	char **v, *s;
-	size_t cap;
+	return mq_names_add_max(nl, name, SIZE_MAX / sizeof(*nl->v));
+}
 
-	if (nl->n == nl->cap) {
-		cap = nl->cap ? nl->cap * 2 : 64;
-		if ((v = reallocarray(nl->v, cap, sizeof(*nl->v))) == NULL)
-			return -1;
-		nl->v = v;
-		nl->cap = cap;
-	}
+/*
+ * The same, the list grown (by doubling) to max names at the most, a
+ * bound the caller keeps: ENOBUFS past it.
+ */
+int
+mq_names_add_max(struct mq_names *nl, const char *name, size_t max)
+{
+	char **v, *s;
+
+	if ((v = mq_grow(nl->v, &nl->cap, nl->n, max, sizeof(*v))) == NULL)
+		return -1;
+	nl->v = v;
 	if ((s = strdup(name)) == NULL)
 		return -1;
 	nl->v[nl->n++] = s;
