@@ -62,7 +62,7 @@ yes
 	    lease=0 lease=0.000 lease=-1 lease=abc lease=1.2345 lease=1e3 lease=. \
 	    max-depth=-1 max-depth=1.5 max-depth=ten max-depth=1000000001 \
 	    overflow=drop overflow=REJECT overflow=drop_oldest \
-	    ttl=-5 ttl=1h ttl=1.0000 ttl=99999999999 \
+	    ttl=-5 ttl=1hh ttl=1.5ms ttl=1.0000 ttl=99999999999 \
 	    paused=true paused=1 paused=YES paused=y \
 	    dedup-window=-1 dedup-window=x; do
 		run -2 --separate-stderr mq-conf "$bad"

@@ -146,3 +146,64 @@ spool_listing() {
 		}
 	done
 }
+
+# in_secs ISO: how many seconds from now ISO (UTC, to the second) is.
+in_secs() {
+	echo $(($(date -u -d "$1" +%s) - $(date +%s)))
+}
+
+# near GOT WANT: GOT is WANT, give or take the second lost to ISO's
+# truncation and a slow machine's few.
+near() {
+	if [ "$1" -lt $(($2 - 2)) ] || [ "$1" -gt $(($2 + 5)) ]; then
+		echo "$1 s, not $2" >&2
+		return 1
+	fi
+}
+
+@test "durations: a number with a unit (ms, s, m, h, d) is that long: mq-send -D, mq-recv -t, mq-ack -e" {
+	local pair d want id t r
+	for pair in 90:90 2.5:2 90s:90 1.5m:90 2h:7200 1d:86400 1500ms:1; do
+		d=${pair%%:*} want=${pair#*:}
+		id=$(echo x | mq-send -S -D "$d")
+		t=$(mq-ls --json | grep "$id" | sed 's/.*"time":"\([^"]*\)".*/\1/')
+		near "$(in_secs "$t")" "$want" || fail "-D $d"
+	done
+	echo y | mq-send -S >/dev/null
+	r=$(mq-recv -t 2m)
+	t=$(mq-ls --json -s inflight | sed 's/.*"time":"\([^"]*\)".*/\1/')
+	near "$(in_secs "$t")" 120 || fail "-t 2m"
+	mq-ack -e 1.5h "$r" >/dev/null
+	t=$(mq-ls --json -s inflight | sed 's/.*"time":"\([^"]*\)".*/\1/')
+	near "$(in_secs "$t")" 5400 || fail "-e 1.5h"
+}
+
+@test "durations: the settings take units and print as set; lease=250ms is a quarter of a second" {
+	mq-conf ttl=1.5h dedup-window=2d lease=250ms
+	assert_equal "$(mq-conf ttl)" 1.5h
+	assert_equal "$(mq-conf dedup-window)" 2d
+	echo x | mq-send -S >/dev/null
+	mq-recv >/dev/null
+	# Run out within the second (the lease was 250 ms, not 250 s).
+	run -0 timeout 5 sh -c 'until mq-ls -s expired | grep -q .; do sleep 0.1; done'
+	# At the bound in every unit, and just past it.
+	mq-conf ttl=11574d
+	past mq-conf ttl=11575d
+	past mq-conf ttl=16666667m
+	past mq-conf ttl=277778h
+	assert_equal "$(mq-conf ttl)" 11574d
+}
+
+@test "durations: any other form is exit 2 naming the forms taken, and changes nothing" {
+	local v
+	mq-conf ttl=60
+	for v in 5x 1.5ms .5 5. 1..5 1.5.h 2hh h 1e3 -1 ' 5' '5 ' 0x10 1,5; do
+		run -2 --separate-stderr mq-conf ttl="$v"
+		[[ $stderr == *"invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"* ]] ||
+		    fail "ttl=$v: $stderr"
+		run -2 --separate-stderr mq-send -S -D "$v" </dev/null
+		[[ $stderr == *"250ms, 90s, 1.5h, 2d"* ]] || fail "-D $v: $stderr"
+	done
+	assert_equal "$(mq-conf ttl)" 60
+	assert_equal "$(mq-ls | wc -l)" 0
+}

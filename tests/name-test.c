@@ -290,9 +290,28 @@ main(void)
 		    mq_name_parse(buf, MQ_NEW, &back) == 0 &&
 		    back.ttl == tn.ttl, "the largest ttl taken is a name's");
 	}
+	ok(mq_secs_parse("250ms", &v, &errstr) == 0 && v == 250 &&
+	    mq_secs_parse("90s", &v, &errstr) == 0 && v == 90000 &&
+	    mq_secs_parse("1.5m", &v, &errstr) == 0 && v == 90000 &&
+	    mq_secs_parse("1.5h", &v, &errstr) == 0 && v == 5400000 &&
+	    mq_secs_parse("2d", &v, &errstr) == 0 && v == 172800000 &&
+	    mq_secs_parse("0.001d", &v, &errstr) == 0 && v == 86400 &&
+	    mq_secs_parse("0.001s", &v, &errstr) == 0 && v == 1 &&
+	    mq_secs_parse("0ms", &v, &errstr) == 0 && v == 0,
+	    "a number with a unit: ms, s, m, h, d");
+	ok(mq_secs_parse("11574d", &v, &errstr) == 0 &&
+	    mq_secs_parse("11575d", &v, &errstr) == -1 &&
+	    strstr(errstr, "too large") != NULL &&
+	    mq_secs_parse("1000000000000ms", &v, &errstr) == 0 &&
+	    mq_secs_parse("1000000000001ms", &v, &errstr) == -1 &&
+	    mq_secs_parse("99999999999999999999d", &v, &errstr) == -1 &&
+	    strstr(errstr, "too large") != NULL,
+	    "the bound holds in every unit");
 	{
 		static const char *bad[] = { "", "-1", "+1", "1.", ".5",
-		    "1.2345", "1e3", "0x10", "99999999999", "1 ", " 1", "1.-1" };
+		    "1.2345", "1e3", "0x10", "99999999999", "1 ", " 1", "1.-1",
+		    "1.5ms", "5x", "h", "2hh", "1.5.h", "1..5", "5 s", "5S",
+		    "1.2345h", "ms" };
 		int all_bad = 1;
 		size_t k;
 

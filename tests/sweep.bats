@@ -155,7 +155,7 @@ load helper
 	run -2 --separate-stderr mq-sweep -w x
 	assert_equal "$stderr" "mq-sweep: -w x: invalid"
 	run -2 --separate-stderr mq-sweep -w 5x
-	assert_equal "$stderr" "mq-sweep: -w 5x: invalid"
+	assert_equal "$stderr" "mq-sweep: -w 5x: invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
 }
 
 @test "mq-sweep: a message released with a fresh reason while the sweep walks the spool keeps it" {

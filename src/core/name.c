@@ -418,54 +418,64 @@ mq_is_cur_bucket(const char *s)
 	return mq_cur_bucket_parse(s, &secs) == 0;
 }
 
+/* The units of a duration, and what each is in ms. */
+static const struct {
+	const char	*name;
+	uint64_t	 ms;
+} units[] = {
+	{ "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 },
+	{ "h", 60 * 60 * 1000 }, { "d", 24 * 60 * 60 * 1000 }
+};
+
 /*
- * Seconds as "N" or "N.F" (up to ms) into ms; strtonum-style error text.
- * The bound is on the whole value, fraction included: a name's ttl and
- * every deadline are read back under the same MQ_SECS_MAX, and a value
- * that passed here but not there would name a file no tool knows.
+ * A duration into ms: "N" or "N.F" seconds (up to ms), or such a number
+ * with a unit: ms (whole), s, m, h, d ("250ms", "90s", "1.5h", "2d");
+ * strtonum-style error text that names the forms taken.  The bound is on
+ * the whole value, fraction included: a name's ttl and every deadline are
+ * read back under the same MQ_SECS_MAX, and a value that passed here but
+ * not there would name a file no tool knows.
  */
 int
 mq_secs_parse(const char *s, uint64_t *ms, const char **errstr)
 {
-	char whole[16];
-	const char *dot, *frac;
-	long long secs;
-	size_t wlen, flen, i;
-	uint64_t f = 0;
+	const char *dot, *unit;
+	size_t wlen, flen, i, u;
+	uint64_t whole = 0, f = 0, max = (uint64_t)MQ_SECS_MAX * 1000;
 
-	dot = strchr(s, '.');
-	wlen = dot ? (size_t)(dot - s) : strlen(s);
-	if (wlen == 0 || !all(s, wlen, digit)) {
-		*errstr = "invalid";
+	*errstr = MQ_DURATION_INVALID;
+	unit = s + strspn(s, "0123456789.");
+	for (u = 0; u < sizeof(units) / sizeof(units[0]) &&
+	    strcmp(unit, units[u].name) != 0; u++)
+		;
+	if (u == sizeof(units) / sizeof(units[0]))
 		return -1;
-	}
-	if (wlen >= sizeof(whole)) {
-		*errstr = MQ_SECS_TOO_LARGE;
+	dot = memchr(s, '.', unit - s);
+	wlen = (dot != NULL ? dot : unit) - s;
+	if (wlen == 0)
 		return -1;
-	}
-	memcpy(whole, s, wlen);
-	whole[wlen] = '\0';
-	secs = strtonum(whole, 0, MQ_SECS_MAX, errstr);
-	if (*errstr != NULL) {
-		if (strcmp(*errstr, "too large") == 0)
-			*errstr = MQ_SECS_TOO_LARGE;
-		return -1;
-	}
 	if (dot != NULL) {
-		frac = dot + 1;
-		flen = strlen(frac);
-		if (flen == 0 || flen > 3 || !all(frac, flen, digit)) {
-			*errstr = "invalid";
+		flen = unit - dot - 1;
+		/* A fraction of a ms is none. */
+		if (flen == 0 || flen > 3 || units[u].ms < 1000 ||
+		    memchr(dot + 1, '.', flen) != NULL)
+			return -1;
+		for (i = 0; i < 3; i++)
+			f = f * 10 + (i < flen ? (uint64_t)(dot[1 + i] - '0') :
+			    0);
+	}
+	for (i = 0; i < wlen; i++) {
+		whole = whole * 10 + (uint64_t)(s[i] - '0');
+		if (whole > max / units[u].ms) {
+			*errstr = MQ_SECS_TOO_LARGE;
 			return -1;
 		}
-		for (i = 0; i < 3; i++)
-			f = f * 10 + (i < flen ? frac[i] - '0' : 0);
 	}
-	if ((uint64_t)secs * 1000 + f > (uint64_t)MQ_SECS_MAX * 1000) {
+	whole = whole * units[u].ms + f * (units[u].ms / 1000);
+	if (whole > max) {
 		*errstr = MQ_SECS_TOO_LARGE;
 		return -1;
 	}
-	*ms = (uint64_t)secs * 1000 + f;
+	*ms = whole;
 	*errstr = NULL;
 	return 0;
 }

@@ -57,7 +57,9 @@ static const char help[] =
     "  -0         receipts on stdin are NUL-terminated\n"
     "  -d dir     spool (default $MQ_DIR, else the receipt's own)\n"
     "A receipt is the path that mq-recv printed.\n"
-    "Exit 3: already acked, or lease lost.  See mq-ack(1).\n";
+    "Exit 3: already acked, or lease lost.\n"
+    MQ_HELP_SECS
+    "See mq-ack(1).\n";
 
 /* Done with a spool: what was left of its batch, then close it. */
 static void

@@ -53,7 +53,9 @@ static const char help[] =
     "  --backoff-max secs  longest retry delay (default 300)\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
     "5: a job failed.\n"
-    "A job exiting 65 is dead-lettered at once.  See mq-recv(1).\n";
+    "A job exiting 65 is dead-lettered at once.\n"
+    MQ_HELP_SECS
+    "See mq-recv(1).\n";
 
 /*
  * -w on a spool that is not there yet (a worker started before its first

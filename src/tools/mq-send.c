@@ -54,6 +54,7 @@ static const char help[] =
     "           each message to every spool, under one ID\n"
     "Exit 6: a spool is full (max-depth); the IDs printed were "
     "sent.\n"
+    MQ_HELP_SECS
     "See mq-send(1).\n";
 
 /* The input failed: takes back every message not yet visible, and dies. */

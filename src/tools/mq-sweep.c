@@ -38,6 +38,7 @@ static const char help[] =
     "  -v         say what was moved or removed\n"
     "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "             else ~/.local/state/mq)\n"
+    MQ_HELP_SECS
     "See mq-sweep(1).\n";
 
 static void

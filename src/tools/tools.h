@@ -18,6 +18,10 @@
  * of -d, errors said, and what listings write.
  */
 /* The long options every tool has. */
+/* The forms of a duration (secs), for --help. */
+#define MQ_HELP_SECS \
+    "secs: seconds (2.5), or with a unit: 250ms, 90s, 1.5h, 2d\n"
+
 #define MQ_LONGOPTS \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
