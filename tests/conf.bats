@@ -63,7 +63,7 @@ yes
 	    max-depth=-1 max-depth=1.5 max-depth=ten max-depth=1000000001 \
 	    overflow=drop overflow=REJECT overflow=drop_oldest \
 	    ttl=-5 ttl=1hh ttl=1.5ms ttl=1.0000 ttl=99999999999 \
-	    paused=true paused=1 paused=YES paused=y \
+	    paused=YES paused=y paused=2 paused=truth \
 	    dedup-window=-1 dedup-window=x; do
 		run -2 --separate-stderr mq-conf "$bad"
 		[[ $stderr == "mq-conf: $bad: "*"; nothing changed" ]] ||
@@ -279,4 +279,20 @@ lease=soon"
 	run answer y 2
 	[[ $output == *"rc=0"* ]]
 	assert_equal "$(mq-conf ttl)" 2
+}
+
+@test "mq-conf: paused takes yes/no, true/false, on/off and 1/0, and prints as set" {
+	local v
+	echo x | mq-send -S >/dev/null
+	for v in yes true on 1; do
+		mq-conf paused="$v"
+		assert_equal "$(mq-conf paused)" "$v"
+		run -1 mq-recv
+	done
+	for v in no false off 0; do
+		mq-conf paused=yes
+		mq-conf paused="$v"
+		assert_equal "$(mq-conf paused)" no
+		run -0 mq-recv -t 0.001
+	done
 }

@@ -70,6 +70,22 @@ mq_conf_init(struct mq_conf *c)
 	c->lease_ms = MQ_DEFAULT_LEASE_MS;
 }
 
+/* A boolean's value: 1 (yes, true, on, 1), 0 (no, false, off, 0), or -1. */
+static int
+boolean(const char *s)
+{
+	static const char *const words[][2] = {
+		{ "no", "yes" }, { "false", "true" }, { "off", "on" },
+		{ "0", "1" }
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(s, words[i][0]) == 0 || strcmp(s, words[i][1]) == 0)
+			return strcmp(s, words[i][1]) == 0;
+	return -1;
+}
+
 static int
 whole(const char *s, long long max, long long *n, const char **why)
 {
@@ -141,11 +157,11 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		isdef = !c->drop_oldest;
 		break;
 	case MQ_CONF_PAUSED:
-		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0) {
-			*why = "not yes or no";
+		if ((n = boolean(v)) == -1) {
+			*why = "not yes or no (true/false, on/off, 1/0)";
 			return -1;
 		}
-		c->paused = strcmp(v, "yes") == 0;
+		c->paused = n;
 		isdef = !c->paused;
 		break;
 	}
