@@ -123,8 +123,8 @@ bell() {
 	echo first | mq-send >/dev/null
 	run -6 timeout 20 mq-send -w 0.1 <<<"x"
 	run -6 timeout 20 mq-send -w0.1 <<<"x"
-	run -2 --separate-stderr mq-send -w 5s <<<"x"
-	[[ $stderr == "mq-send: -w 5s: "* ]]
+	run -2 --separate-stderr mq-send -w 5x <<<"x"
+	[[ $stderr == "mq-send: -w 5x: "* ]]
 	assert_equal "$(count new)" 1
 }
 
