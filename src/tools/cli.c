@@ -292,6 +292,17 @@ mq_usage(const char *usage)
 }
 
 /*
+ * An option spelled as before a rename, whose letter now means one thing
+ * in every tool: refused, naming the new spelling, rather than read with
+ * its old meaning or a new one the caller did not intend.
+ */
+void __dead
+mq_renamed(const char *old, const char *now)
+{
+	errx(MQ_EX_USAGE, "%s is now %s", old, now);
+}
+
+/*
  * The options every tool takes alike, as the default: of its getopt
  * switch: -h (--help) prints the usage and the help on stdout, -V
  * (--version) the version, each exit 0; any other is a usage error.

@@ -36,6 +36,7 @@ void	 mq_version(void);
 /* Both exit (__dead; _Noreturn here, as tools.h goes without compat.h). */
 _Noreturn void mq_usage(const char *);
 _Noreturn void mq_common_opt(int, const char *, const char *);
+_Noreturn void mq_renamed(const char *, const char *);
 void	 mq_stdout_close(void);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
 void	 mq_conf_warn(const struct mq_spool *, int, const char *);
