@@ -272,7 +272,7 @@ lease=soon"
 		    /dev/null | tr -d '\r'
 	}
 	run answer n 2
-	[[ $output == *"ttl=2 expires 3 waiting messages now (dead letters, reason expired); set it? [y/N]"* ]]
+	[[ $output == *"ttl=2 expires 3 waiting messages now (dead letters, reason ttl); set it? [y/N]"* ]]
 	[[ $output == *"nothing changed"* ]]
 	[[ $output == *"rc=2"* ]]
 	assert_equal "$(mq-conf ttl)" 0

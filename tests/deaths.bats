@@ -114,7 +114,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 ' "$BATS_TEST_TMPDIR/big"
 }
 
-@test "deaths: every kind of death is recorded: max attempts, -x, exit 65, expired, maxlen" {
+@test "deaths: every kind of death is recorded: max attempts, -x, exit 65, ttl, maxlen" {
 	id=$(echo job | mq-send)
 	timeout 20 mq-recv -t 0.1 -m 1 >/dev/null
 	sleep 0.3
@@ -141,7 +141,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	[[ ${lines[0]} == '1 "max attempts'* ]] || fail "${lines[0]}"
 	assert_equal "${lines[1]}" '1 "by hand"'
 	assert_equal "${lines[2]}" '1 "exit 65: bad input"'
-	assert_equal "${lines[3]}" '0 "expired"'
+	assert_equal "${lines[3]}" '0 "ttl"'
 	assert_equal "${lines[4]}" '0 "maxlen"'
 	times_ok "$id"
 }

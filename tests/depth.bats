@@ -341,7 +341,7 @@ leaf_of() {
 	# waiting, not counted); the leaf stays, empty, for a claim to remove.
 	mq-conf max-depth=1000000
 	mq-send -D 100000 <<<probe >/dev/null
-	assert_equal "$(mq-dlq ls | cut -f 4 | sort | uniq -c | tr -s ' ')" " 3 expired"
+	assert_equal "$(mq-dlq ls | cut -f 4 | sort | uniq -c | tr -s ' ')" " 3 ttl"
 	assert_equal "$(find "$expired" -type f | wc -l)" 0
 	exact
 	# The first claim removes the empty leaf (long settled), and claims
@@ -667,7 +667,7 @@ reasons() {
 	mq-dlq ls | cut -f 4 | sort | uniq -c | awk '{ printf "%s %s;", $2, $1 }'
 }
 
-@test "depth: messages past the spool's ttl do not count; the count buries them as expired" {
+@test "depth: messages past the spool's ttl do not count; the count buries them as ttl" {
 	# A ttl of 5 s, and the clock moved ahead past it (ahead) rather
 	# than slept through: a loaded machine keeps its margin.
 	mq-conf -f max-depth=3 ttl=5
@@ -678,7 +678,7 @@ reasons() {
 	assert_success
 	assert_equal "${#lines[@]}" 1
 	id=${lines[0]}
-	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(reasons)" "ttl 3;"
 	assert_equal "$(count dead)" 3
 	assert_equal "$(count new)" 1
 	[ -n "$(find "$MQ_DIR/new" -type f -name "$id,*")" ]
@@ -700,7 +700,7 @@ reasons() {
 	sleep 1.2
 	run -6 --separate-stderr mq-send -l < <(seq 6 9)
 	assert_equal "${#lines[@]}" 3
-	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(reasons)" "ttl 3;"
 	assert_equal "$(bodies | tr -s '\n' ' ')" "kept 6 7 8 "
 }
 
@@ -711,12 +711,12 @@ reasons() {
 	run timeout 20 mq-send -w <<<late
 	assert_success
 	assert_equal "${#lines[@]}" 1
-	assert_equal "$(reasons)" "expired 2;"
+	assert_equal "$(reasons)" "ttl 2;"
 	mq-conf paused=no
 	assert_equal "$(bodies)" late
 }
 
-@test "depth: drop-oldest buries the expired ones as expired, then the oldest waiting ones as maxlen" {
+@test "depth: drop-oldest buries the expired ones as ttl, then the oldest waiting ones as maxlen" {
 	mq-conf max-depth=4 overflow=drop-oldest
 	seq 1 2 | mq-send -l --ttl 1 >/dev/null
 	old=$(mq-send <<<old)
@@ -728,7 +728,7 @@ reasons() {
 	assert_success
 	assert_equal "${#lines[@]}" 3
 	assert_equal "$(grep dead: <<<"$stderr")" "mq-send: $old: dead: maxlen"
-	assert_equal "$(reasons)" "expired 2;maxlen 1;"
+	assert_equal "$(reasons)" "maxlen 1;ttl 2;"
 	assert_equal "$(mq-dlq ls | grep maxlen | cut -f 1)" "$old"
 	assert_equal "$(bodies | tr -s '\n' ' ')" "older 3 4 5 "
 }
@@ -772,7 +772,7 @@ entry() {
 	assert_equal "$(entry "$leaf")" "$e"
 	run ahead 6 mq-send <<<y
 	assert_success
-	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(reasons)" "ttl 3;"
 	assert_equal "$(ahead 6 bash -c "$(declare -f bodies); bodies")" y
 }
 
@@ -789,7 +789,7 @@ entry() {
 	mq-conf -f ttl=1
 	run mq-send <<<y
 	assert_success
-	assert_equal "$(reasons)" "expired 3;"
+	assert_equal "$(reasons)" "ttl 3;"
 	# And a ttl that has not passed yet leaves a cached leaf counted.
 	mq-conf -f ttl=3600
 	seq 1 2 | mq-send -l >/dev/null

@@ -115,12 +115,12 @@ spool_listing() {
 	[ -f "$r" ]
 }
 
-@test "durations: mq-sweep -w just past the bound is refused; at the bound it sweeps and waits" {
+@test "durations: mq-sweep -i just past the bound is refused; at the bound it sweeps and waits" {
 	echo a | mq-send >/dev/null
-	past mq-sweep -w "$PAST"
-	run -2 --separate-stderr mq-sweep -w 0
+	past mq-sweep -i "$PAST"
+	run -2 --separate-stderr mq-sweep -i 0
 	[[ $stderr == *"too small"* ]]
-	run -124 timeout 2 mq-sweep -w "$MOST"
+	run -124 timeout 2 mq-sweep -i "$MOST"
 }
 
 @test "durations: the settings lease, ttl and dedup-window at the bound are set, just past are refused and nothing changes" {

@@ -133,7 +133,7 @@ $(id_of fl)	inflight"
 	[[ $stderr == *waiting* ]]
 	run --separate-stderr mq-ls -s
 	assert_failure 2
-	run --separate-stderr mq-ls extra
+	run --separate-stderr mq-ls "$MQ_DIR" extra
 	assert_failure 2
 }
 
@@ -234,7 +234,7 @@ EOF
 import collections, json, sys
 st = json.load(open(sys.argv[1]))
 n = collections.Counter(json.loads(l)["state"] for l in open(sys.argv[2]))
-got = {"ready": n["ready"], "delayed": n["delayed"], "in_flight": n["inflight"],
+got = {"ready": n["ready"], "delayed": n["delayed"], "inflight": n["inflight"],
        "expired": n["expired"], "dead": n["dead"], "blocked": n["blocked"]}
 want = {k: st[k] for k in got}
 assert got == want, (got, want)
@@ -383,4 +383,30 @@ assert [d["reason"] for d in objs[1]["deaths"]] == ["first", "second\ttab"], obj
 	# The text listing has no deaths and stays one line each.
 	assert_equal "$(mq-ls | wc -l)" 2
 	assert_equal "$(mq-ls | cut -f 2 | sort -u)" ready
+}
+
+@test "mq-ls DIR: the spool as the operand, as with -d; two spools are refused" {
+	echo here | mq-send >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	printf 'x\ny\n' | mq-send -l -d "$other" >/dev/null
+	run -0 env -u MQ_DIR mq-ls "$other"
+	assert_equal "${#lines[@]}" 2
+	assert_equal "$(mq-ls -s ready "$other" | wc -l)" 2
+	run -2 --separate-stderr mq-ls -d "$MQ_DIR" "$other"
+	[[ $stderr == *"one spool: -d or an operand"* ]] || fail "$stderr"
+	run -2 mq-ls "$MQ_DIR" "$other"
+	run -4 mq-ls "$BATS_TEST_TMPDIR/none"
+}
+
+@test "mq-ls -v: says on stderr the spool, where its name came from and how many were listed in each state" {
+	printf 'a\nb\nc\n' | mq-send -l >/dev/null
+	mq-ack -x broken "$(mq-recv)"
+	run -0 --separate-stderr mq-ls -v
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$stderr" "mq-ls: $MQ_DIR (from \$MQ_DIR): 3 listed: 2 ready, 1 dead"
+	run -0 --separate-stderr mq-ls -v -s dead -d "$MQ_DIR"
+	assert_equal "$stderr" "mq-ls: $MQ_DIR (from -d): 1 listed: 1 dead"
+	run -0 --separate-stderr mq-ls -v -s inflight "$MQ_DIR"
+	assert_equal "$output" ""
+	assert_equal "$stderr" "mq-ls: $MQ_DIR (from an operand): 0 listed"
 }

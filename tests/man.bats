@@ -64,7 +64,7 @@ check_table() {
 	for sh in SYNOPSIS DESCRIPTION OPTIONS ENVIRONMENT "EXIT STATUS" GUARANTEES SECURITY EXAMPLES "SEE ALSO"; do
 		grep -qx ".Sh $sh" "$page" || fail "no $sh"
 	done
-	for s in "mq-relay push [-1v] [-d dir] [-n batch] [-q queue] [-s bytes] [uri ...]" \
+	for s in "mq-relay push [-1v] [-d dir] [-n batch] [-q queue] [--max-bytes bytes] [uri ...]" \
 	    "mq-relay pull [-1v] [-d dir] [-n max] [-q queue] [uri ...]" \
 	    "1 to 1024 (default 100)" "1 to 65535 (default 1000)" \
 	    MQ_RELAY_URI MQ_RELAY_CACERT MQ_RELAY_CERT MQ_RELAY_KEY MQ_DIR \

@@ -138,7 +138,7 @@ $(cat "$dir/workload.out" "$dir/check.out")"
 
 # The cut that found a dead letter's reason empty: a burial, then any
 # later command that syncs (a send), then the cut.  On both file systems
-# the dead letter keeps its reason, and so does one buried as expired.
+# the dead letter keeps its reason, and so does one buried as ttl.
 @test "powercut: a dead letter buried before a later send keeps its reason after a cut, on ext4 and xfs" {
 	needs ext4
 	local fs sp r why
@@ -159,7 +159,7 @@ $(cat "$dir/workload.out" "$dir/check.out")"
 		why=$(mq-dlq -d "$sp" ls --json | python3 -c '
 import json, sys
 print(" / ".join(sorted(json.loads(l)["reason"] or "(none)" for l in sys.stdin)))')
-		assert_equal "$why" "expired / the reason given"
+		assert_equal "$why" "ttl / the reason given"
 		detach
 	done
 }

@@ -217,7 +217,7 @@ only_path() {
 	sleep 0.4
 	run --separate-stderr mq-sweep -v
 	assert_success
-	assert_equal "$(grep -c 'dead: expired' <<<"$stderr")" 3
+	assert_equal "$(grep -c 'dead: ttl' <<<"$stderr")" 3
 	assert_equal "$(count dead)" 3
 	assert_equal "$(count new)" 1
 	[[ $(only_path) == p9/*/"$keep",* ]]

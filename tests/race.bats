@@ -24,9 +24,9 @@ check_exactly_once() { # n
 	check_exactly_once 20000
 }
 
-@test "race: the same with mq-sweep -w running alongside" {
+@test "race: the same with mq-sweep -i running alongside" {
 	seq 1 20000 | mq-send -l -S >/dev/null
-	mq-sweep -w 0.05 &
+	mq-sweep -i 0.05 &
 	sweeper=$!
 	for i in 1 2 3 4 5 6 7 8; do batch_worker "$BATS_TEST_TMPDIR/w.$i" & done
 	for i in 1 2 3 4 5 6 7 8; do wait %$((i + 1)); done

@@ -118,10 +118,10 @@ count_at_least() {
 	[ -n "$n" ] && [ "$n" -ge "$2" ]
 }
 
-# in_flight_is N, in_spool_is N: $MQ_DIR holds N claimed messages, N
+# inflight_is N, in_spool_is N: $MQ_DIR holds N claimed messages, N
 # messages waiting or claimed.
-in_flight_is() {
-	[ "$(stat_of in_flight)" -eq "$1" ]
+inflight_is() {
+	[ "$(stat_of inflight)" -eq "$1" ]
 }
 in_spool_is() {
 	[ "$(messages "$MQ_DIR")" -eq "$1" ]
@@ -148,7 +148,7 @@ dead_port() {
 	run relay push -1 "$RELAY_URI"
 	assert_success
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 	has_count moved 50
 }
@@ -210,7 +210,7 @@ dead_port() {
 	assert_success
 	r=$(MQ_DIR="$BATS_TEST_TMPDIR/back" mq-recv -n 3 | grep "/$id,")
 	cmp "$BATS_TEST_TMPDIR/big" "$r"
-	assert_equal "$(MQ_DIR="$BATS_TEST_TMPDIR/back" stat_of in_flight)" 3
+	assert_equal "$(MQ_DIR="$BATS_TEST_TMPDIR/back" stat_of inflight)" 3
 }
 
 @test "relay push: a body read short before its end (pread of 4096 bytes at most, as FUSE or NFS may give) arrives whole" {
@@ -236,7 +236,7 @@ dead_port() {
 	refute_output --partial "No such file"
 	has_count bodyopen 3
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 }
 
 @test "relay push: a lease lost between the claim and the body's open is said once (lease lost), not published, the rest pushed" {
@@ -245,7 +245,7 @@ dead_port() {
 	# The body's open held back 3 s, while the claimed file goes.
 	fault_env "openat:delay=3s:nth=1:at=/$id," \
 	    relay_bg push -1 -v -q leaselost "$RELAY_URI"
-	relay_until 10 in_flight_is 3
+	relay_until 10 inflight_is 3
 	find "$MQ_DIR/cur" -name "$id,*" -delete
 	wait "$pid" || fail "push -1 exited $?: $(cat "$BATS_TEST_TMPDIR/err")"
 	run cat "$BATS_TEST_TMPDIR/err"
@@ -254,7 +254,7 @@ dead_port() {
 	refute_output --partial "No such file"
 	assert_equal "$(grep -c "lease lost" "$BATS_TEST_TMPDIR/err")" 1
 	has_count leaselost 2
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 }
 
 @test "relay push: a batch's publishes are written by push itself over TCP (heartbeats on): a failed write is a lost connection, the batch released, pushed after reconnecting" {
@@ -268,7 +268,7 @@ dead_port() {
 	assert_equal "$(grep -c "connected to" <<<"$output")" 2
 	has_count wfail 5
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 }
 
@@ -291,7 +291,7 @@ dead_port() {
 	assert_equal "$(grep -c "connected to" "$BATS_TEST_TMPDIR/err")" 2
 	# What the broker read before the cut may be there twice.
 	relay_until 30 count_at_least stuck 64
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 	rabbit ctl "$RELAY_DIR1" -q delete_queue stuck >/dev/null
 }
@@ -303,7 +303,7 @@ dead_port() {
 	    relay_bg push -v -q slowlink "$RELAY_URI"
 	until_in "$BATS_TEST_TMPDIR/err" "connected to"
 	mq-send <"$BATS_TEST_TMPDIR/line" >/dev/null
-	relay_until 10 in_flight_is 1
+	relay_until 10 inflight_is 1
 	# 2 MiB at 64 KiB a write: 3 s of writes, SIGTERM in their midst.
 	sleep 1
 	stop_relay "$pid"
@@ -312,7 +312,7 @@ dead_port() {
 	refute_output --partial "connection lost"
 	assert_output --partial "pushed 1 (confirmed 1, released 0)"
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	has_count slowlink 1
 }
 
@@ -383,7 +383,7 @@ dead_port() {
 	run sort "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/left"
 	assert_output "$(sort "$BATS_TEST_TMPDIR/ids")"
 	assert_equal "$(stat_of dead)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 }
 
 @test "relay push -n 200: a body that cannot be read (EIO) in the older of two batches releases that message alone; the newer batch is neither released nor pushed twice" {
@@ -400,7 +400,7 @@ dead_port() {
 	left=$(mq-ls | wc -l)
 	[ "$left" -le 1 ] || fail "$left left in the spool"
 	has_count readfail $((400 - left))
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 }
 
@@ -444,7 +444,7 @@ dead_port() {
 	assert_output --partial "127.0.0.1:$port"
 	run mq-ls
 	assert_output --regexp "^$id	ready	0	"
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 }
 
 @test "relay push -1: a refused login exits 4 naming host:port, the password nowhere" {
@@ -537,7 +537,7 @@ dead_port() {
 	assert_equal "$st" 0
 	grep -q "Input/output error" "$BATS_TEST_TMPDIR/err" ||
 	    fail "stderr: $(cat "$BATS_TEST_TMPDIR/err")"
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of ready)" 0
 	assert_equal "$(stat_of dead)" 0
 }
@@ -567,7 +567,7 @@ dead_port() {
 	until_in "$BATS_TEST_TMPDIR/err" "confirmed 10"
 	stop_relay "$pid"
 	assert_equal "$st" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 	ready=$(stat_of ready)
 	has_count term $((3000 - ready))
@@ -609,7 +609,7 @@ dead_port() {
 	assert_output 2
 	run sed -n '/connection lost/,$p' "$BATS_TEST_TMPDIR/err"
 	assert_output --partial "confirmed 1,"
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 0
 	# Nothing lost: the rest pushed, everything pulled into another
 	# spool holds every message sent, with its body (some maybe twice).
@@ -643,11 +643,11 @@ dead_port() {
 	disk_alarm on
 	relay_bg push -v -q alarm "$RELAY_URI"
 	# Claimed, published into a socket the broker no longer reads.
-	relay_until 10 in_flight_is 20
+	relay_until 10 inflight_is 20
 	sleep 1
 	stop_bounded "$pid" 20
 	assert_equal "$st" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of ready)" 20
 	assert_equal "$(stat_of dead)" 0
 	disk_alarm off
@@ -668,7 +668,7 @@ dead_port() {
 	stop_relay "$pid"
 	assert_equal "$st" 0
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 }
 
 @test "relay push: blocked by the broker under a batch's write (16 MiB, disk alarm): seen when the write stalls, waited for, not a lost connection" {
@@ -691,27 +691,27 @@ dead_port() {
 	run cat "$BATS_TEST_TMPDIR/err"
 	refute_output --partial "connection lost"
 	has_count blockedwrite 64
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	rabbit ctl "$RELAY_DIR1" -q delete_queue blockedwrite >/dev/null
 }
 
-@test "relay push -s: a message bigger than the broker takes is dead-lettered (too big for the broker), the rest pushed" {
+@test "relay push --max-bytes: a message bigger than the broker takes is dead-lettered (too big for the broker), the rest pushed" {
 	seq 1 3 | mq-send -l >/dev/null
 	big=$(big_lines 1 300000 | mq-send)
 	seq 4 5 | mq-send -l >/dev/null
-	run relay push -1 -v -s 100000 -q big "$RELAY_URI"
+	run relay push -1 -v --max-bytes 100000 -q big "$RELAY_URI"
 	assert_success
 	assert_output --partial "too big for the broker (300000 bytes, at most 100000)"
 	assert_output --partial "buried 1"
 	has_count big 5
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 1
 	run mq-dlq ls
 	assert_output --regexp "^$big	0	[^	]*	too big for the broker "
 	# Only one too big: nothing moved, exit 1.
 	big_lines 1 300000 | mq-send >/dev/null
-	run relay push -1 -s 100000 -q big "$RELAY_URI"
+	run relay push -1 --max-bytes 100000 -q big "$RELAY_URI"
 	assert_failure 1
 	assert_equal "$(stat_of dead)" 2
 	has_count big 5
@@ -730,7 +730,7 @@ dead_port() {
 	# enqueued unconfirmed, and pushed again: at least 5, not exactly.
 	relay_until 30 count_at_least learnt 5
 	assert_equal "$(stat_of ready)" 0
-	assert_equal "$(stat_of in_flight)" 0
+	assert_equal "$(stat_of inflight)" 0
 	assert_equal "$(stat_of dead)" 1
 	run mq-dlq ls
 	assert_output --regexp "^$big	0	[^	]*	too big for the broker \(300000 bytes, at most 100000\)"
@@ -793,10 +793,13 @@ dead_port() {
 	assert_failure 2
 	run relay push -q ""
 	assert_failure 2
-	run relay push -s 0
+	run relay push --max-bytes 0
 	assert_failure 2
-	run relay pull -s 1000
+	run relay pull --max-bytes 1000
 	assert_failure 2
+	# -s is a state in mq-ls: the old spelling is refused, naming the new.
+	run -2 --separate-stderr relay push -s 1000
+	assert_equal "$stderr" "mq-relay: -s is now --max-bytes"
 	run relay -h
 	assert_success
 	assert_output --partial "usage: mq-relay push"

@@ -69,11 +69,11 @@ claim_and_expire() {
 	assert_equal "$(count new)" 0
 }
 
-@test "mq-sweep -w: a sweeping service follows a change of max-attempts" {
+@test "mq-sweep -i: a sweeping service follows a change of max-attempts" {
 	echo x | mq-send >/dev/null
 	claim_and_expire
 	mq-conf max-attempts=1
-	timeout -k 5 20 mq-sweep -w 0.1 &
+	timeout -k 5 20 mq-sweep -i 0.1 &
 	pid=$!
 	i=0
 	while [ "$(count dead)" -eq 0 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done

@@ -27,7 +27,8 @@ json_field() { # field: from $output, one JSON object
 	assert_equal "$(json_field spool)" "$MQ_DIR"
 	assert_equal "$(json_field ready)" 4
 	assert_equal "$(json_field delayed)" 2
-	assert_equal "$(json_field in_flight)" 2
+	assert_equal "$(json_field inflight)" 2
+	assert_equal "$(json_field blocked)" 0
 	assert_equal "$(json_field expired)" 1
 	assert_equal "$(json_field dead)" 1
 	# 1 2 3 abc d1 d2 f1 f2 x1 dead: 20 bytes
@@ -51,9 +52,9 @@ json_field() { # field: from $output, one JSON object
 	run mq-stat
 	assert_success
 	assert_equal "${#lines[@]}" 2
-	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +SETTINGS\ +SPOOL$ ]]
-	read -r ready delayed inflight expired dead oready odead settings spool <<<"${lines[1]}"
-	assert_equal "$ready $delayed $inflight $expired $dead $settings $spool" "4 2 2 1 1 - $MQ_DIR"
+	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +BLOCKED\ +INFLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +SETTINGS\ +SPOOL$ ]]
+	read -r ready delayed blocked inflight expired dead oready odead settings spool <<<"${lines[1]}"
+	assert_equal "$ready $delayed $blocked $inflight $expired $dead $settings $spool" "4 2 0 2 1 1 - $MQ_DIR"
 	[[ $oready =~ ^[0-9]+s$ ]]
 	[[ $odead =~ ^[0-9]+s$ ]]
 }
@@ -63,9 +64,9 @@ json_field() { # field: from $output, one JSON object
 	run mq-stat -b
 	assert_success
 	assert_equal "${#lines[@]}" 2
-	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +IN-FLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +BYTES\ +SETTINGS\ +SPOOL$ ]]
-	read -r ready delayed inflight expired dead oready odead bytes settings spool <<<"${lines[1]}"
-	assert_equal "$ready $delayed $inflight $expired $dead $bytes $settings $spool" "4 2 2 1 1 20 - $MQ_DIR"
+	[[ ${lines[0]} =~ ^\ *READY\ +DELAYED\ +BLOCKED\ +INFLIGHT\ +EXPIRED\ +DEAD\ +OLDEST-READY\ +OLDEST-DEAD\ +BYTES\ +SETTINGS\ +SPOOL$ ]]
+	read -r ready delayed blocked inflight expired dead oready odead bytes settings spool <<<"${lines[1]}"
+	assert_equal "$ready $delayed $blocked $inflight $expired $dead $bytes $settings $spool" "4 2 0 2 1 1 20 - $MQ_DIR"
 }
 
 @test "mq-stat: without -b no bytes are printed and no message is stat'ed" {
@@ -104,7 +105,7 @@ json_field() { # field: from $output, one JSON object
 	done
 	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"ready\"} 4"
 	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"delayed\"} 2"
-	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"in_flight\"} 2"
+	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"inflight\"} 2"
 	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"expired\"} 1"
 	assert_line "mq_messages{spool=\"$MQ_DIR\",state=\"dead\"} 1"
 	assert_line "mq_messages{spool=\"$other\",state=\"ready\"} 1"
@@ -130,9 +131,9 @@ json_field() { # field: from $output, one JSON object
 	assert_equal "$(json_field oldest_ready_age_seconds)" null
 	assert_equal "$(json_field oldest_dead_age_seconds)" null
 	run mq-stat -b
-	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +0\ +-\ +$MQ_DIR$ ]]
+	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +0\ +-\ +$MQ_DIR$ ]]
 	run mq-stat
-	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +-\ +$MQ_DIR$ ]]
+	[[ ${lines[1]} =~ ^\ +0\ +0\ +0\ +0\ +0\ +0\ +-\ +-\ +-\ +$MQ_DIR$ ]]
 	run mq-stat --prometheus
 	assert_line "mq_oldest_ready_age_seconds{spool=\"$MQ_DIR\"} 0.000"
 }
@@ -157,10 +158,9 @@ json_field() { # field: from $output, one JSON object
 	[[ $stderr == *"not a spool"* ]]
 }
 
-@test "mq-stat: --json with --prometheus, an operand or an empty -d is a usage error (2)" {
+@test "mq-stat: --json with --prometheus or an empty -d is a usage error (2)" {
 	mq-send -l </dev/null
 	run -2 mq-stat --json --prometheus
-	run -2 mq-stat extra
 	run -2 mq-stat -d ""
 }
 
@@ -172,16 +172,16 @@ json_field() { # field: from $output, one JSON object
 	run --separate-stderr mq-stat -d "$MQ_DIR" -d "$other"
 	assert_success
 	assert_equal "${#lines[@]}" 3
-	read -r ready _ _ _ _ _ _ settings spool <<<"${lines[1]}"
+	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[1]}"
 	assert_equal "$ready $settings $spool" "1 paused=yes,lease=2.5,max-depth=100 $MQ_DIR"
-	read -r ready _ _ _ _ _ _ settings spool <<<"${lines[2]}"
+	read -r ready _ _ _ _ _ _ _ settings spool <<<"${lines[2]}"
 	assert_equal "$ready $settings $spool" "0 - $other"
 	# The column is as wide as its widest value: the paths line up.
 	assert_equal "$(( ${#lines[1]} - ${#MQ_DIR} ))" "$(( ${#lines[2]} - ${#other} ))"
 	# Set back to its default, a key is not shown.
 	mq-conf paused=no max-depth= lease=30
 	run mq-stat
-	read -r _ _ _ _ _ _ _ settings _ <<<"${lines[1]}"
+	read -r _ _ _ _ _ _ _ _ settings _ <<<"${lines[1]}"
 	assert_equal "$settings" -
 }
 
@@ -236,7 +236,7 @@ assert all(isinstance(v, str) for v in s.values())' "$output")
 	echo y | mq-send -d "$other" >/dev/null
 	echo 'paused=maybe' >"$other/conf"
 	run -4 --separate-stderr mq-stat --json -d "$MQ_DIR" -d "$other"
-	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes or no"
+	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes/no, true/false, on/off or 1/0"
 	assert_equal "$(json_field spool)" "$MQ_DIR"
 }
 
@@ -295,4 +295,43 @@ ready_age() {
 	echo m | mq-send >/dev/null
 	age=$(ready_age 3600)
 	[ "$age" -ge 3600 ] && [ "$age" -lt 3660 ]
+}
+
+@test "mq-stat: the members of an ordered group waiting their turn have a BLOCKED column, not counted as delayed" {
+	printf 'a\nb\nc\n' | mq-send -l -g G >/dev/null
+	echo later | mq-send -D 600 >/dev/null
+	run -0 mq-stat
+	read -r ready delayed blocked inflight _ <<<"${lines[1]}"
+	assert_equal "$ready $delayed $blocked $inflight" "1 1 2 0"
+	run -0 mq-stat --json
+	assert_equal "$(json_field blocked) $(json_field delayed)" "2 1"
+}
+
+@test "mq-stat DIR ...: spools as operands, as with -d" {
+	echo a | mq-send >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	printf 'x\ny\n' | mq-send -l -d "$other" >/dev/null
+	run -0 mq-stat "$MQ_DIR" "$other"
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(awk 'NR > 1 { print $1, $NF }' <<<"$output")" "$(printf '1 %s\n2 %s' "$MQ_DIR" "$other")"
+	run -0 mq-stat -d "$MQ_DIR" --json "$other"
+	assert_equal "${#lines[@]}" 2
+	run -4 --separate-stderr mq-stat "$BATS_TEST_TMPDIR/none"
+	[[ $stderr == *"none: No such file or directory"* ]] || fail "$stderr"
+	run -2 mq-stat ""
+}
+
+@test "mq-stat -v: says on stderr each spool counted, where its name came from and its total; stdout as without -v" {
+	printf 'a\nb\n' | mq-send -l >/dev/null
+	other=$BATS_TEST_TMPDIR/other
+	echo x | mq-send -d "$other" >/dev/null
+	run -0 --separate-stderr mq-stat -v --prometheus
+	assert_equal "$stderr" "mq-stat: $MQ_DIR (from \$MQ_DIR): 2 messages"
+	assert_equal "$(grep -v _age_ <<<"$output")" "$(mq-stat --prometheus | grep -v _age_)"
+	run -0 --separate-stderr mq-stat -v -d "$other" "$MQ_DIR"
+	assert_equal "$stderr" "$(printf 'mq-stat: %s (from -d): 1 message\nmq-stat: %s (from an operand): 2 messages' "$other" "$MQ_DIR")"
+	xdg=$BATS_TEST_TMPDIR/xdg
+	echo y | env MQ_DIR= XDG_STATE_HOME="$xdg" mq-send >/dev/null
+	run -0 --separate-stderr env MQ_DIR= XDG_STATE_HOME="$xdg" mq-stat -v
+	assert_equal "$stderr" "mq-stat: $xdg/mq (from \$XDG_STATE_HOME): 1 message"
 }

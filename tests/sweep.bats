@@ -73,9 +73,9 @@ load helper
 	done
 }
 
-@test "mq-sweep -w: sweeps again every SECS until killed" {
+@test "mq-sweep -i: sweeps again every SECS until killed" {
 	echo x | mq-send >/dev/null
-	mq-sweep -w 0.2 &
+	mq-sweep -i 0.2 &
 	pid=$!
 	mq-recv -t 0.1 >/dev/null
 	sleep 0.8
@@ -90,8 +90,9 @@ load helper
 	assert_not_exist "$MQ_DIR"
 	mq-send </dev/null >/dev/null
 	run -2 mq-sweep -m 0
-	run -2 mq-sweep -w 0
-	run -2 mq-sweep -w x
+	run -2 mq-sweep -i 0
+	run -2 mq-sweep -i x
+	run -2 mq-sweep -i
 	run -2 mq-sweep extra
 }
 
@@ -143,19 +144,22 @@ load helper
 	assert_equal "$(cat "$MQ_DIR/last/$a")" "why a, again"
 }
 
-@test "mq-sweep -w: its seconds are optional (default 60), like mq-recv's" {
+@test "mq-sweep -i: its seconds are a duration; -w, which waits in the other tools, is refused naming -i" {
 	echo x | mq-send >/dev/null
 	mq-recv -t 0.1 >/dev/null
 	sleep 0.3
 	# Still running after its first sweep: a service, not a usage error.
-	run -124 timeout 3 mq-sweep -w
+	run -124 timeout 3 mq-sweep -i 1m
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count new)" 1
-	run -124 timeout 0.5 mq-sweep -w0.1
-	run -2 --separate-stderr mq-sweep -w x
-	assert_equal "$stderr" "mq-sweep: -w x: invalid"
-	run -2 --separate-stderr mq-sweep -w 5x
-	assert_equal "$stderr" "mq-sweep: -w 5x: invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
+	run -124 timeout 0.5 mq-sweep -i0.1
+	run -2 --separate-stderr mq-sweep -i x
+	assert_equal "$stderr" "mq-sweep: -i x: invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
+	for w in -w "-w 60" -w60; do
+		# shellcheck disable=SC2086
+		run -2 --separate-stderr mq-sweep $w
+		assert_equal "$stderr" "mq-sweep: -w is now -i secs (sweep again every secs)"
+	done
 }
 
 @test "mq-sweep: a message released with a fresh reason while the sweep walks the spool keeps it" {
@@ -222,7 +226,7 @@ load helper
 	    -o "$BATS_TEST_TMPDIR/trace" mq-sweep
 	assert_success
 	assert_equal "$(count dead)" 100
-	assert_equal "$(mq-dlq ls --json | grep -c '"reason":"expired"')" 100
+	assert_equal "$(mq-dlq ls --json | grep -c '"reason":"ttl"')" 100
 	# Two syncs of reason/ for 100 (64, then 36), each before its renames.
 	run -0 grep -E "fsync\([0-9]+<$root/reason>\)|<$root/dead>" "$BATS_TEST_TMPDIR/trace"
 	assert_equal "$(grep -c fsync <<<"$output")" 2

@@ -43,7 +43,7 @@ now_ms() {
 	assert_equal "$(only_name new)" "$id,0"
 }
 
-@test "ttl: mq-recv buries a message past its --ttl with the reason expired and claims the next" {
+@test "ttl: mq-recv buries a message past its --ttl with the reason ttl and claims the next" {
 	old=$(echo old | mq-send --ttl 0.2)
 	sleep 0.4
 	echo fresh | mq-send >/dev/null
@@ -54,7 +54,7 @@ now_ms() {
 	assert_success
 	assert_equal "${#lines[@]}" 1
 	assert_equal "$(cut -f 1 <<<"$output")" "$old"
-	assert_equal "$(cut -f 4 <<<"$output")" expired
+	assert_equal "$(cut -f 4 <<<"$output")" ttl
 	assert_equal "$(cut -f 6 <<<"$output")" 'old\n'
 	# Nothing left: exit 1, nothing handed out.
 	run -1 mq-recv
@@ -67,7 +67,7 @@ now_ms() {
 	run -1 mq-recv -n 5
 	assert_output ""
 	assert_equal "$(count new)" 0
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 	# The burial left nothing behind in tmp/.
 	assert_equal "$(count tmp)" 0
 }
@@ -88,13 +88,13 @@ now_ms() {
 	assert_equal "$(cat "$r")" live
 	assert_equal "$(count dead)" 50
 	assert_equal "$(count reason)" 50
-	assert_equal "$(reasons | sort -u)" expired
+	assert_equal "$(reasons | sort -u)" ttl
 	assert_equal "$(count tmp)" 0
 	# Each reason stands alone: purging one leaves the others.
 	id=$(mq-dlq ls | head -n 1 | cut -f 1)
 	mq-dlq purge "$id"
 	assert_equal "$(count reason)" 49
-	assert_equal "$(reasons | sort -u)" expired
+	assert_equal "$(reasons | sort -u)" ttl
 }
 
 @test "ttl: mq-sweep buries expired waiting messages, delayed ones too; -v says so" {
@@ -104,11 +104,11 @@ now_ms() {
 	sleep 0.4
 	run --separate-stderr mq-sweep -v
 	assert_success
-	[[ $stderr == *"$a: dead: expired"* ]]
-	[[ $stderr == *"$b: dead: expired"* ]]
+	[[ $stderr == *"$a: dead: ttl"* ]]
+	[[ $stderr == *"$b: dead: ttl"* ]]
 	[[ $stderr != *"$keep"* ]]
 	assert_equal "$(count dead)" 2
-	assert_equal "$(reasons)" "$(printf 'expired\nexpired')"
+	assert_equal "$(reasons)" "$(printf 'ttl\nttl')"
 	assert_equal "$(only_name new)" "$keep,0,$((16#${keep%%.*} / 1000000)),3600000"
 }
 
@@ -119,10 +119,10 @@ now_ms() {
 	mq-recv -t 0.1 >/dev/null
 	run --separate-stderr ahead 10 mq-sweep -v
 	assert_success
-	[[ $stderr == *"$id: dead: expired"* ]]
+	[[ $stderr == *"$id: dead: ttl"* ]]
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 }
 
 @test "ttl: mq-recv buries an expired lease past its ttl rather than hand it out again" {
@@ -130,7 +130,7 @@ now_ms() {
 	mq-recv -t 0.1 >/dev/null
 	run -1 ahead 10 mq-recv
 	assert_equal "$(count cur)" 0
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 }
 
 @test "ttl: the spool's ttl applies to every waiting message, also one sent before it was set" {
@@ -140,7 +140,7 @@ now_ms() {
 	sleep 0.4
 	run -1 mq-recv
 	assert_equal "$(count dead)" 2
-	assert_equal "$(mq-dlq ls | cut -f 1,4)" "$(printf '%s\texpired\n%s\texpired' "$before" "$after")"
+	assert_equal "$(mq-dlq ls | cut -f 1,4)" "$(printf '%s\tttl\n%s\tttl' "$before" "$after")"
 	# Their names never had a ttl: the setting is read by whoever looks.
 	for f in "$MQ_DIR"/dead/*; do
 		assert_equal "$(tr -cd , <<<"${f##*/}")" ,,
@@ -152,8 +152,8 @@ now_ms() {
 	mq-conf -f ttl=0.2
 	sleep 0.4
 	run --separate-stderr mq-sweep -v
-	[[ $stderr == *"$id: dead: expired"* ]]
-	assert_equal "$(reasons)" expired
+	[[ $stderr == *"$id: dead: ttl"* ]]
+	assert_equal "$(reasons)" ttl
 }
 
 @test "ttl: the lower of --ttl and the spool's ttl wins" {
@@ -161,13 +161,13 @@ now_ms() {
 	echo own | mq-send --ttl 0.2 >/dev/null
 	sleep 0.4
 	run -1 mq-recv
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 	mq-dlq purge --all
 	mq-conf -f ttl=0.2
 	echo spool | mq-send --ttl 60 >/dev/null
 	sleep 0.4
 	run -1 mq-recv
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 	# Neither passed: claimed.
 	mq-dlq purge --all
 	mq-conf -f ttl=60
@@ -222,7 +222,7 @@ now_ms() {
 	sleep 0.4
 	# 0.8 s after its send: expired, though only 0.4 s after the release.
 	run -1 mq-recv
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 	assert_equal "$(mq-dlq ls | cut -f 2)" 1
 }
 
@@ -249,7 +249,7 @@ now_ms() {
 	# redrive.
 	mq-ack -r "$r"
 	run -1 ahead 80 mq-recv
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 }
 
 @test "ttl: a redrive restarts the clock under the spool's ttl too" {
@@ -284,7 +284,7 @@ now_ms() {
 	assert_success
 	assert_equal "$(cat "$W/seen")" z
 	assert_equal "$(count dead)" 2
-	assert_equal "$(reasons | sort -u)" expired
+	assert_equal "$(reasons | sort -u)" ttl
 }
 
 @test "ttl: worker mode applies the spool's ttl" {
@@ -293,7 +293,7 @@ now_ms() {
 	sleep 0.4
 	run -1 timeout 20 mq-recv -- sh -c 'cat >>"$1"' _ "$W/seen"
 	assert_file_not_exist "$W/seen"
-	assert_equal "$(reasons)" expired
+	assert_equal "$(reasons)" ttl
 }
 
 @test "ttl: worker mode: a job that runs past the ttl is not expired under it" {
@@ -337,7 +337,7 @@ now_ms() {
 	# An hour's ttl: it was sent two hours ago.
 	mq-conf -f ttl=3600
 	run -1 mq-recv
-	assert_equal "$(mq-dlq ls | cut -f 1,2,4)" "$(printf '%s\t2\texpired' "$id")"
+	assert_equal "$(mq-dlq ls | cut -f 1,2,4)" "$(printf '%s\t2\tttl' "$id")"
 	name=$(only_name dead)
 	[[ $name == "$id",*,2 ]]
 	assert_equal "$(tr -cd , <<<"$name")" ,,
@@ -366,7 +366,7 @@ now_ms() {
 	assert_equal "$(count new)" 0
 	assert_equal "$(count dead)" 2000
 	assert_equal "$(count reason)" 2000
-	assert_equal "$(reasons | sort | uniq -c | tr -s ' ')" " 2000 expired"
+	assert_equal "$(reasons | sort | uniq -c | tr -s ' ')" " 2000 ttl"
 	assert_equal "$(count tmp)" 0
 }
 
@@ -385,11 +385,11 @@ now_ms() {
 		# dead/ID,DIED,A,TTL: DIED in seconds, the ID's time in ns.
 		assert_equal "$who: $(field "$(only_name dead)" 2)" \
 		    "$who: $(((16#${id%%.*} / 1000000 + 5000) / 1000))"
-		assert_equal "$who: $(mq-dlq ls | cut -f 1,4)" "$who: $id	expired"
+		assert_equal "$who: $(mq-dlq ls | cut -f 1,4)" "$who: $id	ttl"
 	done
 }
 
-@test "ttl: an expired lease past its ttl at max attempts is buried as expired, as mq-ls calls it dead" {
+@test "ttl: an expired lease past its ttl at max attempts is buried as ttl, as mq-ls calls it dead" {
 	for who in recv sweep; do
 		export MQ_DIR=$BATS_TEST_TMPDIR/$who
 		mq-conf max-attempts=1
@@ -400,7 +400,7 @@ now_ms() {
 		recv) run -1 ahead 10 mq-recv ;;
 		sweep) ahead 10 mq-sweep ;;
 		esac
-		assert_equal "$who: $(mq-dlq ls | cut -f 1,2,4)" "$who: $id	1	expired"
+		assert_equal "$who: $(mq-dlq ls | cut -f 1,2,4)" "$who: $id	1	ttl"
 		assert_equal "$who: $(field "$(only_name dead)" 2)" \
 		    "$who: $(((16#${id%%.*} / 1000000 + 5000) / 1000))"
 	done

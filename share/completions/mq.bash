@@ -10,14 +10,14 @@ _mq_options() {
 	mq-send) echo "-0 -l -S -v -d -D -g -k -p -w --ttl -h --help -V --version" ;;
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
-	mq-sweep) echo "-v -d -m -w -h --help -V --version" ;;
+	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
 	mq-dlq) echo "-v -d -t --all --json --raw -h --help -V --version" ;;
 	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-f -v -d -h --help -V --version" ;;
 	mq-show) echo "-r --raw -v -d -h --help -V --version" ;;
 	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
-	mq-relay) echo "-1 -v -d -n -q -s -h --help -V --version" ;;
+	mq-relay) echo "-1 -v -d -n -q --max-bytes -h --help -V --version" ;;
 	esac
 }
 

@@ -158,7 +158,7 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		break;
 	case MQ_CONF_PAUSED:
 		if ((n = boolean(v)) == -1) {
-			*why = "not yes or no (true/false, on/off, 1/0)";
+			*why = "not yes/no, true/false, on/off or 1/0";
 			return -1;
 		}
 		c->paused = n;

@@ -386,14 +386,14 @@ mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
 
 /*
  * A run of burials of messages past their time to live (the spool's: ttl,
- * 0 none), with the reason "expired": each is dead as of its expiry, not
+ * 0 none), with the reason "ttl": each is dead as of its expiry, not
  * of the time some claim or tool met it, so that every tool tells the
  * same time of death (mq-ls gives a message not buried yet its expiry).
  */
 void
 mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
 {
-	mq_burial_init(b, sp, MQ_REASON_EXPIRED, strlen(MQ_REASON_EXPIRED));
+	mq_burial_init(b, sp, MQ_REASON_TTL, strlen(MQ_REASON_TTL));
 	b->expiry = 1;
 	b->ttl = ttl;
 	b->batch = 1;

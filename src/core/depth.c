@@ -14,7 +14,7 @@
  *
  * A message past its time to live (the reaper's: reap.c) is not waiting: it is
  * dead, not yet buried.  A count does not count it, and buries those it
- * meets in the leaves it lists, with the reason "expired", as a claim
+ * meets in the leaves it lists, with the reason "ttl", as a claim
  * does: so the room it did not count is real, a sender waiting for room
  * (mq-send -w) gets it without a consumer, and the cache stays true.
  *
@@ -327,7 +327,7 @@ dead_add(struct counting *c, const char *name)
 
 /*
  * Buries the expired messages that the listing of the leaf fd met, with
- * the reason "expired"; one that someone else took first (ENOENT: a
+ * the reason "ttl"; one that someone else took first (ENOENT: a
  * claim, a sweep, another count) is gone all the same.  After the
  * listing, so that the listing does not see its own directory change.
  */
@@ -548,7 +548,7 @@ count_parked(void *arg, int dirfd, const char *name, const struct mq_name *nm,
  * Sets *n to the number of messages waiting in new/, or to limit when
  * there are that many or more: those not expired now, given the spool's
  * ttl (the reaper's).  The expired messages of the leaves it lists are
- * buried, with the reason "expired"; if any were, the doorbell is rung.
+ * buried, with the reason "ttl"; if any were, the doorbell is rung.
  * With parked_too (overflow=reject), the messages parked behind the heads
  * of groups are counted too.  Returns 0, or -1 on error.
  */
@@ -626,7 +626,7 @@ is_new(const char *s)
  * that another process took first (a claim) is gone all the same: the
  * room it left is what was wanted, and no second message dies for it.
  * One that has expired (since the count, or in a leaf it did not list)
- * was not waiting: it is buried as "expired" and makes no room.
+ * was not waiting: it is buried as "ttl" and makes no room.
  */
 static int
 drop_leaf(struct dropping *d, int leaf)
@@ -679,7 +679,7 @@ drop_into(void *arg, int fd, uint64_t key, unsigned prio)
  * least urgent oldest waiting ones (the trees from priority 0 up, leaves
  * in key order, IDs in order), with the reason MQ_REASON_MAXLEN, calling fn
  * with the ID of each.  Those expired now (the spool's ttl) that it meets
- * are buried as "expired" and not counted.  Stops once n
+ * are buried as "ttl" and not counted.  Stops once n
  * are gone or new/ is empty.  Returns 0, or -1 on error.
  */
 int

@@ -239,7 +239,7 @@ mq_enq_await(struct mq_enqueue *eq, uint64_t wait_ms)
  * overflow=drop-oldest, before n messages are landed that the credit does
  * not cover: dead-letters as many of the oldest waiting ones as they need
  * room for under max-depth, once the count has buried the expired ones (as
- * "expired": they make room without a drop); fn is told each ID dropped.
+ * "ttl": they make room without a drop); fn is told each ID dropped.
  * The count goes as far as max-depth plus n, so that what concurrent
  * senders put beyond max-depth is taken off too; the credit is then the n
  * and a grant of the room left after them.  0, or -1 (errno).

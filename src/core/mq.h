@@ -99,7 +99,7 @@
 #define MQ_DEFAULT_MAX	5
 
 #define MQ_REASON_MAX_ATTEMPTS	"max attempts"
-#define MQ_REASON_EXPIRED	"expired"
+#define MQ_REASON_TTL		"ttl"	/* past its time to live */
 #define MQ_REASON_MAXLEN	"maxlen"	/* overflow=drop-oldest */
 
 enum mq_exit {
@@ -239,6 +239,7 @@ struct mq_placer {
 const char	*mq_spool_dir(const char *);
 int	 mq_spool_open(struct mq_spool *, const char *, int);
 const char	*mq_spool_whence(const char *);
+const char	*mq_spool_origin(const char *);
 int	 mq_spool_real(struct mq_spool *);
 int	 mq_spool_need(struct mq_spool *, int);
 void	 mq_spool_spares(struct mq_spool *);

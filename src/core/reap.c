@@ -1,7 +1,7 @@
 /*
  * reap.c: a message's fate when a claim, a sweep or a count meets it, and
  * its burial: past its time to live (its own, or the spool's ttl) it is
- * buried as "expired", dated at its expiry, whatever its attempts; at max
+ * buried as "ttl", dated at its expiry, whatever its attempts; at max
  * attempts (where attempts are a fate: not in a count) it is buried
  * "max attempts; last: REASON"; else it lives on, and the caller leases it,
  * puts it back or counts it.  The one place this order and these rules

@@ -349,6 +349,24 @@ mq_spool_whence(const char *opt)
 	return "the default spool, as neither -d nor MQ_DIR is given";
 }
 
+/*
+ * Where mq_spool_dir(opt) found the spool, for -v: "-d", "$MQ_DIR",
+ * "$XDG_STATE_HOME" or "$HOME", as one reads the environment.
+ */
+const char *
+mq_spool_origin(const char *opt)
+{
+	const char *env;
+
+	if (opt != NULL)
+		return "-d";
+	if ((env = getenv("MQ_DIR")) != NULL && *env != '\0')
+		return "$MQ_DIR";
+	if ((env = getenv("XDG_STATE_HOME")) != NULL && env[0] == '/')
+		return "$XDG_STATE_HOME";
+	return "$HOME";
+}
+
 /* The canonical path that receipts start with. */
 int
 mq_spool_real(struct mq_spool *sp)

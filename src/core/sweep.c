@@ -70,7 +70,7 @@ reap_one(struct reclaimer *rc, int fd, const char *name,
 	}
 	if (r != MQ_FATE_LIVE && rc->report != NULL)
 		rc->report(nm->id, r == MQ_FATE_EXPIRED ?
-		    "dead: " MQ_REASON_EXPIRED :
+		    "dead: " MQ_REASON_TTL :
 		    "dead: " MQ_REASON_MAX_ATTEMPTS);
 	return r != MQ_FATE_LIVE;
 }

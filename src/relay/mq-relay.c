@@ -20,7 +20,8 @@
 
 #define USAGE \
 	"usage: mq-relay push [-1v] [-d dir] [-n batch] [-q queue] " \
-	"[-s bytes] [uri ...]\n" \
+	"[--max-bytes bytes]\n" \
+	"                     [uri ...]\n" \
 	"       mq-relay pull [-1v] [-d dir] [-n max] [-q queue] [uri ...]\n"
 
 #define PUSH_BATCH	100	/* -n: messages published per confirm round */
@@ -37,7 +38,8 @@ static const char help[] =
     "  -n n     push: messages per batch, 1 to 1024 (default 100);\n"
     "           pull: most messages waiting, 1 to 65535 (default 1000)\n"
     "  -q queue the broker's queue (default: the spool's base name)\n"
-    "  -s bytes push: the broker's largest message (default 128 MiB);\n"
+    "  --max-bytes bytes\n"
+    "           push: the broker's largest message (default 128 MiB);\n"
     "           a bigger one is dead-lettered\n"
     "  -v       say each connection and batch on stderr\n"
     "  uri      amqp[s]://user:password@host:port/vhost, nodes of one\n"
@@ -63,6 +65,8 @@ on_signal(int sig)
 		_exit(MQ_EX_OK);
 }
 
+enum { OPT_MAX_BYTES = 256 };
+
 /* What the command line asks for. */
 struct relay_opts {
 	const char	*dir, *queue, *n, *size, *way;
@@ -75,11 +79,12 @@ options(int argc, char *argv[], struct relay_opts *o)
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
+		{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:s:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("1vd:n:q:shV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case '1':
@@ -97,9 +102,12 @@ options(int argc, char *argv[], struct relay_opts *o)
 		case 'q':
 			o->queue = optarg;
 			break;
-		case 's':
+		case OPT_MAX_BYTES:
 			o->size = optarg;
 			break;
+		case 's':
+			/* -s is a state in mq-ls. */
+			mq_renamed("-s", "--max-bytes");
 		default:
 			mq_common_opt(ch, USAGE, help);
 		}
@@ -140,9 +148,9 @@ main(int argc, char *argv[])
 	    RELAY_HEARTBEAT_S, o.verbose, &stop) == -1)
 		mq_usage(USAGE);
 	if (o.size != NULL && pull)
-		errx(MQ_EX_USAGE, "-s: push only");
+		errx(MQ_EX_USAGE, "--max-bytes: push only");
 	if (o.size != NULL)
-		b->max_size = (uint64_t)xnumber("-s", o.size, 1,
+		b->max_size = (uint64_t)xnumber("--max-bytes", o.size, 1,
 		    MQ_BROKER_SIZE_LIMIT);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;

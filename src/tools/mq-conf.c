@@ -109,7 +109,7 @@ confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms,
 	}
 	if (isatty(STDIN_FILENO) && isatty(STDERR_FILENO)) {
 		fprintf(stderr, "%s: %s: %s expires %" PRIu64 " waiting "
-		    "message%s now (dead letters, reason expired); set it? "
+		    "message%s now (dead letters, reason ttl); set it? "
 		    "[y/N] ", getprogname(), sp->path, setting, n,
 		    n == 1 ? "" : "s");
 		if (fgets(answer, sizeof(answer), stdin) != NULL &&

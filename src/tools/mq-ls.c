@@ -18,7 +18,7 @@
 #define PREVIEW	32
 
 #define USAGE \
-	"usage: mq-ls [-v] [-d dir] [-l] [-s state]... [--json]\n"
+	"usage: mq-ls [-lv] [-d dir] [-s state]... [--json] [dir]\n"
 
 enum { OPT_JSON = 256 };
 
@@ -26,6 +26,7 @@ struct lister {
 	int		 json;
 	int		 lflag;
 	int		 status;
+	uint64_t	 listed[MQ_LOOK_NSTATES];	/* for -v */
 	struct mq_keys	 keys;
 	uint64_t	 isosec;	/* the second iso holds */
 	char		 iso[32];
@@ -35,12 +36,14 @@ struct lister {
 static const char help[] =
     "List the messages without claiming any, in claim order: id,\n"
     "state, attempts, time, priority (tab-separated).\n"
-    "  -d dir     the spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-    "             else ~/.local/state/mq)\n"
+    "  -d dir     the spool, also as the operand dir (default $MQ_DIR,\n"
+    "             else $XDG_STATE_HOME/mq, else ~/.local/state/mq)\n"
     "  -l         also the size and the start of the body\n"
     "  -s state   only these (repeatable): expired ready delayed\n"
     "             blocked inflight dead\n"
     "  --json     one JSON object per message and line\n"
+    "  -v         say on stderr the spool, where it was found (-d,\n"
+    "             $MQ_DIR...) and how many were listed in each state\n"
     "See mq-ls(1).\n";
 
 /* The time as ISO 8601, made once per second met in a row. */
@@ -71,7 +74,7 @@ text(struct lister *ls, const struct mq_look *m, const char *body,
  * The JSON object of m (mq_message_json, the shape mq-dlq ls --json has
  * too).  A dead letter's reason is reason/ID's; one past its time to
  * live, not buried yet, is as its burial will make it: died at its
- * expiry, "expired".
+ * expiry, "ttl".
  */
 static void
 json(struct lister *ls, const struct mq_look *m, const char *body,
@@ -96,8 +99,8 @@ json(struct lister *ls, const struct mq_look *m, const char *body,
 	if (m->state == MQ_LOOK_DEAD) {
 		msg.dead = 1;
 		if (m->in != MQ_IN_DEAD && m->in != MQ_IN_LEAVING) {
-			msg.reason = MQ_REASON_EXPIRED;
-			msg.rlen = strlen(MQ_REASON_EXPIRED);
+			msg.reason = MQ_REASON_TTL;
+			msg.rlen = strlen(MQ_REASON_TTL);
 		} else if ((got = mq_dead_reason(sp, m->n.id, &reason,
 		    &rlen)) == -1) {
 			warn("%s/%s", MQ_DIR_REASON, m->n.id);
@@ -140,7 +143,33 @@ one(void *arg, const struct mq_look *m)
 		json(ls, m, body, blen, size);
 	else
 		text(ls, m, body, blen, size);
+	ls->listed[m->state]++;
 	return 0;
+}
+
+/*
+ * -v: the spool listed, where its name came from and what was listed,
+ * on stderr, so that the listing is as without -v.
+ */
+static void
+said(const struct lister *ls, const char *path, const char *whence)
+{
+	uint64_t total = 0;
+	const char *sep = ": ";
+	int s;
+
+	for (s = 0; s < MQ_LOOK_NSTATES; s++)
+		total += ls->listed[s];
+	fprintf(stderr, "%s: ", getprogname());
+	mq_escape(stderr, path, strlen(path));
+	fprintf(stderr, " (from %s): %" PRIu64 " listed", whence, total);
+	for (s = 0; s < MQ_LOOK_NSTATES; s++)
+		if (ls->listed[s] > 0) {
+			fprintf(stderr, "%s%" PRIu64 " %s", sep, ls->listed[s],
+			    mq_look_state_name(s));
+			sep = ", ";
+		}
+	fputc('\n', stderr);
 }
 
 static void
@@ -164,8 +193,8 @@ main(int argc, char *argv[])
 	struct mq_spool sp;
 	struct lister ls;
 	struct mq_looker lk;
-	const char *dir = NULL;
-	int ch, s;
+	const char *dir = NULL, *whence;
+	int ch, s, vflag = 0;
 
 	memset(&ls, 0, sizeof(ls));
 	memset(&lk, 0, sizeof(lk));
@@ -173,6 +202,7 @@ main(int argc, char *argv[])
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'v':
+			vflag = 1;
 			break;
 		case 'd':
 			dir = optarg;
@@ -194,8 +224,14 @@ main(int argc, char *argv[])
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
-	if (optind < argc)
+	/* The spool as an operand, as ls takes a path: the same as -d. */
+	if (optind < argc && (dir != NULL || argc - optind > 1)) {
+		warnx("%s: one spool: -d or an operand", argv[argc - 1]);
 		mq_usage(USAGE);
+	}
+	if (optind < argc)
+		dir = argv[optind];
+	whence = optind < argc ? "an operand" : mq_spool_origin(dir);
 	mq_spool_xopen(&sp, dir, 0);
 	/* The ttl tells the waiting messages past it (dead) from the others. */
 	(void)mq_settings_xread(&sp);
@@ -209,6 +245,8 @@ main(int argc, char *argv[])
 	lk.arg = &ls;
 	if (mq_look(&sp, &lk) == -1)
 		err(MQ_EX_SYS, "%s", sp.path);
+	if (vflag)
+		said(&ls, sp.path, whence);
 	mq_keys_close(&ls.keys);
 	mq_spool_close(&sp);
 	mq_stdout_close();

@@ -43,6 +43,7 @@ static const char help[] =
     "  -w secs  wait up to secs (-w alone: forever) for a message,\n"
     "           and for the spool to be made\n"
     "  -0       end receipts with NUL, for xargs -0\n"
+    "  -v       say each claim (worker: each job) on stderr\n"
     "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "           else ~/.local/state/mq)\n"
     "  -P n     run up to n jobs at once (default 1)\n"
@@ -107,13 +108,30 @@ wait_failed(const struct mq_spool *sp)
 	err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_NEW);
 }
 
+/*
+ * A receipt on stdout; with -v (arg) the claim on stderr too: the ID,
+ * its attempt and when its lease runs out, which the receipt holds in a
+ * form for programs.
+ */
 static int
 print_receipt(void *arg, const char *receipt, const char *id)
 {
-	(void)arg;
-	(void)id;
+	const char *base;
+	struct mq_name n;
+	char when[32];
+
 	fputs(receipt, stdout);
 	putchar(zflag ? '\0' : '\n');
+	if (arg != NULL) {
+		base = strrchr(receipt, '/');
+		base = base != NULL ? base + 1 : receipt;
+		if (mq_name_parse(base, MQ_CUR, &n) == 0) {
+			mq_time_iso(when, sizeof(when), n.ms);
+			warnx("%s: claimed, attempt %u, lease until %s", id,
+			    n.attempts, when);
+		} else
+			warnx("%s: claimed", id);
+	}
 	return ferror(stdout) ? -1 : 0;
 }
 
@@ -273,7 +291,7 @@ receive(struct recv_opts *o, uint64_t until)
 			if (!said++)
 				warnx("%s: paused", sp.path);
 		} else if ((got = mq_claim(&sp, &cl, o->n, lease,
-		    print_receipt, NULL, &wake)) == -1)
+		    print_receipt, o->wo.verbose ? &o->wo : NULL, &wake)) == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
 			    sp.path);
 		if (got > 0 || !o->wflag)

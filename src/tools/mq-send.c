@@ -44,7 +44,7 @@ static const char help[] =
     "           not with -D\n"
     "  -p prio  priority, 0 (the default) to 9: higher ones are\n"
     "           claimed first\n"
-    "  --ttl secs  dead (reason expired) if not claimed within secs\n"
+    "  --ttl secs  dead (reason ttl) if not claimed within secs\n"
     "           of the send (the spool's ttl applies if lower)\n"
     "  -S       skip fsync (faster, not crash-safe)\n"
     "  -w secs  when the spool is at its max-depth (mq-conf), wait\n"

@@ -18,7 +18,8 @@
 
 enum format { TABLE, JSON, PROMETHEUS };
 
-#define USAGE "usage: mq-stat [-bv] [--json | --prometheus] [-d dir ...]\n"
+#define USAGE "usage: mq-stat [-bv] [--json | --prometheus] [-d dir ...] " \
+    "[dir ...]\n"
 
 enum { OPT_JSON = 256, OPT_PROMETHEUS };
 
@@ -33,9 +34,11 @@ static const char help[] =
     "Count the messages of each spool by state; ages, and the settings\n"
     "that differ from the defaults (mq-conf).\n"
     "  -b            also the bytes of the messages (stats every file)\n"
-    "  -d dir        a spool (more than one -d for more spools;\n"
-    "                default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
-    "                else ~/.local/state/mq)\n"
+    "  -d dir        a spool (more than one -d, or dir operands, for\n"
+    "                more spools; default $MQ_DIR, else\n"
+    "                $XDG_STATE_HOME/mq, else ~/.local/state/mq)\n"
+    "  -v            say on stderr each spool counted, where it was\n"
+    "                found (-d, $MQ_DIR...) and its total\n"
     "  --json        one JSON object per spool and line\n"
     "  --prometheus  the Prometheus text format, for node_exporter\n"
     "See mq-stat(1).\n";
@@ -109,15 +112,16 @@ table(const struct result *r, size_t n, uint64_t now)
 		if ((len = strlen(settings_word(set, sizeof(set),
 		    &r[i].conf))) > w)
 			w = len;
-	printf("%7s %7s %9s %7s %7s %13s %12s", "READY", "DELAYED",
-	    "IN-FLIGHT", "EXPIRED", "DEAD", "OLDEST-READY", "OLDEST-DEAD");
+	printf("%7s %7s %7s %8s %7s %7s %13s %12s", "READY", "DELAYED",
+	    "BLOCKED", "INFLIGHT", "EXPIRED", "DEAD", "OLDEST-READY",
+	    "OLDEST-DEAD");
 	if (with_bytes)
 		printf(" %12s", "BYTES");
 	printf("  %-*s  %s\n", w, "SETTINGS", "SPOOL");
 	for (i = 0; i < n; i++) {
-		printf("%7" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
-		    " %7" PRIu64 " %13s %12s",
-		    r[i].st.ready, r[i].st.delayed + r[i].st.blocked,
+		printf("%7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %8" PRIu64
+		    " %7" PRIu64 " %7" PRIu64 " %13s %12s",
+		    r[i].st.ready, r[i].st.delayed, r[i].st.blocked,
 		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead,
 		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
 		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now));
@@ -171,10 +175,10 @@ json(const struct result *r, size_t n, uint64_t now)
 		fputs("{\"spool\":", stdout);
 		mq_json_string(stdout, r[i].path, strlen(r[i].path));
 		printf(",\"ready\":%" PRIu64 ",\"delayed\":%" PRIu64
-		    ",\"in_flight\":%" PRIu64 ",\"expired\":%" PRIu64
-		    ",\"dead\":%" PRIu64 ",\"blocked\":%" PRIu64,
-		    r[i].st.ready, r[i].st.delayed, r[i].st.in_flight,
-		    r[i].st.expired, r[i].st.dead, r[i].st.blocked);
+		    ",\"blocked\":%" PRIu64 ",\"inflight\":%" PRIu64
+		    ",\"expired\":%" PRIu64 ",\"dead\":%" PRIu64,
+		    r[i].st.ready, r[i].st.delayed, r[i].st.blocked,
+		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead);
 		json_age("oldest_ready_age_seconds", r[i].st.oldest_ready_ms,
 		    now);
 		json_age("oldest_dead_age_seconds", r[i].st.oldest_dead_ms,
@@ -256,8 +260,9 @@ gauge(const struct result *r, size_t n, uint64_t now, const char *name,
 static void
 prometheus(const struct result *r, size_t n, uint64_t now)
 {
-	static const char *states[] = { "ready", "delayed", "in_flight",
-	    "expired", "dead", "blocked" };
+	/* mq-ls's words for the states (look.c). */
+	static const char *states[] = { "ready", "delayed", "blocked",
+	    "inflight", "expired", "dead" };
 	uint64_t v[6];
 	size_t i, s;
 
@@ -266,10 +271,10 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	for (i = 0; i < n; i++) {
 		v[0] = r[i].st.ready;
 		v[1] = r[i].st.delayed;
-		v[2] = r[i].st.in_flight;
-		v[3] = r[i].st.expired;
-		v[4] = r[i].st.dead;
-		v[5] = r[i].st.blocked;
+		v[2] = r[i].st.blocked;
+		v[3] = r[i].st.in_flight;
+		v[4] = r[i].st.expired;
+		v[5] = r[i].st.dead;
 		for (s = 0; s < 6; s++) {
 			fputs("mq_messages{spool=", stdout);
 			label(r[i].path);
@@ -287,6 +292,24 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	    "paused=yes), else 0.", paused, 0);
 	gauge(r, n, now, "mq_max_depth", "The most messages waiting that "
 	    "mq-send adds to (mq-conf max-depth; 0: no limit).", max_depth, 0);
+}
+
+/*
+ * -v: which spool was counted, where its name came from (at 3 a.m., the
+ * default spool of the wrong user looks like an empty queue), and its
+ * total, on stderr, so that the table, JSON or Prometheus text is as
+ * without -v.
+ */
+static void
+said(const char *dir, const char *whence, const struct mq_stats *st)
+{
+	uint64_t total = st->ready + st->delayed + st->blocked +
+	    st->in_flight + st->expired + st->dead;
+
+	fprintf(stderr, "%s: ", getprogname());
+	mq_escape(stderr, dir, strlen(dir));
+	fprintf(stderr, " (from %s): %" PRIu64 " message%s\n", whence,
+	    total, total == 1 ? "" : "s");
 }
 
 /* The spool's settings; -1 when they do not parse, said on stderr. */
@@ -310,13 +333,14 @@ main(int argc, char *argv[])
 	};
 	struct mq_spool sp;
 	struct result *res;
-	const char **dirs, *path;
+	const char **dirs, **whence, *path;
 	enum format fmt = TABLE;
 	uint64_t now;
 	size_t ndirs = 0, n = 0, i;
-	int ch, r, defaulted = 0, status = MQ_EX_OK;
+	int ch, r, vflag = 0, defaulted = 0, status = MQ_EX_OK;
 
 	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
+	whence = xreallocarray(NULL, argc + 1, sizeof(*whence));
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("bvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -324,10 +348,12 @@ main(int argc, char *argv[])
 			with_bytes = 1;
 			break;
 		case 'v':
+			vflag = 1;
 			break;
 		case 'd':
 			if (*optarg == '\0')
 				errx(MQ_EX_USAGE, "-d: empty spool name");
+			whence[ndirs] = "-d";
 			dirs[ndirs++] = optarg;
 			break;
 		case OPT_JSON:
@@ -340,14 +366,21 @@ main(int argc, char *argv[])
 			break;
 		default:
 			free(dirs);
+			free(whence);
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
-	if (optind < argc)
-		mq_usage(USAGE);
+	/* Spools as operands, as df and du take paths: the same as -d. */
+	for (; optind < argc; optind++) {
+		if (*argv[optind] == '\0')
+			errx(MQ_EX_USAGE, "empty spool name");
+		whence[ndirs] = "an operand";
+		dirs[ndirs++] = argv[optind];
+	}
 	if (ndirs == 0) {
 		if ((path = mq_spool_dir(NULL)) == NULL)
 			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+		whence[ndirs] = mq_spool_origin(NULL);
 		dirs[ndirs++] = path;
 		defaulted = mq_spool_whence(NULL) != NULL;
 	}
@@ -373,6 +406,8 @@ main(int argc, char *argv[])
 			continue;
 		}
 		mq_spool_close(&sp);
+		if (vflag)
+			said(dirs[i], whence[i], &res[n].st);
 		res[n++].path = dirs[i];
 	}
 	if (fmt == JSON)
@@ -383,6 +418,7 @@ main(int argc, char *argv[])
 		table(res, n, now);
 	free(res);
 	free(dirs);
+	free(whence);
 	mq_stdout_close();
 	return status;
 }

@@ -18,23 +18,20 @@
 #include "mq.h"
 #include "tools.h"
 
-/* mq-sweep -w alone sweeps as often as the systemd timer does. */
-#define EVERY_MS	60000
-
 static int vflag;
 
-#define USAGE	"usage: mq-sweep [-v] [-d dir] [-m max] [-w [secs]]\n"
+#define USAGE	"usage: mq-sweep [-v] [-d dir] [-m max] [-i secs]\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "Move expired leases back to new/ (dead/ at max attempts),\n"
-    "bury messages past their time to live (reason expired),\n"
+    "bury messages past their time to live (reason ttl),\n"
     "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
     "whose dedup-window is over, mend ordered groups and remove\n"
     "those left empty.\n"
     "  -m max     attempts before a message is dead (default: the\n"
     "             spool's max-attempts, 5 unless set with mq-conf)\n"
-    "  -w [secs]  sweep again every secs (default 60) until killed\n"
+    "  -i secs    sweep again every secs until killed\n"
     "  -v         say what was moved or removed\n"
     "  -d dir     spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "             else ~/.local/state/mq)\n"
@@ -56,13 +53,12 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
-	const char *dir = NULL, *secs;
+	const char *dir = NULL;
 	uint64_t every = 0;
-	int ch, max = 0, status, wbare = 0;
+	int ch, max = 0, status;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:w::hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:m:i:whV"), longopts,
 	    NULL)) != -1) {
-		wbare = 0;
 		switch (ch) {
 		case 'v':
 			vflag = 1;
@@ -73,22 +69,17 @@ main(int argc, char *argv[])
 		case 'm':
 			max = xnumber("-m", optarg, 1, MQ_ATTEMPTS_MAX);
 			break;
-		case 'w':
-			secs = mq_optional_secs(optarg, argc, argv);
-			if (secs != NULL)
-				every = xsecs("-w", secs, 1);
-			else {
-				every = EVERY_MS;
-				wbare = 1;
-			}
+		case 'i':
+			every = xsecs("-i", optarg, 1);
 			break;
+		case 'w':
+			/* -w waits for something in every other tool. */
+			mq_renamed("-w", "-i secs (sweep again every secs)");
 		default:
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
 	if (optind < argc) {
-		if (wbare)
-			errx(MQ_EX_USAGE, "-w %s: invalid", argv[optind]);
 		warnx("%s: unexpected operand", argv[optind]);
 		mq_usage(USAGE);
 	}
