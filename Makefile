@@ -46,11 +46,12 @@ LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/dead.o $(CORE)/depth.o \
 	$(CORE)/name.o $(CORE)/place.o $(CORE)/reap.o $(CORE)/receipt.o \
 	$(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \
 	$(CORE)/util.o $(CORE)/wait.o
-PROGS = mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
+# mq, the front command, runs the others (mq send ... is mq-send ...).
+PROGS = mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
 	mq-show mq-rm
-BIN = bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq bin/mq-stat \
-	bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm
-MAN1 = share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
+BIN = bin/mq bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq \
+	bin/mq-stat bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm
+MAN1 = share/man/man1/mq.1 share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
 	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
 	share/man/man1/mq-conf.1 share/man/man1/mq-ls.1 \
@@ -101,7 +102,7 @@ build-deps:
 	    "pkg-config finds no libbsd-overlay: install libbsd, or on a BSD" \
 	    "run make BSD_CFLAGS= BSD_LIBS=" >&2; exit 1; }
 
-TOOLOBJ = $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
+TOOLOBJ = $(TOOLS)/mq.o $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
 	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
 	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o \
 	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/job.o $(TOOLS)/cli.o
@@ -115,6 +116,7 @@ $(LIBMQ): $(LIBOBJ)
 
 # Each program is its main, cli.c and the core; mq-send and mq-recv their
 # engine.
+bin/mq: $(TOOLS)/mq.o
 bin/mq-send: $(TOOLS)/mq-send.o $(TOOLS)/fan.o
 bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o $(TOOLS)/job.o
 bin/mq-ack: $(TOOLS)/mq-ack.o

@@ -34,13 +34,34 @@ relay_options() {
 	} | sort -u
 }
 
-# Runs the bash completion for the words given; prints COMPREPLY.
+# Runs the bash completion for the words given; prints COMPREPLY.  The
+# function is the one complete -F names for the first word.
 complete_bash() {
 	bash -c '
 		source "$1"; shift
 		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1))
-		_mq
+		f=$(complete -p "$1" | sed -n "s/^complete -F \([^ ]*\) .*/\1/p")
+		"$f"
 		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp_bash" "$@"
+}
+
+# Runs _mq (zsh) for the words given, as zsh would for the last of them,
+# with zsh's completion functions replaced by stand-ins that print what
+# they were given: _arguments its specifications, _describe its items;
+# _normal completes the words anew, as zsh does, by their first.
+complete_zsh() {
+	zsh -f -c '
+		eval "_mq() { $(<"$1") }"
+		_arguments() { print -r -- "_arguments ${(q)@}"; }
+		_describe() {
+			[[ $1 == -t ]] && shift 2
+			print -r -- "_describe $1"
+			print -rl -- "${(@P)2}"
+		}
+		_normal() { service=$words[1]; _mq; }
+		shift
+		service=$1 words=("$@") CURRENT=$# PREFIX=${@[-1]}
+		_mq' _ "$comp_zsh" "$@"
 }
 
 @test "completion (bash): every option of every tool, as its --help names them" {
@@ -144,7 +165,7 @@ no"
 @test "completion (zsh): parses, covers every tool and every option" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	zsh -n "$comp_zsh"
-	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools mq-relay"
+	assert_equal "$(head -n 1 "$comp_zsh")" "#compdef $tools mq-relay mq"
 	for t in $tools; do
 		for o in $(options_of "$t"); do
 			grep -qE -- "['{,)*]${o}[[(]" "$comp_zsh" || grep -qE -- "['{]${o}[,}]" "$comp_zsh" ||
@@ -199,4 +220,97 @@ pull"
 		sed -n '/^mq-relay)/,/^	;;/p' "$comp_zsh" | grep -qE -- "['{,)*]${o}[[(]|['{,]${o}[,}]" ||
 		    { echo "mq-relay: $o is not in _mq"; false; }
 	done
+}
+
+@test "completion (bash): mq completes its tools and help, mq help the tools, mq - its options" {
+	run complete_bash mq ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay help "
+	run complete_bash mq re
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "recv relay "
+	run complete_bash mq help ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay "
+	run complete_bash mq help recv ""
+	assert_output ""
+	run complete_bash mq -
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "-h --help -V --version "
+	run complete_bash mq frob -
+	assert_output ""
+	# Loaded by the name mq too (bash-completion loads completions/mq).
+	bash -c 'source "$1"; complete -p mq' _ "$comp_bash" | grep -qx 'complete -F _mq_front mq'
+}
+
+@test "completion (bash): mq TOOL completes as mq-TOOL: options, spools after -d, IDs, subcommands, settings" {
+	for t in $tools; do
+		assert_equal "$(complete_bash mq "${t#mq-}" -)" "$(complete_bash "$t" -)"
+	done
+	run complete_bash mq recv --ti
+	assert_output "--timeout"
+	mkdir -p "$BATS_TEST_TMPDIR/spools/alpha"
+	cd "$BATS_TEST_TMPDIR/spools"
+	run complete_bash mq stat -d al
+	assert_output "alpha"
+	run complete_bash mq dlq ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "ls show redrive purge "
+	printf 'a\nb\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	mq-ack -x test "$(mq-recv)"
+	run complete_bash mq dlq -d "$MQ_DIR" show ""
+	assert_output "$(head -n 1 "$BATS_TEST_TMPDIR/ids")"
+	run complete_bash mq rm -d "$MQ_DIR" ""
+	assert_equal "$(sort <<<"$output")" "$(sort "$BATS_TEST_TMPDIR/ids")"
+	run complete_bash mq show -d "$MQ_DIR" ""
+	assert_equal "$(sort <<<"$output")" "$(sort "$BATS_TEST_TMPDIR/ids")"
+	run complete_bash mq conf overflow = d
+	assert_output "drop-oldest"
+	run complete_bash mq ls -s in
+	assert_output inflight
+	run complete_bash mq relay ""
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "push pull "
+	run complete_bash mq recv -P 4 -- ech
+	assert_line echo
+}
+
+@test "completion (zsh): mq offers its tools and help, mq help the tools, mq - its options" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	run -0 complete_zsh mq ""
+	assert_line --index 0 "_describe mq tool"
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay help "
+	run -0 complete_zsh mq help ""
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay "
+	run -0 complete_zsh mq -
+	for o in -h --help -V --version; do
+		[[ $output == *"\\)${o}\\["* ]] || fail "mq - does not offer $o: $output"
+	done
+	run -0 complete_zsh mq frob ""
+	assert_output ""
+}
+
+@test "completion (zsh): mq TOOL completes as mq-TOOL does" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	for t in $tools mq-relay; do
+		want=$(complete_zsh "$t" -)
+		[ -n "$want" ] || fail "$t: nothing"
+		assert_equal "$(complete_zsh mq "${t#mq-}" -)" "$want"
+	done
+	assert_equal "$(complete_zsh mq dlq show "")" "$(complete_zsh mq-dlq show "")"
+	assert_equal "$(complete_zsh mq relay push -d "")" "$(complete_zsh mq-relay push -d "")"
+}
+
+# zsh itself, in a pseudo-terminal: a line typed, then a tab; what it
+# writes back, read until it holds $2 (at most 30 s).
+zsh_tab_shows() {
+	timeout -k 5 30 zsh -f -c '
+		zmodload zsh/zpty || exit 2
+		zpty z zsh -f -i
+		zpty -w z "PS1=\"> \"; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D; PATH=$2:\$PATH"
+		zpty -w -n z "$3"$'"'"'\t'"'"'
+		zpty -r z out "*$4*" && print -r -- "$out"' _ "$BATS_TEST_TMPDIR/zfunc" "$BATS_TEST_DIRNAME/../bin" "$1" "$2"
+}
+
+@test "completion (zsh): typed in zsh, mq TOOL completes the tool's options" {
+	command -v zsh >/dev/null || skip "zsh is not installed"
+	mkdir -p "$BATS_TEST_TMPDIR/zfunc"
+	cp "$comp_zsh" "$BATS_TEST_TMPDIR/zfunc/_mq"
+	run -0 zsh_tab_shows "mq send --t" "mq send --ttl"
+	run -0 zsh_tab_shows "mq recv -" "run up to n jobs at once"
+	run -0 zsh_tab_shows "mq st" "mq stat"
 }

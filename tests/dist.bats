@@ -22,7 +22,7 @@ clone() {
 @test "version: every tool's -V, make version, debian/changelog and NEWS say the same" {
 	v=$(make -s --no-print-directory -C "$top" version)
 	[[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "make version: $v"
-	for t in $tools; do
+	for t in mq $tools; do
 		assert_equal "$("$t" -V)" "$t $v"
 	done
 	if [ -x "$top/bin/mq-relay" ]; then

@@ -7,7 +7,7 @@ load helper
 }
 
 @test "man pages: one per tool, plus mq-spool(5) and mq(7)" {
-	for t in mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-relay; do
+	for t in mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-relay; do
 		assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
 	done
 	assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man5/mq-spool.5"
@@ -155,19 +155,21 @@ quote_faults() {
 	cd "$top"
 	# The two lines of the README's block, each as a reader runs it, with
 	# man -w printing the file that man would show.
-	line=$(grep -E '^MANPATH=\$PWD/share/man: man mq( |$)' README.md | sed 's/ *#.*//')
-	assert_equal "$line" 'MANPATH=$PWD/share/man: man mq'
-	assert_equal "$(eval "${line/man mq/man -w mq}")" "$top/share/man/man7/mq.7"
-	assert_equal "$(eval "${line/man mq/man -w mq-recv}")" "$top/share/man/man1/mq-recv.1"
+	# (mq(7), not mq(1), the front command, which man finds first.)
+	line=$(grep -E '^MANPATH=\$PWD/share/man: man 7 mq( |$)' README.md | sed 's/ *#.*//')
+	assert_equal "$line" 'MANPATH=$PWD/share/man: man 7 mq'
+	assert_equal "$(eval "${line/man 7 mq/man -w 7 mq}")" "$top/share/man/man7/mq.7"
+	assert_equal "$(eval "${line/man 7 mq/man -w mq-recv}")" "$top/share/man/man1/mq-recv.1"
+	assert_equal "$(eval "${line/man 7 mq/man -w mq}")" "$top/share/man/man1/mq.1"
 	# The trailing colon keeps the system's pages (if it has man's own).
 	if man -w man >/dev/null 2>&1; then
-		run eval "${line/man mq/man -w man}"
+		run eval "${line/man 7 mq/man -w man}"
 		assert_success
 	fi
 	line=$(grep -E '^man \./share/man/man7/mq\.7( |$)' README.md | sed 's/ *#.*//')
 	assert_equal "$(${line/man /man -w })" ./share/man/man7/mq.7
 	# and demo.sh's last word is the same line.
-	grep -qF 'Next: MANPATH=\$PWD/share/man: man mq' share/examples/demo.sh
+	grep -qF 'Next: MANPATH=\$PWD/share/man: man 7 mq' share/examples/demo.sh
 }
 
 # Status $1's entry in the EXIT STATUS list of a page ($2), rendered on

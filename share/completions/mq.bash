@@ -1,8 +1,10 @@
 # bash completion for the mq tools: options, spool directories after -d,
 # files for mq-send, a command after mq-recv's --, subcommands and dead
 # letter IDs for mq-dlq, the IDs of the spool (mq-ls) for mq-show and
-# mq-rm, the direction (push, pull) for mq-relay.  Installed once per tool name, so that
-# bash-completion loads it for whichever is completed first.
+# mq-rm, the direction (push, pull) for mq-relay; and for the front
+# command mq, the tools, then what each tool's own completion offers.
+# Installed once per program name, so that bash-completion loads it for
+# whichever is completed first.
 
 # The options each tool takes, as in its --help.
 _mq_options() {
@@ -138,5 +140,31 @@ _mq() {
 	esac
 }
 
+# mq TOOL ...: completed as mq-TOOL ... is, the words shifted by one.
+_mq_front() {
+	local tools="send recv ack sweep dlq stat conf ls show rm relay"
+	local cur=${COMP_WORDS[COMP_CWORD]} tool=${COMP_WORDS[1]}
+	COMPREPLY=()
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		if [[ $cur == -* ]]; then
+			mapfile -t COMPREPLY < <(compgen -W "-h --help -V --version" -- "$cur")
+		else
+			mapfile -t COMPREPLY < <(compgen -W "$tools help" -- "$cur")
+		fi
+		return
+	fi
+	if [ "$tool" = help ]; then
+		[ "$COMP_CWORD" -eq 2 ] && mapfile -t COMPREPLY < <(compgen -W "$tools" -- "$cur")
+		return
+	fi
+	case " $tools " in
+	*" $tool "*)
+		local -a COMP_WORDS=("mq-$tool" "${COMP_WORDS[@]:2}")
+		local COMP_CWORD=$((COMP_CWORD - 1))
+		_mq ;;
+	esac
+}
+
 complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
     mq-show mq-rm mq-relay
+complete -F _mq_front mq

@@ -168,5 +168,5 @@ Summary: pipeline: 6 jobs sent, $(wc -l <"$work/pipe-done" | tr -d ' ') done;
 worker mode: 30 jobs sent, $(wc -l <"$work/done" | tr -d ' ') done, $dead dead-lettered after $attempts attempts;
 bounded queue: 50 jobs sent through a queue of 5, $(grep -c . "$work/bounded-done") done in order, at most $(cat "$work/max-depth") waiting;
 the spool is empty: new/ $(count new), cur/ $(count cur), dead/ $(count dead).
-Next: MANPATH=\$PWD/share/man: man mq (once installed, man mq), README.md.
+Next: MANPATH=\$PWD/share/man: man 7 mq (once installed, man 7 mq), README.md.
 TXT
