@@ -104,7 +104,7 @@ letters_of() {
 		for l in $(letters_of "$t"); do echo "$l $t"; done
 		# Not in the usages, taken by every tool (tested above).
 		printf 'h %s\nV %s\n' "$t" "$t"
-	done | sort >"$BATS_TEST_TMPDIR/used"
+	done | sort -u >"$BATS_TEST_TMPDIR/used"
 	[ "$(wc -l <"$BATS_TEST_TMPDIR/used")" -gt 40 ] || fail "too few letters read from the usages"
 	# From the table: ".It Fl X [Ar arg] Ta meaning Ta tools".
 	sed -n '/^\.Ss One meaning per option letter/,/^\.El/p' "$page" |
