@@ -63,7 +63,7 @@ yes
 	    max-depth=-1 max-depth=1.5 max-depth=ten max-depth=1000000001 \
 	    overflow=drop overflow=REJECT overflow=drop_oldest \
 	    ttl=-5 ttl=1hh ttl=1.5ms ttl=1.0000 ttl=99999999999 \
-	    paused=YES paused=y paused=2 paused=truth \
+	    paused=YES paused=y paused=-2 paused=2x paused=truth \
 	    dedup-window=-1 dedup-window=x; do
 		run -2 --separate-stderr mq-conf "$bad"
 		[[ $stderr == "mq-conf: $bad: "*"; nothing changed" ]] ||
@@ -295,4 +295,54 @@ lease=soon"
 		assert_equal "$(mq-conf paused)" no
 		run -0 mq-recv -t 0.001
 	done
+}
+
+@test "mq-conf: paused takes a duration, kept as the time it ends; then every tool resumes by itself" {
+	echo job | mq-send >/dev/null
+	run -0 --separate-stderr mq-conf -v paused=1h
+	until=$(mq-conf paused)
+	[[ $until =~ ^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z$ ]] || fail "$until"
+	assert_equal "$stderr" "mq-conf: $MQ_DIR: paused=$until (was no)"
+	# An hour from now, to the second (rounded up).
+	want=$(($(date +%s) + 3600))
+	got=$(date -d "$until" +%s)
+	[ "$got" -ge "$want" ] && [ "$got" -le $((want + 2)) ] || fail "$until: $got, not about $want"
+	run -1 --separate-stderr mq-recv
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	[[ $(mq-stat) == *"paused=$until"* ]]
+	# Past its end: resumed, though conf is unchanged; shown as no.
+	run -0 --separate-stderr ahead 3602 mq-conf paused
+	assert_equal "$output" no
+	run -0 --separate-stderr ahead 3602 mq-stat --prometheus
+	assert_line "mq_paused{spool=\"$MQ_DIR\"} 0"
+	run -0 --separate-stderr ahead 3602 mq-recv
+	assert_equal "$stderr" ""
+	# The time itself is taken too, as mq-conf prints it; a past one is no pause.
+	mq-conf paused="$until"
+	assert_equal "$(mq-conf paused)" "$until"
+	mq-conf paused=2001-01-01T00:00:00Z
+	assert_equal "$(mq-conf paused)" no
+	# 1 and 0 stay booleans; 2 is two seconds.
+	mq-conf paused=1
+	assert_equal "$(mq-conf paused)" 1
+	mq-conf paused=2
+	[[ $(mq-conf paused) == *Z ]]
+	for bad in 2026-02-30T00:00:00Z 2026-12-05T24:00:00Z 2026-12-05 2026-12-05T08:00:00 -1h soon; do
+		run -2 --separate-stderr mq-conf paused="$bad"
+		assert_equal "$stderr" "mq-conf: paused=$bad: not yes/no, true/false, on/off, 1/0, a duration or a time (2026-12-05T08:00:00Z); nothing changed"
+	done
+}
+
+@test "mq-conf paused=SECS: a waiting mq-recv -w and a worker resume by themselves when it ends" {
+	mq-conf paused=1s
+	echo one | mq-send >/dev/null
+	# Nothing rings the doorbell at the end: the waiter wakes for it.
+	run -0 --separate-stderr timeout 20 mq-recv -w 15
+	assert_equal "$stderr" "mq-recv: $MQ_DIR: paused"
+	assert_equal "$(cat "$output")" one
+	mq-conf paused=1s
+	echo two | mq-send >/dev/null
+	run -0 --separate-stderr timeout 20 mq-recv -n 1 -w 15 -- cat
+	assert_output two
+	assert_equal "$stderr" "$(printf 'mq-recv: %s: paused\nmq-recv: %s: resumed' "$MQ_DIR" "$MQ_DIR")"
 }

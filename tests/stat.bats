@@ -236,7 +236,7 @@ assert all(isinstance(v, str) for v in s.values())' "$output")
 	echo y | mq-send -d "$other" >/dev/null
 	echo 'paused=maybe' >"$other/conf"
 	run -4 --separate-stderr mq-stat --json -d "$MQ_DIR" -d "$other"
-	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes/no, true/false, on/off or 1/0"
+	assert_equal "$stderr" "mq-stat: $other/conf: line 1: not yes/no, true/false, on/off, 1/0, a duration or a time (2026-12-05T08:00:00Z)"
 	assert_equal "$(json_field spool)" "$MQ_DIR"
 }
 

@@ -86,6 +86,65 @@ boolean(const char *s)
 	return -1;
 }
 
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
+static long long
+days_from_civil(long long y, unsigned m, unsigned d)
+{
+	long long era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (long long)doe - 719468;
+}
+
+/*
+ * A time as paused holds it, YYYY-MM-DDTHH:MM:SSZ (UTC, as mq_time_iso
+ * writes it), in ms since the epoch; -1 for anything else.
+ */
+static int
+utc_parse(const char *s, uint64_t *ms)
+{
+	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31,
+	    30, 31, 30, 31 };
+	unsigned y, mo, d, h, mi, sec;
+	int end = 0;
+
+	if (strlen(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+	    s[13] != ':' || s[16] != ':' || s[19] != 'Z' ||
+	    sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2uZ%n", &y, &mo, &d, &h, &mi, &sec,
+	    &end) != 6 || end != 20 || strspn(s, "0123456789-:TZ") != 20)
+		return -1;
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+	    (mo == 2 && d == 29 && (y % 4 != 0 ||
+	    (y % 100 == 0 && y % 400 != 0))) || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	*ms = ((uint64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 +
+	    mi * 60 + sec) * 1000;
+	return 0;
+}
+
+/*
+ * What mq-conf writes for paused=value at now: a duration (not 1 or 0,
+ * which are booleans) becomes the time the pause ends, rounded up to the
+ * second, into buf; any other value is itself.  A file that held the
+ * duration would restart it at every read.
+ */
+const char *
+mq_conf_pause_until(const char *value, uint64_t now, char *buf, size_t size)
+{
+	const char *why;
+	uint64_t ms;
+
+	if (boolean(value) != -1 || mq_secs_parse(value, &ms, &why) == -1)
+		return value;
+	mq_time_iso(buf, size, now + ms + 999);
+	return buf;
+}
+
 static int
 whole(const char *s, long long max, long long *n, const char **why)
 {
@@ -157,11 +216,18 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		isdef = !c->drop_oldest;
 		break;
 	case MQ_CONF_PAUSED:
-		if ((n = boolean(v)) == -1) {
-			*why = "not yes/no, true/false, on/off or 1/0";
+		c->paused_until_ms = 0;
+		if ((n = boolean(v)) != -1)
+			c->paused = n;
+		else if (utc_parse(v, &ms) == 0) {
+			/* Over, it is as if never set: resumed by itself. */
+			c->paused_until_ms = ms;
+			c->paused = mq_now_ms() < ms;
+		} else {
+			*why = "not yes/no, true/false, on/off, 1/0, a "
+			    "duration or a time (2026-12-05T08:00:00Z)";
 			return -1;
 		}
-		c->paused = n;
 		isdef = !c->paused;
 		break;
 	}
@@ -312,8 +378,15 @@ conf_refresh(struct mq_spool *sp, struct mq_conf *c,
 	    now.mtime.tv_sec == st->mtime.tv_sec &&
 	    now.mtime.tv_nsec == st->mtime.tv_nsec &&
 	    now.ctime.tv_sec == st->ctime.tv_sec &&
-	    now.ctime.tv_nsec == st->ctime.tv_nsec)
+	    now.ctime.tv_nsec == st->ctime.tv_nsec) {
+		/* A pause for a time ends by itself, conf unchanged. */
+		if (c->paused && c->paused_until_ms != 0 &&
+		    mq_now_ms() >= c->paused_until_ms) {
+			c->paused = 0;
+			c->value[MQ_CONF_PAUSED][0] = '\0';
+		}
 		return 0;
+	}
 	if (mq_conf_read(sp, &got, line, why) == -1) {
 		/* Failed once: not again until it changes. */
 		if (st->seen)

@@ -139,6 +139,7 @@ struct mq_conf {
 	int	 drop_oldest;	/* overflow=drop-oldest, else reject */
 	uint64_t ttl_ms;	/* 0: none */
 	int	 paused;
+	uint64_t paused_until_ms;	/* paused=TIME: then; 0: yes or no */
 	uint64_t dedup_window_ms;
 	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
 	char	 other[1024];	/* lines of keys this version does not know */
@@ -615,6 +616,7 @@ const char	*mq_conf_name(int);
 int	 mq_conf_key(const char *, size_t);
 void	 mq_conf_init(struct mq_conf *);
 int	 mq_conf_set(struct mq_conf *, int, const char *, const char **);
+const char	*mq_conf_pause_until(const char *, uint64_t, char *, size_t);
 const char	*mq_conf_value(const struct mq_conf *, int);
 int	 mq_conf_isset(const struct mq_conf *, int);
 int	 mq_conf_read(struct mq_spool *, struct mq_conf *, int *,

@@ -28,7 +28,8 @@ static const char help[] =
     "  max-depth n        most messages waiting; 0: no limit\n"
     "  overflow how       when full: reject (default) or drop-oldest\n"
     "  ttl secs           a waiting message expires; 0: never\n"
-    "  paused yes|no      claim nothing while yes (default no)\n"
+    "  paused yes|no|secs claim nothing while yes, or for secs\n"
+    "                     (default no)\n"
     "  dedup-window secs  remember a dedup key after its message\n"
     "  -f       set a ttl that expires waiting messages without asking\n"
     "  -v       say what changed, on standard error\n"
@@ -127,18 +128,26 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 {
 	struct mq_spool sp;
 	struct mq_conf c, check;
-	const char *why, *eq, *path, *ttl = NULL;
+	const char *why, *eq, *path, *ttl = NULL, **value;
 	char was[MQ_CONF_NKEYS][sizeof(c.value[0])];
+	char until[sizeof(c.value[0])];
+	uint64_t now = mq_now_ms();
 	int changed, i, k;
 
 	/* Checked on a blank copy first: nothing is made for a bad call. */
 	mq_conf_init(&check);
+	value = xreallocarray(NULL, argc, sizeof(*value));
 	for (i = 0; i < argc; i++) {
 		if ((eq = strchr(argv[i], '=')) == NULL)
 			errx(MQ_EX_USAGE, "%s: a setting is key=value; "
 			    "showing and setting do not mix", argv[i]);
 		k = key_of(argv[i], eq - argv[i]);
-		if (mq_conf_set(&check, k, eq + 1, &why) == -1)
+		value[i] = eq + 1;
+		/* paused=1h: paused until an hour from now. */
+		if (k == MQ_CONF_PAUSED)
+			value[i] = xstrdup(mq_conf_pause_until(eq + 1, now,
+			    until, sizeof(until)));
+		if (mq_conf_set(&check, k, value[i], &why) == -1)
 			errx(MQ_EX_USAGE, "%s: %s; nothing changed", argv[i],
 			    why);
 		if (k == MQ_CONF_TTL)
@@ -171,7 +180,7 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 	for (i = 0; i < argc; i++) {
 		eq = strchr(argv[i], '=');
 		k = key_of(argv[i], eq - argv[i]);
-		(void)mq_conf_set(&c, k, eq + 1, &why);
+		(void)mq_conf_set(&c, k, value[i], &why);
 	}
 	if (mq_conf_write(&sp, &c, &changed) == -1 && changed)
 		err(MQ_EX_SYS, "%s/%s: changed, but not made durable",
@@ -184,6 +193,10 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 			warnx("%s: %s=%s (was %s)", sp.path, mq_conf_name(k),
 			    mq_conf_value(&c, k), was[k]);
 	mq_spool_close(&sp);
+	for (i = 0; i < argc; i++)
+		if (value[i] != strchr(argv[i], '=') + 1)
+			free((void *)value[i]);
+	free(value);
 }
 
 int

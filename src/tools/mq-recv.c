@@ -290,6 +290,9 @@ receive(struct recv_opts *o, uint64_t until)
 			/* Else a paused spool looks like an empty one. */
 			if (!said++)
 				warnx("%s: paused", sp.path);
+			/* paused=TIME resumes by itself then, unrung. */
+			if (conf->paused_until_ms != 0)
+				wake = conf->paused_until_ms;
 		} else if ((got = mq_claim(&sp, &cl, o->n, lease,
 		    print_receipt, o->wo.verbose ? &o->wo : NULL, &wake)) == -1)
 			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
@@ -305,7 +308,8 @@ receive(struct recv_opts *o, uint64_t until)
 		    (int64_t)(wake - now) : 0;
 		if ((r = mq_wait(&w, timeout)) == -1)
 			wait_failed(&sp);
-		if (r == 1) {
+		if (r == 1 || (conf->paused && conf->paused_until_ms != 0 &&
+		    mq_now_ms() >= conf->paused_until_ms)) {
 			conf = settings(o, &sp, &cl, &lease);
 			if (!conf->paused)
 				said = 0;

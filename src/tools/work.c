@@ -698,6 +698,9 @@ reread(struct worker *wk)
 	if (c->paused != wk->paused)
 		warnx("%s: %s", wk->sp->path, c->paused ? "paused" : "resumed");
 	wk->paused = c->paused;
+	/* paused=TIME resumes by itself then: read again at that time. */
+	if (c->paused && c->paused_until_ms != 0)
+		wk->conf_due = c->paused_until_ms;
 	wk->max = wk->opt->max != 0 ? wk->opt->max : c->max_attempts;
 	wk->lease_ms = wk->opt->lease_ms != 0 ? wk->opt->lease_ms :
 	    c->lease_ms;
