@@ -178,7 +178,7 @@ load helper
 	run -2 --separate-stderr mq-recv -w x
 	assert_equal "$stderr" "mq-recv: -w x: invalid (seconds, or none to wait forever)"
 	run -2 --separate-stderr mq-recv -w 5x
-	assert_equal "$stderr" "mq-recv: -w 5x: invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
+	assert_equal "$stderr" "mq-recv: -w 5x: not a duration (90, 1.5, 250ms, 90s, 1.5m, 2h, 1d)"
 	run -2 --separate-stderr mq-recv stray
 	assert_equal "${stderr_lines[0]}" "mq-recv: stray: unexpected operand (a command to run follows --)"
 	run -2 --separate-stderr mq-recv -t 0

@@ -154,7 +154,7 @@ load helper
 	assert_equal "$(count new)" 1
 	run -124 timeout 0.5 mq-sweep -i0.1
 	run -2 --separate-stderr mq-sweep -i x
-	assert_equal "$stderr" "mq-sweep: -i x: invalid: seconds (90, 1.5), or a number with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
+	assert_equal "$stderr" "mq-sweep: -i x: not a duration (90, 1.5, 250ms, 90s, 1.5m, 2h, 1d)"
 	for w in -w "-w 60" -w60; do
 		# shellcheck disable=SC2086
 		run -2 --separate-stderr mq-sweep $w

@@ -92,9 +92,9 @@
 #define MQ_ATTEMPTS_MAX	1000000
 #define MQ_DEATHS_MAX	999999	/* a name's ,dN: the deaths its history holds */
 #define MQ_SECS_MAX	1000000000LL	/* about 31 years */
-#define MQ_SECS_TOO_LARGE	"too large (the most is 1000000000)"
-#define MQ_DURATION_INVALID	"invalid: seconds (90, 1.5), or a number " \
-	"with ms, s, m, h or d (250ms, 90s, 1.5h, 2d)"
+#define MQ_SECS_TOO_LARGE	"too large (the most is 1000000000 seconds)"
+/* Short enough for an 80-column line with the program and option. */
+#define MQ_DURATION_INVALID	"not a duration (90, 1.5, 250ms, 90s, 1.5m, 2h, 1d)"
 #define MQ_DEFAULT_LEASE_MS	30000
 #define MQ_DEFAULT_MAX	5
 
