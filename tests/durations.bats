@@ -202,7 +202,7 @@ near() {
 		[[ $stderr == *"not a duration (90, 1.5, 250ms, 90s, 1.5m, 2h, 1d)"* ]] ||
 		    fail "ttl=$v: $stderr"
 		run -2 --separate-stderr mq-send -S -D "$v" </dev/null
-		[[ $stderr == *"250ms, 90s, 1.5h, 2d"* ]] || fail "-D $v: $stderr"
+		[[ $stderr == *"not a duration (90, 1.5, 250ms, 90s, 1.5m, 2h, 1d)"* ]] || fail "-D $v: $stderr"
 	done
 	assert_equal "$(mq-conf ttl)" 60
 	assert_equal "$(mq-ls | wc -l)" 0
