@@ -86,7 +86,7 @@ _mq() {
 		# mq-send's priorities, 0 (the default) to 9.
 		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
 		return ;;
-	-n | -m | -w | -D | -g | -k | -r | -e | -x | -P | -q | --timeout | --backoff | --backoff-max | --ttl)
+	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | --max-bytes | --timeout | --backoff | --backoff-max | --ttl)
 		return ;;
 	esac
 	# mq-relay: the direction first, then its options; the URIs are not
@@ -137,6 +137,8 @@ _mq() {
 	mq-send | mq-ack) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
 	mq-show | mq-rm)
 		mapfile -t COMPREPLY < <(compgen -W "$(mq-ls "${spool[@]}" 2>/dev/null | cut -f 1)" -- "$cur") ;;
+	# Spools as operands, as -d.
+	mq-stat | mq-ls) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
 	esac
 }
 
