@@ -89,7 +89,7 @@ purge"
 
 @test "completion (zsh): mq-show and mq-rm offer the IDs mq-ls lists" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
-	grep -qF -- "'1:message ID:_mq_ids'" "$comp_zsh"
+	grep -qF -- "'*:message ID:_mq_ids'" "$comp_zsh"
 	grep -qF -- "'(--all)*:message ID:_mq_ids'" "$comp_zsh"
 	grep -qF -- 'mq-ls $spool' "$comp_zsh"
 }
@@ -199,4 +199,18 @@ pull"
 		sed -n '/^mq-relay)/,/^	;;/p' "$comp_zsh" | grep -qE -- "['{,)*]${o}[[(]|['{,]${o}[,}]" ||
 		    { echo "mq-relay: $o is not in _mq"; false; }
 	done
+}
+
+@test "completion (bash): mq-dlq redrive offers --to and spools after it; mq-show and mq-dlq offer -0, mq-show no -r" {
+	run complete_bash mq-dlq redrive --t
+	assert_output "--to"
+	mkdir -p "$BATS_TEST_TMPDIR/spools/alpha"
+	cd "$BATS_TEST_TMPDIR/spools"
+	run complete_bash mq-dlq redrive --to al
+	assert_output "alpha"
+	run complete_bash mq-dlq purge -
+	assert_output "$(printf '%s\n' -0 --all)"
+	run complete_bash mq-show -
+	assert_line -0
+	refute_line -r
 }
