@@ -110,7 +110,7 @@ purge"
 
 @test "completion (zsh): mq-show and mq-rm offer the IDs mq-ls lists" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
-	grep -qF -- "'1:message ID:_mq_ids'" "$comp_zsh"
+	grep -qF -- "'*:message ID:_mq_ids'" "$comp_zsh"
 	grep -qF -- "'(--all)*:message ID:_mq_ids'" "$comp_zsh"
 	grep -qF -- 'mq-ls $spool' "$comp_zsh"
 }
@@ -313,4 +313,18 @@ zsh_tab_shows() {
 	run -0 zsh_tab_shows "mq send --t" "mq send --ttl"
 	run -0 zsh_tab_shows "mq recv -" "run up to n jobs at once"
 	run -0 zsh_tab_shows "mq st" "mq stat"
+}
+
+@test "completion (bash): mq-dlq redrive offers --to and spools after it; mq-show and mq-dlq offer -0, mq-show no -r" {
+	run complete_bash mq-dlq redrive --t
+	assert_output "--to"
+	mkdir -p "$BATS_TEST_TMPDIR/spools/alpha"
+	cd "$BATS_TEST_TMPDIR/spools"
+	run complete_bash mq-dlq redrive --to al
+	assert_output "alpha"
+	run complete_bash mq-dlq purge -
+	assert_output "$(printf '%s\n' -0 --all)"
+	run complete_bash mq-show -
+	assert_line -0
+	refute_line -r
 }

@@ -169,7 +169,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	assert_equal "$output" "$expected"
 }
 
-@test "deaths: redrive -t to another spool carries the history and removes the source's" {
+@test "deaths: redrive --to to another spool carries the history and removes the source's" {
 	other="$BATS_TEST_TMPDIR/other"
 	mq-send -l -d "$other" </dev/null >/dev/null
 	id=$(echo job | mq-send)
@@ -177,7 +177,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	mq-dlq redrive "$id"
 	mq-ack -x two "$(mq-recv)"
 	assert_file_exist "$MQ_DIR/deaths/$id"
-	mq-dlq redrive -t "$other" "$id"
+	mq-dlq redrive --to "$other" "$id"
 	assert_not_exist "$MQ_DIR/deaths/$id"
 	assert_not_exist "$MQ_DIR/reason/$id"
 	assert_equal "$(records "$other/deaths/$id")" 2
@@ -187,7 +187,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	MQ_DIR=$other run deaths "$id"
 	assert_equal "$output" "$(printf '%s\n' '1 "one"' '1 "two"' '1 "three"')"
 	# -t naming the spool itself is a redrive within it: the history stays.
-	MQ_DIR=$other mq-dlq redrive -t "$other/." "$id"
+	MQ_DIR=$other mq-dlq redrive --to "$other/." "$id"
 	assert_equal "$(records "$other/deaths/$id")" 3
 }
 
@@ -396,11 +396,11 @@ cp $MQ_DIR/deaths/$id $t/history" redrive --all
 	[[ $(dead_name) == "$id,"*",1,d1" ]] || fail "$(dead_name)"
 	assert_equal "$(deaths "$id")" "$(printf '%s\n' '1 "one"' '1 "two"')"
 
-	# The same against a redrive into another spool: B's -t twice.
+	# The same against a redrive into another spool: B's --to twice.
 	other="$t/other"
 	mq-send -l -d "$other" </dev/null >/dev/null
-	dlq_stopped mq_dead_redrive "mq-dlq redrive -t $other $id
-mq-ack -d $other -x three \$(mq-recv -d $other)" redrive -t "$other" "$id"
+	dlq_stopped mq_dead_redrive "mq-dlq redrive --to $other $id
+mq-ack -d $other -x three \$(mq-recv -d $other)" redrive --to "$other" "$id"
 	[[ $output == *"$id: no such dead letter"* ]] || fail "$output"
 	[[ $output == *"exited with code 01"* ]] || fail "B did not exit 1: $output"
 	assert_equal "$(count dead)" 0
@@ -462,7 +462,7 @@ mq-ack -d $other -x three \$(mq-recv -d $other)" redrive -t "$other" "$id"
 	mkdir "$MQ_DIR/deaths/$id"
 	other="$BATS_TEST_TMPDIR/other"
 	mq-send -l -d "$other" </dev/null >/dev/null
-	run --separate-stderr mq-dlq redrive -t "$other" "$id"
+	run --separate-stderr mq-dlq redrive --to "$other" "$id"
 	assert_success
 	assert_equal "$(count dead)" 0
 	r=$(mq-recv -d "$other")

@@ -435,6 +435,49 @@ main(void)
 	    "no leading dot");
 	mq_time_iso(buf, sizeof(buf), 1795975895696ULL);
 	ok(strcmp(buf, "2026-11-29T18:11:35Z") == 0, "ISO 8601 UTC time");
+	{
+		static const char *const good[] = { "18ec9688",
+		    "18ec9688cb923ac3", "18ec9688cb923ac3.",
+		    "18ec9688cb923ac3.2", "18ec9688cb923ac3.2475.",
+		    "18ec9688cb923ac3.2475.fd48",
+		    "18ec9688cb923ac3.2475.fd4836da3b66" };
+		static const char *const bad[] = { "", "18ec968", "18EC9688",
+		    "18ec968g", "18ec9688cb923ac3x", "18ec9688cb923ac3..",
+		    "18ec9688cb923ac3.12345678901",
+		    "18ec9688cb923ac3.2475.fd4836da3b66a",
+		    "18ec9688cb923ac3.2475.fd4836da3b6g", "../../etc/passwd",
+		    "18ec9688cb923ac3.24x5" };
+		struct mq_matches m;
+		int good_ok = 1, bad_ok = 1;
+		size_t k;
+
+		for (k = 0; k < sizeof(good) / sizeof(*good); k++)
+			good_ok &= mq_id_prefix_valid(good[k]);
+		for (k = 0; k < sizeof(bad) / sizeof(*bad); k++)
+			bad_ok &= !mq_id_prefix_valid(bad[k]);
+		ok(good_ok, "ID prefixes: 8 characters or more of an ID");
+		ok(bad_ok, "ID prefixes: shorter, or what no ID begins with");
+		ok(mq_matches_init(&m, "18ec9688cb923ac3.2475.fd4836da3b66") ==
+		    0 && mq_matches_status(&m) == MQ_EX_OK && strcmp(m.id[0],
+		    "18ec9688cb923ac3.2475.fd4836da3b66") == 0 &&
+		    mq_matches_init(&m, "18ec9688") == 1 && m.n == 0 &&
+		    mq_matches_init(&m, "18ec968") == -1,
+		    "a whole ID is no search, a prefix is one, a short one "
+		    "neither");
+		mq_matches_init(&m, "0000000b");
+		for (i = 12; i > 0; i--) {
+			snprintf(id, sizeof(id),
+			    "0000000b000000%02x.1.000000000001", i);
+			mq_matches_add(&m, id);
+			mq_matches_add(&m, id);
+		}
+		ok(m.n == 12 && m.kept == MQ_MATCHES_KEPT &&
+		    mq_matches_status(&m) == MQ_EX_USAGE &&
+		    strcmp(m.id[0], "0000000b00000001.1.000000000001") == 0 &&
+		    strcmp(m.id[9], "0000000b0000000a.1.000000000001") == 0,
+		    "matches: the first ten kept in ID order, each counted "
+		    "once");
+	}
 
 	printf("1..%d\n", n);
 	return failed != 0;

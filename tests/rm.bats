@@ -280,3 +280,88 @@ mq-rm: removed $g3 (dead)"
 	assert_output ""
 	[ -n "$inflight" ]
 }
+
+# Renames the message of ID $1 (any state) to ID $2 where it is: IDs that
+# share a prefix, made on purpose.
+rename_id() {
+	local f b
+	f=$(messages | grep -F "/$1,")
+	b=${f##*/}
+	mv "$f" "${f%/*}/$2,${b#*,}"
+}
+
+@test "mq-rm: a unique prefix of 8 characters or more removes the message; 7 is malformed (exit 2); one no ID begins with is exit 1" {
+	a=$(echo a | mq-send)
+	b=$(echo b | mq-send -D 3600)
+	c=$(echo c | mq-send)
+	rename_id "$a" 0000000b00000001.1.000000000001
+	rename_id "$b" 0000000b00000002.1.000000000001
+	rename_id "$c" 0000000c00000001.1.000000000001
+	run -2 --separate-stderr mq-rm 0000000
+	assert_equal "$stderr" "mq-rm: 0000000: not a message ID"
+	run -2 --separate-stderr mq-rm 0000000C
+	assert_equal "$stderr" "mq-rm: 0000000C: not a message ID"
+	assert_equal "$(messages | wc -l)" 3
+	run -0 --separate-stderr mq-rm -v 0000000c
+	assert_equal "$stderr" "mq-rm: removed 0000000c00000001.1.000000000001 (ready)"
+	run -0 --separate-stderr mq-rm -v 0000000b00000002
+	assert_equal "$stderr" "mq-rm: removed 0000000b00000002.1.000000000001 (delayed)"
+	run -1 --separate-stderr mq-rm 0000000d
+	assert_equal "$stderr" "mq-rm: 0000000d: no such message"
+	assert_equal "$(messages | wc -l)" 1
+	mq-rm 0000000b00000001.1.000000000001
+	assert_equal "$(messages)" ""
+}
+
+@test "mq-rm: an ambiguous prefix is exit 2 listing ten of the IDs that begin with it and how many more; nothing is removed, not the other IDs named either" {
+	seq 1 12 | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	i=0
+	while read -r id; do
+		i=$((i + 1))
+		rename_id "$id" "$(printf '0000000b000000%02x.1.000000000001' "$i")"
+	done <"$BATS_TEST_TMPDIR/ids"
+	other=$(echo other | mq-send)
+	before=$(messages | sort)
+	run -2 --separate-stderr mq-rm "$other" 0000000b0000000
+	assert_equal "$stderr" "$( {
+		echo "mq-rm: 0000000b0000000: ambiguous, 12 messages match:"
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			printf 'mq-rm:   0000000b000000%02x.1.000000000001\n' "$i"
+		done
+		echo "mq-rm:   and 2 more"
+	} )"
+	assert_equal "$(messages | sort)" "$before"
+	# Two: both listed, no "more".
+	mq-rm 0000000b0000000a 0000000b0000000b 0000000b0000000c 0000000b00000003 \
+	    0000000b00000004 0000000b00000005 0000000b00000006 0000000b00000007 \
+	    0000000b00000008 0000000b00000009
+	run -2 --separate-stderr mq-rm 0000000b
+	assert_equal "$stderr" "$(printf '%s\n' "mq-rm: 0000000b: ambiguous, 2 messages match:" \
+	    "mq-rm:   0000000b00000001.1.000000000001" "mq-rm:   0000000b00000002.1.000000000001")"
+}
+
+@test "mq-rm -: IDs from standard input, one a line (blank ones skipped) or NUL-terminated with -0; mq-ls -s dead | cut -f1 | mq-rm - removes the dead" {
+	printf '%s\n' a b c d e | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	mapfile -t ids <"$BATS_TEST_TMPDIR/ids"
+	for _ in 1 2; do mq-ack -x broken "$(mq-recv)"; done
+	run -0 --separate-stderr bash -c 'mq-ls -s dead | cut -f 1 | mq-rm -v -'
+	# dead/ is listed as read, in no order.
+	assert_equal "$(sort <<<"$stderr")" "$(printf 'mq-rm: removed %s (dead)\n' "${ids[0]}" "${ids[1]}" | sort)"
+	assert_equal "$(mq-ls | wc -l)" 3
+	run -0 mq-rm - <<<"$(printf '%s\n\n\t\n%s\n' "${ids[2]}" "${ids[3]%?}")"
+	run -0 bash -c 'printf "%s\0" "$1" | mq-rm -0 -' _ "${ids[4]}"
+	assert_equal "$(messages)" ""
+	# Nothing read: nothing to do.
+	run -1 --separate-stderr mq-rm - </dev/null
+	assert_equal "$stderr" ""
+}
+
+@test "mq-rm -: a malformed line is exit 2 naming it, and nothing is removed" {
+	a=$(echo a | mq-send)
+	before=$(messages)
+	run -2 --separate-stderr mq-rm - <<<"$(printf '%s\n../x\n' "$a")"
+	assert_equal "$stderr" "mq-rm: ../x: not a message ID"
+	run -2 --separate-stderr bash -c 'printf "%s\n" "$1" | mq-rm -0 -' _ "$a"
+	assert_equal "$stderr" "mq-rm: $a\\n: not a message ID"
+	assert_equal "$(messages)" "$before"
+}

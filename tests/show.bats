@@ -96,8 +96,6 @@ shows() {
 	run -2 --separate-stderr mq-show
 	[[ $stderr == "usage: mq-show "* ]] || fail "$stderr"
 	id=$(echo y | mq-send)
-	run -2 --separate-stderr mq-show "$id" "$id"
-	assert_output ""
 	# An acked message is gone.
 	mq-ack "$(mq-recv)"
 	mq-ack "$(mq-recv)"
@@ -165,23 +163,25 @@ show_on_tty() {
 	script -qec "mq-show $*" /dev/null </dev/null | tr -d '\r'
 }
 
-@test "mq-show: on a terminal nothing of the body takes it over: controls and bad UTF-8 escaped, lines and tabs kept; -r raw; a pipe byte for byte" {
+@test "mq-show: on a terminal nothing of the body takes it over: controls and bad UTF-8 escaped, lines and tabs kept; --raw raw; a pipe byte for byte" {
 	command -v script >/dev/null || fail "script (bsdutils) is not installed"
 	id=$(printf 'a\033[31mred\tx\nline2\x80\xc3\xa9\\end\a' | mq-send)
 	run show_on_tty "$id"
 	assert_output "$(printf 'a\\x1b[31mred\tx\nline2\\x80\xc3\xa9\\\\end\\x07')"
-	run show_on_tty -r "$id"
+	run show_on_tty --raw "$id"
 	assert_output "$(printf 'a\033[31mred\tx\nline2\x80\xc3\xa9\\end\a')"
 	mq-show "$id" | cmp - "$(file_of "$id")"
 }
 
-@test "mq-show --raw: the body raw on a terminal, as -r" {
+@test "mq-show --raw: the body raw on a terminal; -r, its old spelling, is refused (exit 2) naming --raw" {
 	command -v script >/dev/null || fail "script (bsdutils) is not installed"
 	id=$(printf 'a\033[31mred\a' | mq-send)
 	run show_on_tty --raw "$id"
 	assert_output "$(printf 'a\033[31mred\a')"
-	assert_equal "$output" "$(show_on_tty -r "$id")"
 	mq-show --raw "$id" | cmp - "$(file_of "$id")"
+	run -2 --separate-stderr mq-show -r "$id"
+	assert_output ""
+	assert_equal "$stderr" "mq-show: -r is now --raw"
 }
 
 @test "mq-show: on a terminal, a UTF-8 character cut by a read's end is shown whole, not escaped" {
@@ -191,4 +191,91 @@ show_on_tty() {
 	run show_on_tty "$id"
 	[[ $output == *"a"$'\xc3\xa9'"z" ]] || fail "cut: ${output: -12}"
 	[[ $output != *'\x'* ]]
+}
+
+# Renames the message of ID $1 (any state) to ID $2 where it is: IDs that
+# share a prefix, made on purpose.
+rename_id() {
+	local f b
+	f=$(file_of "$1")
+	b=${f##*/}
+	mv "$f" "${f%/*}/$2,${b#*,}"
+}
+
+@test "mq-show: a unique prefix of 8 characters or more selects the message; 7 is malformed (exit 2); one no ID begins with is exit 1" {
+	a=$(echo alpha | mq-send)
+	b=$(echo beta | mq-send -D 3600)
+	c=$(echo gamma | mq-send)
+	rename_id "$a" 0000000b00000001.1.000000000001
+	rename_id "$b" 0000000b00000002.1.000000000001
+	rename_id "$c" 0000000c00000001.1.000000000001
+	run -0 --separate-stderr mq-show -v 0000000c
+	assert_output gamma
+	assert_equal "$stderr" "mq-show: 0000000c00000001.1.000000000001: ready"
+	run -0 mq-show 0000000b00000002
+	assert_output beta
+	run -0 mq-show 0000000b00000001.1.000000000001
+	assert_output alpha
+	run -2 --separate-stderr mq-show 0000000
+	assert_output ""
+	assert_equal "$stderr" "mq-show: 0000000: not a message ID"
+	for bad in 0000000B 0000000b0000000x 0000000b00000001.x 0000000b00000001..; do
+		run -2 --separate-stderr mq-show "$bad"
+		assert_equal "$stderr" "mq-show: $bad: not a message ID"
+	done
+	run -1 --separate-stderr mq-show 0000000d
+	assert_output ""
+	assert_equal "$stderr" "mq-show: 0000000d: no such message"
+}
+
+@test "mq-show: an ambiguous prefix is exit 2 listing the IDs that begin with it, ten at most, and how many more" {
+	printf '%s\n' 1 2 3 4 5 6 7 8 9 10 11 12 | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	i=0
+	while read -r id; do
+		i=$((i + 1))
+		rename_id "$id" "$(printf '0000000b000000%02x.1.000000000001' "$i")"
+	done <"$BATS_TEST_TMPDIR/ids"
+	run -2 --separate-stderr mq-show 0000000b
+	assert_output ""
+	assert_equal "$(sed -n 1p <<<"$stderr")" "mq-show: 0000000b: ambiguous, 12 messages match:"
+	assert_equal "$(sed -n '2,11p' <<<"$stderr")" "$(for i in 1 2 3 4 5 6 7 8 9 10; do printf 'mq-show:   0000000b000000%02x.1.000000000001\n' "$i"; done)"
+	assert_equal "$(sed -n '12,$p' <<<"$stderr")" "mq-show:   and 2 more"
+	# A whole ID, and a prefix one ID alone begins with, still select.
+	run -0 mq-show 0000000b0000000c.1.000000000001 0000000b0000000b
+	assert_output 1211
+}
+
+@test "mq-show -: IDs from standard input, one a line (blank ones skipped) or NUL-terminated with -0; several IDs, each body in turn" {
+	a=$(echo one | mq-send)
+	b=$(echo two | mq-send -D 3600)
+	run -0 --separate-stderr mq-show - <<<"$(printf '%s\n\n  \n%s\n' "$a" "${b:0:20}")"
+	assert_output "$(printf 'one\ntwo')"
+	assert_equal "$stderr" ""
+	run -0 bash -c 'printf "%s\0%s\0" "$1" "$2" | mq-show -0 -' _ "$b" "$a"
+	assert_output "$(printf 'two\none')"
+	run -0 bash -c 'mq-ls | cut -f 1 | mq-show -'
+	assert_output "$(printf 'one\ntwo')"
+	run -0 mq-show "$b" "$a" "$b"
+	assert_output "$(printf 'two\none\ntwo')"
+	# One missing: the others shown, exit 1.
+	run -1 --separate-stderr mq-show "$a" 0000000000000000.1.000000000000 "$b"
+	assert_output "$(printf 'one\ntwo')"
+	assert_equal "$stderr" "mq-show: 0000000000000000.1.000000000000: no such message"
+	# Nothing read: nothing to do.
+	run -1 --separate-stderr mq-show - </dev/null
+	assert_output ""
+	assert_equal "$stderr" ""
+}
+
+@test "mq-show: a malformed ID, given or read, is exit 2 naming it (escaped) before any body is shown" {
+	a=$(echo one | mq-send)
+	run -2 --separate-stderr mq-show "$a" ../x
+	assert_output ""
+	assert_equal "$stderr" "mq-show: ../x: not a message ID"
+	run -2 --separate-stderr mq-show - <<<"$(printf '%s\nnot-an-id\nx\033y\n' "$a")"
+	assert_output ""
+	assert_equal "$stderr" "$(printf '%s\n' "mq-show: not-an-id: not a message ID" 'mq-show: x\x1by: not a message ID')"
+	run -2 --separate-stderr bash -c 'printf "%s\n" "$1" | mq-show -0 -' _ "$a"
+	assert_output ""
+	[[ $stderr == *"\n: not a message ID" ]] || fail "$stderr"
 }

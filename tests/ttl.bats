@@ -261,11 +261,11 @@ now_ms() {
 	assert_equal "$(cat "$r")" a
 }
 
-@test "ttl: mq-dlq redrive -t DIR restarts the clock and keeps the ttl" {
+@test "ttl: mq-dlq redrive --to DIR restarts the clock and keeps the ttl" {
 	id=$(echo a | mq-send --ttl 30)
 	run -1 ahead 40 mq-recv
 	t0=$(now_ms)
-	ahead 40 mq-dlq redrive -t "$BATS_TEST_TMPDIR/other" --all
+	ahead 40 mq-dlq redrive --to "$BATS_TEST_TMPDIR/other" --all
 	assert_equal "$(count dead)" 0
 	export MQ_DIR=$BATS_TEST_TMPDIR/other
 	name=$(only_name new)

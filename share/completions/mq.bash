@@ -13,11 +13,11 @@ _mq_options() {
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
-	mq-dlq) echo "-v -d -t --all --json --raw -h --help -V --version" ;;
+	mq-dlq) echo "-0 -v -d --to --all --json --raw -h --help -V --version" ;;
 	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-f -v -d -h --help -V --version" ;;
-	mq-show) echo "-r --raw -v -d -h --help -V --version" ;;
-	mq-rm) echo "-f -v -d --all -h --help -V --version" ;;
+	mq-show) echo "-0 --raw -v -d -h --help -V --version" ;;
+	mq-rm) echo "-0 -f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
 	mq-relay) echo "-1 -v -d -n -q --max-bytes -h --help -V --version" ;;
 	esac
@@ -74,6 +74,8 @@ _mq() {
 		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return ;;
 	-t)
+		return ;;
+	--to)
 		if [ "$cmd" = mq-dlq ]; then
 			mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		fi
@@ -114,11 +116,11 @@ _mq() {
 		ls) mapfile -t COMPREPLY < <(compgen -W "--json" -- "$cur") ;;
 		show | redrive | purge)
 			if [[ $cur == -* ]]; then
-				if [ "$sub" = show ]; then
-					mapfile -t COMPREPLY < <(compgen -W "--raw" -- "$cur")
-				else
-					mapfile -t COMPREPLY < <(compgen -W "--all -t" -- "$cur")
-				fi
+				case $sub in
+				show) mapfile -t COMPREPLY < <(compgen -W "-0 --raw" -- "$cur") ;;
+				redrive) mapfile -t COMPREPLY < <(compgen -W "-0 --all --to" -- "$cur") ;;
+				purge) mapfile -t COMPREPLY < <(compgen -W "-0 --all" -- "$cur") ;;
+				esac
 			else
 				mapfile -t COMPREPLY < <(compgen -W "$(mq-dlq "${spool[@]}" ls 2>/dev/null | cut -f 1)" -- "$cur")
 			fi ;;

@@ -606,6 +606,7 @@ struct listing {
 	struct mq_dead	*v;
 	size_t		 n, cap;
 	int		 by_id;		/* a search: any file of the name met */
+	struct mq_matches *matches;	/* a prefix's: the IDs met, only */
 	int		 failed;	/* dead/ could not be read: its errno */
 };
 
@@ -620,6 +621,10 @@ dead_met(void *arg, const struct mq_look *m)
 	if (ls->by_id && (fstatat(m->dirfd, m->name, &st,
 	    AT_SYMLINK_NOFOLLOW) == -1 || !S_ISREG(st.st_mode)))
 		return 0;
+	if (ls->matches != NULL) {
+		mq_matches_add(ls->matches, m->n.id);
+		return 0;
+	}
 	if ((v = mq_grow(ls->v, &ls->cap, ls->n, SIZE_MAX, sizeof(*v))) ==
 	    NULL)
 		return -1;
@@ -646,16 +651,20 @@ dead_cmp(const void *a, const void *b)
 /*
  * The dead letters of dead/ (id: that one only; NULL: all), in ID
  * (enqueue) order: mq-ls's walk (look.c), its dead state, buried only.
+ * With matches, id is a prefix, and the IDs that start with it are added
+ * there, no letter listed.
  */
 static int
-dead_look(struct mq_spool *sp, const char *id, struct listing *ls)
+dead_look(struct mq_spool *sp, const char *id, struct mq_matches *matches,
+    struct listing *ls)
 {
 	struct mq_looker lk = { .states = 1u << MQ_LOOK_DEAD,
-	    .buried_only = 1, .id = id, .fn = dead_met, .fail = dead_unread,
-	    .arg = ls };
+	    .buried_only = 1, .id = id, .prefix = matches != NULL,
+	    .fn = dead_met, .fail = dead_unread, .arg = ls };
 
 	memset(ls, 0, sizeof(*ls));
 	ls->by_id = id != NULL;
+	ls->matches = matches;
 	lk.now = mq_now_ms();
 	if (mq_spool_need(sp, 0) == -1)
 		return -1;
@@ -676,7 +685,7 @@ mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 {
 	struct listing ls;
 
-	if (dead_look(sp, NULL, &ls) == -1)
+	if (dead_look(sp, NULL, NULL, &ls) == -1)
 		return -1;
 	/* Never NULL: a caller may bsearch it, whose base must not be. */
 	if (ls.v == NULL && (ls.v = malloc(sizeof(*ls.v))) == NULL)
@@ -686,17 +695,20 @@ mq_dead_list(struct mq_spool *sp, struct mq_dead **out, size_t *count)
 	return 0;
 }
 
-/* Finds the dead letter with this ID; ENOENT when there is none. */
+/*
+ * Finds the dead letter with this ID; ENOENT when there is none, EINVAL
+ * when id is no ID.
+ */
 int
 mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 {
 	struct listing ls;
 
 	if (!mq_id_valid(id)) {
-		errno = ENOENT;
+		errno = EINVAL;
 		return -1;
 	}
-	if (dead_look(sp, id, &ls) == -1)
+	if (dead_look(sp, id, NULL, &ls) == -1)
 		return -1;
 	if (ls.n > 0)
 		*out = ls.v[0];
@@ -706,6 +718,24 @@ mq_dead_find(struct mq_spool *sp, const char *id, struct mq_dead *out)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The dead letter that s names, as an operator gives an ID: as
+ * mq_find_match, among the dead letters of dead/ only.
+ */
+int
+mq_dead_match(struct mq_spool *sp, const char *s, struct mq_matches *m)
+{
+	struct listing ls;
+	int r;
+
+	if ((r = mq_matches_init(m, s)) != 1)
+		return r == 0 ? MQ_EX_OK : MQ_EX_USAGE;
+	if (dead_look(sp, s, m, &ls) == -1)
+		return MQ_EX_SYS;
+	free(ls.v);
+	return mq_matches_status(m);
 }
 
 /*

@@ -1,6 +1,7 @@
 /*
  * find.c: a message by its ID, in whatever state it is (mq-show, mq-rm),
- * and its removal.  The search is mq_look's walk (look.c) for that one ID,
+ * or by a prefix of its ID that no other message's starts with, and its
+ * removal.  The search is mq_look's walk (look.c) for that one ID,
  * read-only, in claim order: expired leases (cur/), then new/ (ready,
  * delayed: every priority's tree), the messages parked in groups/G/
  * (blocked), the running leases (cur/ again), then dead/ and the
@@ -83,14 +84,14 @@ unreadable(void *arg, const char *where, int e)
 }
 
 /*
- * mq_look with fn for the messages of id (NULL: all) in the states of
- * mask.  Returns 1 when fn stopped the walk, 0 at its end, -1 on error
- * (fn's, or a directory that could not be read: the walk went on past
- * it, and what it found was handed out).
+ * mq_look with fn for the messages of id (NULL: all; prefix: of the IDs
+ * starting with it) in the states of mask.  Returns 1 when fn stopped the
+ * walk, 0 at its end, -1 on error (fn's, or a directory that could not be
+ * read: the walk went on past it, and what it found was handed out).
  */
 static int
-find_look(struct mq_spool *sp, const char *id, uint64_t now, unsigned mask,
-    mq_found_fn fn, void *arg)
+find_look(struct mq_spool *sp, const char *id, int prefix, uint64_t now,
+    unsigned mask, mq_found_fn fn, void *arg)
 {
 	struct finding fg = { fn, arg, 0 };
 	struct mq_looker lk;
@@ -107,6 +108,7 @@ find_look(struct mq_spool *sp, const char *id, uint64_t now, unsigned mask,
 	lk.now = now;
 	lk.ttl_ms = mq_settings(sp)->ttl_ms;
 	lk.id = id;
+	lk.prefix = prefix;
 	lk.fn = found;
 	lk.fail = unreadable;
 	lk.arg = &fg;
@@ -133,9 +135,9 @@ mq_find_each(struct mq_spool *sp, uint64_t now, unsigned mask,
 	int r = 0;
 
 	if (mask & blocked)
-		r = find_look(sp, NULL, now, blocked, fn, arg);
+		r = find_look(sp, NULL, 0, now, blocked, fn, arg);
 	if (r == 0 && mask & ~blocked)
-		r = find_look(sp, NULL, now, mask & ~blocked, fn, arg);
+		r = find_look(sp, NULL, 0, now, mask & ~blocked, fn, arg);
 	return r;
 }
 
@@ -166,13 +168,44 @@ mq_find(struct mq_spool *sp, const char *id, uint64_t now, struct mq_found *f)
 	}
 	/* Twice: a release moves a message behind a search's back. */
 	for (i = 0; i < 2 && r == 0; i++)
-		if ((r = find_look(sp, id, now, MQ_LOOK_ALL, keep, f)) == -1)
+		if ((r = find_look(sp, id, 0, now, MQ_LOOK_ALL, keep, f)) ==
+		    -1)
 			return -1;
 	if (r == 0) {
 		errno = ENOENT;
 		return -1;
 	}
 	return 0;
+}
+
+static int
+met(void *arg, struct mq_found *f)
+{
+	mq_matches_add(arg, f->n.id);
+	return 0;
+}
+
+/*
+ * The message that s names, as an operator gives an ID: a whole ID as it
+ * is, with no search (mq_find's then finds it, or not); a prefix the one
+ * ID of a message in any state that starts with it, found by the walk
+ * mq_find makes for an ID, made once more when it met none.  Returns
+ * MQ_EX_OK with the ID in m->id[0]; MQ_EX_NONE when no message's ID
+ * starts with s; MQ_EX_USAGE when s is no ID (m->n is 0, errno EINVAL)
+ * or when several start with it (m holds them); MQ_EX_SYS (errno).
+ */
+int
+mq_find_match(struct mq_spool *sp, const char *s, struct mq_matches *m)
+{
+	int i, r;
+
+	if ((r = mq_matches_init(m, s)) != 1)
+		return r == 0 ? MQ_EX_OK : MQ_EX_USAGE;
+	for (i = 0; i < 2 && m->n == 0; i++)
+		if (find_look(sp, s, 1, mq_now_ms(), MQ_LOOK_ALL, met, m) ==
+		    -1)
+			return MQ_EX_SYS;
+	return mq_matches_status(m);
 }
 
 /*

@@ -114,8 +114,9 @@ unread(struct look *l, const char *where, int e)
 }
 
 /*
- * Whether name is that of the ID looked for (every one when none): an ID
- * is up to MQ_ID_LEN long (its pid has as many digits as it has).
+ * Whether name is that of the ID looked for (every one when none), or of
+ * an ID that starts with the prefix looked for: an ID is up to MQ_ID_LEN
+ * long (its pid has as many digits as it has).
  */
 static int
 wanted(const struct look *l, const char *name)
@@ -123,7 +124,7 @@ wanted(const struct look *l, const char *name)
 	const char *id = l->lk->id;
 
 	return id == NULL || (strncmp(name, id, l->idlen) == 0 &&
-	    name[l->idlen] == ',');
+	    (l->lk->prefix || name[l->idlen] == ','));
 }
 
 /*
@@ -540,8 +541,9 @@ leaving(struct look *l, int fd)
 	l->in = MQ_IN_LEAVING;
 	for (i = 0; i < names.n && r == 0; i++)
 		if (mq_group_leaving_parse(names.v[i], &nm, &dead) == 0 &&
-		    dead && (l->lk->id == NULL ||
-		    strcmp(nm.id, l->lk->id) == 0)) {
+		    dead && (l->lk->id == NULL || (l->lk->prefix ?
+		    strncmp(nm.id, l->lk->id, l->idlen) :
+		    strcmp(nm.id, l->lk->id)) == 0)) {
 			/* Its time of death is the one its burial will give. */
 			nm.ms = l->lk->now;
 			r = hand(l, MQ_LOOK_DEAD, fd, names.v[i], &nm, nm.ms);
@@ -640,7 +642,8 @@ dead_pass(struct look *l)
 
 /*
  * Walks the spool, handing each message in a state of lk->states (of ID
- * lk->id only, unless NULL) to lk->fn, in the order above, as of
+ * lk->id only, unless NULL; with lk->prefix, of the IDs that start with
+ * it) to lk->fn, in the order above, as of
  * lk->now; lk->ttl_ms is the spool's time to live.  A directory that
  * cannot be read is told to lk->fail (where, from the spool root, and
  * errno) and passed: the walk goes on.  Returns 0 when it walked to the

@@ -258,6 +258,23 @@ uint64_t mq_now_ms(void);
 void	 mq_id_new(char *);
 uint64_t mq_id_ms(const char *);
 int	 mq_id_valid(const char *);
+/*
+ * What an operator gives for an ID (mq-rm, mq-show, mq-dlq): the whole
+ * ID, or a prefix of one of MQ_ID_PREFIX_MIN characters or more that one
+ * message's ID alone starts with.  mq_matches holds the IDs a search for
+ * a prefix met: the first MQ_MATCHES_KEPT in ID order, and how many.
+ */
+#define MQ_ID_PREFIX_MIN	8
+#define MQ_MATCHES_KEPT		10
+struct mq_matches {
+	size_t	 n;		/* the IDs that start with it */
+	size_t	 kept;		/* the first of them: */
+	char	 id[MQ_MATCHES_KEPT][MQ_ID_LEN + 1];
+};
+int	 mq_id_prefix_valid(const char *);
+int	 mq_matches_init(struct mq_matches *, const char *);
+void	 mq_matches_add(struct mq_matches *, const char *);
+int	 mq_matches_status(const struct mq_matches *);
 int	 mq_name_parse(const char *, enum mq_state, struct mq_name *);
 int	 mq_name_format(char *, size_t, enum mq_state, const struct mq_name *);
 int	 mq_group_valid(const char *);
@@ -562,6 +579,7 @@ struct mq_dead {
 };
 int	 mq_dead_list(struct mq_spool *, struct mq_dead **, size_t *);
 int	 mq_dead_find(struct mq_spool *, const char *, struct mq_dead *);
+int	 mq_dead_match(struct mq_spool *, const char *, struct mq_matches *);
 int	 mq_dead_reason(struct mq_spool *, const char *, char **, size_t *);
 int	 mq_dead_open(struct mq_spool *, const struct mq_dead *);
 int	 mq_dead_redrive(struct mq_spool *, const struct mq_dead *,
@@ -700,6 +718,7 @@ struct mq_looker {
 	uint64_t now;
 	uint64_t ttl_ms;	/* the spool's (0: none) */
 	const char *id;		/* only the message of this ID; NULL: all */
+	int	 prefix;	/* id is a prefix: every ID starting with it */
 	int	 buried_only;	/* dead: dead/'s only (mq-dlq), not those
 				   past their time to live where they wait */
 	int	(*fn)(void *, const struct mq_look *);
@@ -736,6 +755,7 @@ struct mq_found {
 #define MQ_RM_WAITING	2	/* never a dead letter */
 typedef int (*mq_found_fn)(void *, struct mq_found *);
 int	 mq_find(struct mq_spool *, const char *, uint64_t, struct mq_found *);
+int	 mq_find_match(struct mq_spool *, const char *, struct mq_matches *);
 int	 mq_find_each(struct mq_spool *, uint64_t, unsigned, mq_found_fn,
 	    void *);
 int	 mq_found_open(const struct mq_found *);

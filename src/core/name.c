@@ -141,6 +141,94 @@ mq_id_valid(const char *s)
 	return id_span(s, s + strlen(s)) != 0;
 }
 
+/*
+ * Whether s is an ID or begins one, MQ_ID_PREFIX_MIN characters or more
+ * of it: the time's hex digits, its '.', the pid's digits, their '.' and
+ * the random hex digits, as far as s goes.
+ */
+int
+mq_id_prefix_valid(const char *s)
+{
+	size_t len = strlen(s), i = 0, pidlen = 0;
+
+	if (len < MQ_ID_PREFIX_MIN || len > MQ_ID_LEN)
+		return 0;
+	if (mq_id_valid(s))
+		return 1;
+	for (; i < len && i < ID_TIME_DIGITS; i++)
+		if (!lowerhex((unsigned char)s[i]))
+			return 0;
+	if (i == len)
+		return 1;
+	if (s[i++] != '.')
+		return 0;
+	for (; i < len && digit((unsigned char)s[i]); i++)
+		pidlen++;
+	if (pidlen > ID_PID_MAX)
+		return 0;
+	if (i == len)
+		return 1;
+	if (pidlen == 0 || s[i++] != '.' || len - i > ID_RAND_DIGITS)
+		return 0;
+	return all(s + i, len - i, lowerhex);
+}
+
+/*
+ * Starts m for s, an ID as an operator gives it: 0 when it is a whole ID,
+ * then m holds it and nothing is searched (a whole ID begins no other);
+ * 1 when it is a prefix, for a search to add what it meets; -1 (EINVAL)
+ * when it is neither.
+ */
+int
+mq_matches_init(struct mq_matches *m, const char *s)
+{
+	memset(m, 0, sizeof(*m));
+	if (mq_id_valid(s)) {
+		mq_matches_add(m, s);
+		return 0;
+	}
+	if (mq_id_prefix_valid(s))
+		return 1;
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * An ID a search met: kept if it is among the first MQ_MATCHES_KEPT in
+ * ID order, counted once.  Memory stays flat however many match, so one
+ * met twice (it moved during the search) after it lost its place to
+ * lower ones counts twice: only the count past the kept ones can be more
+ * than there are, never whether there is more than one.
+ */
+void
+mq_matches_add(struct mq_matches *m, const char *id)
+{
+	size_t i;
+	int c = 1;
+
+	for (i = 0; i < m->kept && (c = strcmp(id, m->id[i])) > 0; i++)
+		continue;
+	if (i < m->kept && c == 0)
+		return;
+	m->n++;
+	if (i == MQ_MATCHES_KEPT)
+		return;
+	if (m->kept < MQ_MATCHES_KEPT)
+		m->kept++;
+	memmove(m->id[i + 1], m->id[i], (m->kept - 1 - i) * sizeof(m->id[0]));
+	strlcpy(m->id[i], id, sizeof(m->id[i]));
+}
+
+/*
+ * What the IDs m holds say: MQ_EX_OK when there is one (m->id[0]),
+ * MQ_EX_NONE when none, MQ_EX_USAGE when the prefix is ambiguous.
+ */
+int
+mq_matches_status(const struct mq_matches *m)
+{
+	return m->n == 0 ? MQ_EX_NONE : m->n == 1 ? MQ_EX_OK : MQ_EX_USAGE;
+}
+
 /* A decimal number of at most maxlen digits, no sign, no leading zero. */
 static const char *
 number(const char *s, size_t maxlen, uint64_t max, uint64_t *v)

@@ -3,10 +3,11 @@
  * to a person and may exit.  The options every tool takes alike (-h, -V,
  * a bad one: mq_common_opt), seconds and numbers of options, memory or a
  * clear death (the x-allocators), the spool of -d opened or a clear
- * death, the settings' errors said, stdout checked at the end; and what a
- * listing writes: text escaped for a terminal, JSON strings, a message's
- * deaths as JSON.  Linked into every program (src/tools, src/relay),
- * never into libmq.a.
+ * death, the settings' errors said, stdout checked at the end; the IDs an
+ * operator names, read and looked for (a prefix for the one it begins);
+ * and what a listing writes: text escaped for a terminal, JSON strings,
+ * a message's deaths as JSON.  Linked into every program (src/tools,
+ * src/relay), never into libmq.a.
  */
 #include <sys/stat.h>
 
@@ -406,6 +407,144 @@ mq_spool_xopen(struct mq_spool *sp, const char *dir, int create)
 		errx(MQ_EX_SYS, "%s: no such spool (%s)", path,
 		    mq_spool_whence(dir));
 	err(MQ_EX_SYS, "%s", path);
+}
+
+/* Whether an ID read is blank: a line of nothing, or of blanks only. */
+static int
+blank(const char *s)
+{
+	return s[strspn(s, " \t")] == '\0';
+}
+
+static void
+ids_add(char ***v, size_t *cap, size_t *n, const char *id)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*v = xreallocarray(*v, *cap, sizeof(**v));
+	}
+	(*v)[(*n)++] = xstrdup(id);
+}
+
+/* The IDs of standard input, added to *v (mq_ids_xread). */
+static int
+ids_stdin(char ***v, size_t *cap, size_t *n, int zflag)
+{
+	struct mq_reader rd;
+	char *rec;
+	int r, bad = 0;
+
+	if (mq_reader_init(&rd, STDIN_FILENO) == -1)
+		err(MQ_EX_SYS, "stdin");
+	while ((r = mq_reader_record(&rd, zflag ? '\0' : '\n', &rec)) != 0) {
+		if (r == 1 && !blank(rec))
+			ids_add(v, cap, n, rec);
+		else if (r == -1 && errno == E2BIG) {
+			warnx("stdin: a line too long: not a message ID");
+			bad = 1;
+		} else if (r == -1)
+			err(MQ_EX_SYS, "stdin");
+	}
+	mq_reader_free(&rd);
+	return bad;
+}
+
+/*
+ * The IDs an operator names (mq-rm, mq-show, mq-dlq show, redrive and
+ * purge): the operands, "-" standing for those of standard input, one a
+ * line (with zflag, NUL-terminated), blank ones skipped.  Each is an ID
+ * or a prefix of one (mq_id_prefix_valid): those that are not are named
+ * (escaped: they may come from anywhere) and the program exits 2 before
+ * it does anything; with no ID at all read from standard input, there is
+ * nothing to do: exit 1.  Returns copies (mq_ids_free), *n of them.
+ */
+char **
+mq_ids_xread(int argc, char *argv[], int zflag, size_t *n)
+{
+	char **v = NULL;
+	size_t cap = 0, i;
+	int k, bad = 0, read = 0;
+
+	*n = 0;
+	for (k = 0; k < argc; k++) {
+		if (strcmp(argv[k], "-") != 0)
+			ids_add(&v, &cap, n, argv[k]);
+		else if (!read++)
+			bad |= ids_stdin(&v, &cap, n, zflag);
+	}
+	for (i = 0; i < *n; i++) {
+		if (mq_id_prefix_valid(v[i]))
+			continue;
+		fprintf(stderr, "%s: ", getprogname());
+		mq_escape(stderr, v[i], strlen(v[i]));
+		fputs(": not a message ID\n", stderr);
+		bad = 1;
+	}
+	if (bad)
+		exit(MQ_EX_USAGE);
+	if (argc > 0 && *n == 0)
+		exit(MQ_EX_NONE);
+	return v;
+}
+
+/*
+ * Each of the *n IDs of v as match (mq_find_match, mq_dead_match) finds
+ * it in the spool: a prefix becomes the one ID that starts with it; one
+ * that names no what ("message", "dead letter"), or that could not be
+ * looked for, is told and left out.  An ambiguous prefix is told with
+ * the IDs that start with it, each of them; then the program exits 2,
+ * having done nothing.  Returns the worst status told; *n is what is
+ * left of v.
+ */
+int
+mq_ids_xresolve(struct mq_spool *sp, char **v, size_t *n, mq_match_fn match,
+    const char *what)
+{
+	struct mq_matches m;
+	size_t i, j, left = 0;
+	int status = MQ_EX_OK, ambiguous = 0;
+
+	for (i = 0; i < *n; i++) {
+		switch (match(sp, v[i], &m)) {
+		case MQ_EX_OK:
+			if (strcmp(v[i], m.id[0]) != 0) {
+				free(v[i]);
+				v[i] = xstrdup(m.id[0]);
+			}
+			v[left++] = v[i];
+			continue;
+		case MQ_EX_NONE:
+			warnx("%s: no such %s", v[i], what);
+			status = mq_worse(status, MQ_EX_NONE);
+			break;
+		case MQ_EX_USAGE:
+			warnx("%s: ambiguous, %zu %ss match:", v[i], m.n, what);
+			for (j = 0; j < m.kept; j++)
+				warnx("  %s", m.id[j]);
+			if (m.n > m.kept)
+				warnx("  and %zu more", m.n - m.kept);
+			ambiguous = 1;
+			break;
+		default:
+			warn("%s", sp->path);
+			status = mq_worse(status, MQ_EX_SYS);
+		}
+		free(v[i]);
+	}
+	*n = left;
+	if (ambiguous)
+		exit(MQ_EX_USAGE);
+	return status;
+}
+
+void
+mq_ids_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
 }
 
 static void

@@ -31,21 +31,27 @@
 
 #define USAGE \
 	"usage: mq-dlq [-v] [-d dir] [ls [--json]]\n" \
-	"       mq-dlq [-v] [-d dir] show [--raw] id\n" \
-	"       mq-dlq [-v] [-d dir] redrive [-t dir] [--all | id ...]\n" \
-	"       mq-dlq [-v] [-d dir] purge [--all | id ...]\n"
+	"       mq-dlq [-v] [-d dir] show [-0] [--raw] id ...\n" \
+	"       mq-dlq [-v] [-d dir] redrive [-0] [--to dir] " \
+	    "[--all | id ...]\n" \
+	"       mq-dlq [-v] [-d dir] purge [-0] [--all | id ...]\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "ls: id, attempts, died, reason, size, start of body "
     "(tab-separated)\n"
     "show: the body (escaped on a terminal, unless --raw);\n"
-    "redrive: back to new/ (-t: another spool);\n"
-    "purge: delete.  See mq-dlq(1).\n"
+    "redrive: back to new/ (--to: another spool);\n"
+    "purge: delete.  An ID may be a unique prefix of 8 or more\n"
+    "characters; -: IDs on stdin, one a line (-0: NUL-terminated).\n"
+    "See mq-dlq(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
-static int vflag, rawflag;
+static int vflag, rawflag, zflag;
+
+/* --to's, as its letter went (-t is now --to). */
+#define OPT_TO	256
 
 /*
  * Buries what waits past its time to live, so that every command sees
@@ -164,33 +170,37 @@ cmd_ls(struct mq_spool *sp, int json)
 	return status;
 }
 
+/* One dead letter's body (show): its status. */
 static int
-cmd_show(struct mq_spool *sp, const char *id)
+show(struct mq_spool *sp, const char *id)
 {
 	struct mq_dead d;
 	struct stat st;
-	int fd, status;
+	int fd, status = MQ_EX_OK;
 
-	status = expire(sp, 1);
 	if (mq_dead_find(sp, id, &d) == -1) {
-		if (errno != ENOENT)
-			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
+		if (errno != ENOENT) {
+			warn("%s/%s", sp->path, MQ_DIR_DEAD);
+			return MQ_EX_SYS;
+		}
 		warnx("%s: no such dead letter", id);
-		return mq_worse(status, MQ_EX_NONE);
+		return MQ_EX_NONE;
 	}
-	if ((fd = mq_dead_open(sp, &d)) == -1 || fstat(fd, &st) == -1)
-		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
-	if (!S_ISREG(st.st_mode))
-		errx(MQ_EX_SYS, "%s/%s: not a regular file", MQ_DIR_DEAD,
-		    d.name);
+	if ((fd = mq_dead_open(sp, &d)) == -1 || fstat(fd, &st) == -1) {
+		warn("%s/%s", MQ_DIR_DEAD, d.name);
+		status = MQ_EX_SYS;
+	} else if (!S_ISREG(st.st_mode)) {
+		warnx("%s/%s: not a regular file", MQ_DIR_DEAD, d.name);
+		status = MQ_EX_SYS;
 	/* Byte for byte, but nothing of it takes over a terminal (mq-show). */
-	if (!rawflag && isatty(STDOUT_FILENO)) {
+	} else if (!rawflag && isatty(STDOUT_FILENO)) {
 		if (mq_copy_escaped(fd, stdout) == -1)
 			err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	} else if (fflush(stdout) == EOF ||
 	    mq_copy_fd(fd, STDOUT_FILENO) == -1)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
-	close(fd);
+	if (fd != -1)
+		close(fd);
 	return status;
 }
 
@@ -201,30 +211,21 @@ idcmp(const void *a, const void *b)
 }
 
 /*
- * Redrives or purges the named dead letters, or all of them, in ID order
- * so that a redrive keeps the original order.
+ * Redrives or purges the named dead letters (whole IDs, each once), or
+ * all of them, in ID order so that a redrive keeps the original order.
  */
 static int
 cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
-    char **ids, int nids)
+    char **ids, size_t nids)
 {
 	struct mq_spool target, *tsp = sp;
 	struct mq_placer pl;
 	struct mq_dead *d, one;
 	struct stat *why;
 	char *moved;
-	size_t n, i, j;
-	int k, history = 0, status;
+	size_t n, i, j, k;
+	int history = 0, status = MQ_EX_OK;
 
-	if (!all && nids == 0) {
-		warnx("%s: name IDs or --all", redrive ? "redrive" : "purge");
-		return MQ_EX_USAGE;
-	}
-	if (all && nids > 0) {
-		warnx("--all and IDs exclude each other");
-		return MQ_EX_USAGE;
-	}
-	status = expire(sp, 0);
 	if (to != NULL) {
 		mq_spool_xopen(&target, to, 1);
 		tsp = &target;
@@ -235,8 +236,11 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_DEAD);
 	} else {
 		qsort(ids, nids, sizeof(*ids), idcmp);
-		d = xreallocarray(NULL, nids, sizeof(*d));
+		d = xreallocarray(NULL, nids ? nids : 1, sizeof(*d));
 		for (n = 0, k = 0; k < nids; k++) {
+			/* One named twice (an ID and a prefix of it) is one. */
+			if (k > 0 && strcmp(ids[k], ids[k - 1]) == 0)
+				continue;
 			if (mq_dead_find(sp, ids[k], &one) == 0)
 				d[n++] = one;
 			else if (errno == ENOENT) {
@@ -294,6 +298,57 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	return status;
 }
 
+/*
+ * show, redrive and purge: what expired buried first (it is dead to them
+ * too), then the dead letters named (a prefix for the one it begins, "-"
+ * for those on stdin), or with --all every one.  Every ID is checked,
+ * and every prefix looked for, before anything is done.
+ */
+static int
+cmd_named(const char *dir, const char *cmd, const char *to, int all,
+    int argc, char *argv[])
+{
+	struct mq_spool sp;
+	char **ids = NULL;
+	size_t n = 0, i;
+	int status;
+
+	if (argc > 0)
+		ids = mq_ids_xread(argc, argv, zflag, &n);
+	mq_spool_xopen(&sp, dir, 0);
+	status = expire(&sp, cmd[0] == 's');
+	status = mq_worse(status, mq_ids_xresolve(&sp, ids, &n, mq_dead_match,
+	    "dead letter"));
+	if (cmd[0] == 's')
+		for (i = 0; i < n; i++)
+			status = mq_worse(status, show(&sp, ids[i]));
+	else if (all || n > 0)
+		status = mq_worse(status, cmd_move(&sp, cmd[0] == 'r', to, all,
+		    ids, n));
+	mq_ids_free(ids, n);
+	mq_spool_close(&sp);
+	return status;
+}
+
+/* The options of a command given to another: exit 2. */
+static void
+goes_with(const char *cmd, int json, const char *to, int all)
+{
+	int named = strcmp(cmd, "show") == 0 || strcmp(cmd, "redrive") == 0 ||
+	    strcmp(cmd, "purge") == 0;
+
+	if (strcmp(cmd, "ls") != 0 && json)
+		errx(MQ_EX_USAGE, "--json goes with ls");
+	if (strcmp(cmd, "redrive") != 0 && to != NULL)
+		errx(MQ_EX_USAGE, "--to goes with redrive");
+	if (strcmp(cmd, "redrive") != 0 && strcmp(cmd, "purge") != 0 && all)
+		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
+	if (strcmp(cmd, "show") != 0 && rawflag)
+		errx(MQ_EX_USAGE, "--raw goes with show");
+	if (!named && zflag)
+		errx(MQ_EX_USAGE, "-0 goes with show, redrive and purge");
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -302,6 +357,7 @@ main(int argc, char *argv[])
 		{ "json", no_argument, NULL, 'j' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "to", required_argument, NULL, OPT_TO },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
@@ -327,9 +383,12 @@ main(int argc, char *argv[])
 		cmd = argv[0];
 		/* Options of a subcommand follow it. */
 		MQ_OPTRESET();
-		while ((ch = getopt_long(argc, argv, MQ_OPTS("vd:t:"),
+		while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:t"),
 		    longopts, NULL)) != -1) {
 			switch (ch) {
+			case '0':
+				zflag = 1;
+				break;
 			case 'v':
 				vflag = 1;
 				break;
@@ -337,6 +396,8 @@ main(int argc, char *argv[])
 				dir = optarg;
 				break;
 			case 't':
+				mq_renamed("-t", "--to");
+			case OPT_TO:
 				to = optarg;
 				break;
 			case 'j':
@@ -358,36 +419,27 @@ main(int argc, char *argv[])
 		argv += optind;
 	}
 	signal(SIGXFSZ, SIG_IGN);
-	if (strcmp(cmd, "ls") != 0 && json)
-		errx(MQ_EX_USAGE, "--json goes with ls");
-	if (strcmp(cmd, "redrive") != 0 && to != NULL)
-		errx(MQ_EX_USAGE, "-t goes with redrive");
-	if (strcmp(cmd, "redrive") != 0 && strcmp(cmd, "purge") != 0 && all)
-		errx(MQ_EX_USAGE, "--all goes with redrive and purge");
-	if (strcmp(cmd, "show") != 0 && rawflag)
-		errx(MQ_EX_USAGE, "--raw goes with show");
+	goes_with(cmd, json, to, all);
 	if (strcmp(cmd, "ls") == 0) {
 		if (argc > 0)
 			mq_usage(USAGE);
 		mq_spool_xopen(&sp, dir, 0);
 		status = cmd_ls(&sp, json);
+		mq_spool_close(&sp);
 	} else if (strcmp(cmd, "show") == 0) {
-		if (argc != 1)
+		if (argc == 0)
 			mq_usage(USAGE);
-		mq_spool_xopen(&sp, dir, 0);
-		status = cmd_show(&sp, argv[0]);
+		status = cmd_named(dir, cmd, NULL, 0, argc, argv);
 	} else if (strcmp(cmd, "redrive") == 0 || strcmp(cmd, "purge") == 0) {
-		if (!all && argc == 0) {
-			warnx("%s: name IDs or --all", cmd);
-			return MQ_EX_USAGE;
-		}
-		mq_spool_xopen(&sp, dir, 0);
-		status = cmd_move(&sp, cmd[0] == 'r', to, all, argv, argc);
+		if (!all && argc == 0)
+			errx(MQ_EX_USAGE, "%s: name IDs or --all", cmd);
+		if (all && argc > 0)
+			errx(MQ_EX_USAGE, "--all and IDs exclude each other");
+		status = cmd_named(dir, cmd, to, all, argc, argv);
 	} else {
 		warnx("%s: unknown command", cmd);
 		mq_usage(USAGE);
 	}
-	mq_spool_close(&sp);
 	mq_stdout_close();
 	return status;
 }

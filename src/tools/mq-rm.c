@@ -1,11 +1,12 @@
 /*
- * mq-rm: removes messages by ID (a cancelled job), or every waiting one
- * (--all).  A message in flight is its lease holder's: it is removed only
- * with -f.  Dead letters are removed by ID, never by --all (mq-dlq purge
- * is for those).  A message claimed while it is being removed is either
- * claimed (mq-rm then finds it in flight) or removed (the claim does not
- * get it), never both: every removal is one unlink(2), and one that finds
- * the message gone looks for it again (find.c).
+ * mq-rm: removes messages by ID or a unique prefix of one (a cancelled
+ * job), or every waiting one (--all).  A message in flight is its lease
+ * holder's: it is removed only with -f.  Dead letters are removed by ID,
+ * never by --all (mq-dlq purge is for those).  A message claimed while it
+ * is being removed is either claimed (mq-rm then finds it in flight) or
+ * removed (the claim does not get it), never both: every removal is one
+ * unlink(2), and one that finds the message gone looks for it again
+ * (find.c).
  */
 #include <err.h>
 #include <errno.h>
@@ -19,18 +20,20 @@
 #include "tools.h"
 
 #define USAGE \
-	"usage: mq-rm [-fv] [-d dir] id ...\n" \
+	"usage: mq-rm [-0fv] [-d dir] id ...\n" \
 	"       mq-rm [-fv] [-d dir] --all\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "Removes waiting (ready, delayed, blocked, expired lease) and\n"
-    "dead messages by ID; --all: every waiting one.  In flight: exit 3\n"
-    "unless -f.  -v: each removed on stderr.  See mq-rm(1).\n"
+    "dead messages by ID (or a unique prefix of 8 or more characters;\n"
+    "-: IDs on stdin, one a line, -0: NUL-terminated); --all: every\n"
+    "waiting one.  In flight: exit 3 unless -f.  -v: each removed on\n"
+    "stderr.  See mq-rm(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
-static int fflag, vflag;
+static int fflag, vflag, zflag;
 
 /* What mq_remove said of f (id): reported, as an exit status. */
 static int
@@ -118,11 +121,16 @@ main(int argc, char *argv[])
 	};
 	struct mq_spool sp;
 	const char *dir = NULL;
-	int ch, i, all = 0, status = MQ_EX_OK;
+	char **ids;
+	size_t i, n;
+	int ch, all = 0, status = MQ_EX_OK;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0fvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case '0':
+			zflag = 1;
+			break;
 		case 'f':
 			fflag = 1;
 			break;
@@ -145,16 +153,16 @@ main(int argc, char *argv[])
 		errx(MQ_EX_USAGE, "--all and IDs exclude each other");
 	if (!all && argc == 0)
 		errx(MQ_EX_USAGE, "name IDs or --all");
-	/* Nothing is removed when one of them is no ID at all. */
-	for (i = 0; i < argc; i++)
-		if (!mq_id_valid(argv[i]))
-			errx(MQ_EX_USAGE, "%s: not a message ID", argv[i]);
+	/* Nothing is removed when one of them is no ID, or ambiguous. */
+	ids = mq_ids_xread(argc, argv, zflag, &n);
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&sp, dir, 0);
+	status = mq_ids_xresolve(&sp, ids, &n, mq_find_match, "message");
 	if (all)
 		status = rm_all(&sp);
-	for (i = 0; i < argc; i++)
-		status = mq_worse(status, rm_one(&sp, argv[i]));
+	for (i = 0; i < n; i++)
+		status = mq_worse(status, rm_one(&sp, ids[i]));
+	mq_ids_free(ids, n);
 	mq_spool_close(&sp);
 	mq_stdout_close();
 	return status;

@@ -1,8 +1,9 @@
 /*
- * mq-show: the body of a message, by its ID, in whatever state it is,
- * byte for byte on stdout.  It only reads: no lock, no rename, no
- * attempt counted.  The body is streamed through a fixed buffer, so
- * memory does not grow with its size.
+ * mq-show: the bodies of messages, by ID (or a unique prefix of one), in
+ * whatever state they are, byte for byte on stdout, one after the other.
+ * It only reads: no lock, no rename, no attempt counted.  A body is
+ * streamed through a fixed buffer, so memory does not grow with its
+ * size.
  */
 #include <sys/stat.h>
 
@@ -17,72 +18,98 @@
 #include "mq.h"
 #include "tools.h"
 
-#define USAGE	"usage: mq-show [-rv] [--raw] [-d dir] id\n"
+#define USAGE	"usage: mq-show [-0v] [--raw] [-d dir] id ...\n"
 
 /* What --help prints after the usage. */
 static const char help[] =
     "The body of the message with this ID, in any state (ready,\n"
-    "delayed, blocked, inflight, expired, dead), as it was sent.\n"
-    "On a terminal, control characters are escaped; --raw (or -r)\n"
-    "writes them raw.\n"
-    "-v: its state on stderr.  Exit 1: no such message.  See "
+    "delayed, blocked, inflight, expired, dead), as it was sent; of\n"
+    "several, each in turn.  An ID may be a unique prefix of 8 or more\n"
+    "characters; -: IDs on stdin, one a line (-0: NUL-terminated).\n"
+    "On a terminal, control characters are escaped; --raw writes them\n"
+    "raw.  -v: its state on stderr.  Exit 1: no such message.  See\n"
     "mq-show(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
+/* --raw's, as its letter went (-r is now --raw). */
+#define OPT_RAW	256
+
 /*
- * Opens the message; one that moves between its search and its open
- * (claimed, released, acked) is searched for again, a bounded number of
- * times.
+ * Opens the message: its descriptor, or -1 with what is to be said told
+ * and its status in *status.  One that moves between its search and its
+ * open (claimed, released, acked) is searched for again, a bounded
+ * number of times.
  */
 static int
-open_message(struct mq_spool *sp, const char *id, struct mq_found *f)
+open_message(struct mq_spool *sp, const char *id, struct mq_found *f,
+    int *status)
 {
-	int i, fd;
+	int i, fd, saved;
 
+	*status = MQ_EX_SYS;
 	for (i = 0; ; i++) {
 		if (mq_find(sp, id, mq_now_ms(), f) == -1) {
-			if (errno != ENOENT)
-				err(MQ_EX_SYS, "%s", sp->path);
+			if (errno != ENOENT) {
+				warn("%s", sp->path);
+				return -1;
+			}
 			warnx("%s: no such message", id);
-			exit(MQ_EX_NONE);
+			*status = MQ_EX_NONE;
+			return -1;
 		}
 		if ((fd = mq_found_open(f)) != -1)
 			return fd;
-		if (errno == ELOOP)
-			errx(MQ_EX_SYS, "%s: not a regular file", id);
-		if (errno != ENOENT || i == MQ_RETRIES)
-			err(MQ_EX_SYS, "%s", id);
+		saved = errno;
 		mq_found_close(f);
+		if (saved != ENOENT || i == MQ_RETRIES)
+			break;
 	}
+	if (saved == ELOOP)
+		warnx("%s: not a regular file", id);
+	else {
+		errno = saved;
+		warn("%s", id);
+	}
+	return -1;
 }
 
-static int rflag, vflag;
+static int rawflag, vflag, zflag;
 
+/*
+ * Writes one body: its status.  What fails to be written to stdout ends
+ * the program, as no later body could be told apart from it.
+ */
 static int
 show(struct mq_spool *sp, const char *id)
 {
 	struct mq_found f;
 	struct stat st;
-	int fd;
+	int fd, status;
 
-	fd = open_message(sp, id, &f);
-	if (fstat(fd, &st) == -1)
-		err(MQ_EX_SYS, "%s", id);
-	if (!S_ISREG(st.st_mode))
-		errx(MQ_EX_SYS, "%s: not a regular file", id);
-	if (vflag)
-		warnx("%s: %s", id, mq_look_state_name(f.state));
-	/* Byte for byte, but nothing of it takes over a terminal. */
-	if (!rflag && isatty(STDOUT_FILENO)) {
-		if (mq_copy_escaped(fd, stdout) == -1)
+	if ((fd = open_message(sp, id, &f, &status)) == -1)
+		return status;
+	status = MQ_EX_OK;
+	if (fstat(fd, &st) == -1) {
+		warn("%s", id);
+		status = MQ_EX_SYS;
+	} else if (!S_ISREG(st.st_mode)) {
+		warnx("%s: not a regular file", id);
+		status = MQ_EX_SYS;
+	} else {
+		if (vflag)
+			warnx("%s: %s", id, mq_look_state_name(f.state));
+		/* Byte for byte, but nothing of it takes over a terminal. */
+		if (!rawflag && isatty(STDOUT_FILENO)) {
+			if (mq_copy_escaped(fd, stdout) == -1)
+				err(MQ_EX_SYS, "%s", id);
+		} else if (fflush(stdout) == EOF ||
+		    mq_copy_fd(fd, STDOUT_FILENO) == -1)
 			err(MQ_EX_SYS, "%s", id);
-	} else if (fflush(stdout) == EOF ||
-	    mq_copy_fd(fd, STDOUT_FILENO) == -1)
-		err(MQ_EX_SYS, "%s", id);
+	}
 	close(fd);
 	mq_found_close(&f);
-	return MQ_EX_OK;
+	return status;
 }
 
 int
@@ -90,19 +117,26 @@ main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		MQ_LONGOPTS,
-		{ "raw", no_argument, NULL, 'r' },
+		{ "raw", no_argument, NULL, OPT_RAW },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_spool sp;
 	const char *dir = NULL;
+	char **ids;
+	size_t i, n;
 	int ch, status;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("rvd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("0rvd:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
-		case 'r':
-			rflag = 1;
+		case '0':
+			zflag = 1;
 			break;
+		case OPT_RAW:
+			rawflag = 1;
+			break;
+		case 'r':
+			mq_renamed("-r", "--raw");
 		case 'v':
 			vflag = 1;
 			break;
@@ -115,13 +149,16 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
-	if (argc != 1)
+	if (argc == 0)
 		mq_usage(USAGE);
-	if (!mq_id_valid(argv[0]))
-		errx(MQ_EX_USAGE, "%s: not a message ID", argv[0]);
+	/* Nothing is shown when one of them is no ID, or ambiguous. */
+	ids = mq_ids_xread(argc, argv, zflag, &n);
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&sp, dir, 0);
-	status = show(&sp, argv[0]);
+	status = mq_ids_xresolve(&sp, ids, &n, mq_find_match, "message");
+	for (i = 0; i < n; i++)
+		status = mq_worse(status, show(&sp, ids[i]));
+	mq_ids_free(ids, n);
 	mq_spool_close(&sp);
 	mq_stdout_close();
 	return status;

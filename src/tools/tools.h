@@ -39,6 +39,12 @@ _Noreturn void mq_common_opt(int, const char *, const char *);
 _Noreturn void mq_renamed(const char *, const char *);
 void	 mq_stdout_close(void);
 void	 mq_spool_xopen(struct mq_spool *, const char *, int);
+typedef int (*mq_match_fn)(struct mq_spool *, const char *,
+	    struct mq_matches *);
+char	**mq_ids_xread(int, char *[], int, size_t *);
+int	 mq_ids_xresolve(struct mq_spool *, char **, size_t *, mq_match_fn,
+	    const char *);
+void	 mq_ids_free(char **, size_t);
 void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 const struct mq_conf	*mq_settings_xread(struct mq_spool *);

@@ -16,6 +16,5 @@ if [ -z "$ids" ]; then
 	exit 0
 fi
 echo "redriving $(echo "$ids" | wc -l | tr -d ' ') matching '$pattern':"
-# shellcheck disable=SC2086 # one word per ID
-mq-dlq redrive $ids
+printf '%s\n' "$ids" | mq-dlq redrive -
 echo "$ids"
