@@ -150,7 +150,7 @@ $(cat "$dir/workload.out" "$dir/check.out")"
 		echo old | mq-send -d "$sp" --ttl 1 >/dev/null
 		r=$(mq-recv -d "$sp" -t 60)
 		mq-ack -d "$sp" -x "the reason given" "$r"
-		# Buried as expired by the sweep, a run of one.
+		# Buried as ttl by the sweep, a run of one.
 		ahead 5 mq-sweep -d "$sp"
 		echo second | mq-send -d "$sp" >/dev/null
 		timeout 20 xfs_io -x -c shutdown "$MNT"
@@ -159,7 +159,7 @@ $(cat "$dir/workload.out" "$dir/check.out")"
 		why=$(mq-dlq -d "$sp" ls --json | python3 -c '
 import json, sys
 print(" / ".join(sorted(json.loads(l)["reason"] or "(none)" for l in sys.stdin)))')
-		assert_equal "$why" "ttl / the reason given"
+		assert_equal "$why" "the reason given / ttl"
 		detach
 	done
 }
