@@ -292,7 +292,7 @@ paused_idle_cpu() {
 	echo 'paused=maybe' >"$MQ_DIR/conf"
 	# What mq-conf does after its write: ring the doorbell.
 	touch "$MQ_DIR/new"
-	wait_for said "conf: line 1: not yes/no, true/false, on/off, 1/0, a duration or a time" "$W/err"
+	wait_for said "conf: line 1: not yes/no, true/false, on/off, 1/0, a duration or a time (2026-12-05T08:00:00Z)" "$W/err"
 	touch "$W/go"
 	st=0
 	wait "$pid" || st=$?
