@@ -637,7 +637,7 @@ b2 3"
 	assert_equal "$(count dead)" 2
 	assert_equal "$(cat "$W/attempts")" 1
 	run mq-dlq ls
-	assert_output --partial "expired"
+	assert_output --partial "	ttl	"
 	kill "$worker" 2>/dev/null || :
 	wait "$worker" || :
 }
