@@ -359,7 +359,8 @@ struct run {
 	struct stat	*why;		/* each one's reason, as seen */
 	char		*state;		/* 0, moved 1, settled 2 */
 	size_t		 moved, done;
-	uint64_t	 start, settled_ms;	/* monotonic */
+	uint64_t	 settled_ms;	/* monotonic */
+	double		 due_ms;	/* --rate: the next not sooner */
 	int		 status;
 };
 
@@ -417,25 +418,38 @@ settle(struct run *r)
 }
 
 /*
- * --rate: the k-th (from 0) goes no sooner than k / rate seconds after
- * the first.  Sleeps a tenth of a second at a time, to stop soon when
- * told, settling what was moved at least once a second meanwhile.
+ * --rate: one goes no sooner than 1 / rate seconds after the one before
+ * (or, after a wait for room, than the end of the wait: no burst to catch
+ * up).  Sleeps a tenth of a second at a time, to stop soon when told,
+ * settling what was moved at least once a second meanwhile.  -1: a
+ * settling failed.
  */
-static void
-pace(struct run *r, size_t k)
+static int
+pace(struct run *r)
 {
 	struct timespec ts;
-	uint64_t due, now, left;
+	uint64_t now, left;
 
-	due = r->start + (uint64_t)((double)k * 1000.0 / rate);
-	while (!stopping && (now = mono_ms()) < due) {
+	while (!stopping && (now = mono_ms()) < r->due_ms) {
 		if (now - r->settled_ms >= 1000 && settle(r) == -1)
-			return;
-		left = due - now < 100 ? due - now : 100;
+			return -1;
+		left = (uint64_t)r->due_ms - now + 1;
+		if (left > 100)
+			left = 100;
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long)left * 1000000;
 		nanosleep(&ts, NULL);
 	}
+	return 0;
+}
+
+/* --rate: the next one's time, once one has gone. */
+static void
+paced(struct run *r)
+{
+	double now = (double)mono_ms();
+
+	r->due_ms = (r->due_ms > now ? r->due_ms : now) + 1000.0 / rate;
 }
 
 static void
@@ -475,8 +489,10 @@ room(struct run *r)
 	if (mq_enq_next(&r->eq, 0) != MQ_ENQ_COUNT)
 		return 0;
 	while ((got = mq_enq_admit(&r->eq)) == 0) {
-		if (!wflag || settle(r) == -1)
+		if (!wflag)
 			return full(r);
+		if (settle(r) == -1)
+			return -1;
 		if (mq_enq_await(&r->eq, wait_ms) == -1) {
 			if (errno == ETIMEDOUT)
 				return full(r);
@@ -632,20 +648,17 @@ cmd_move(struct mq_spool *sp, int redrive, const char *to, int all,
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	r.start = r.settled_ms = mono_ms();
+	r.settled_ms = mono_ms();
 	for (i = 0; i < r.n && !stopping; i++) {
-		if (rate > 0) {
-			pace(&r, i);
-			if (stopping)
-				break;
-			if (mono_ms() - r.settled_ms >= 1000 &&
-			    settle(&r) == -1)
-				break;
-		}
+		if (rate > 0 && (pace(&r) == -1 || stopping ||
+		    (mono_ms() - r.settled_ms >= 1000 && settle(&r) == -1)))
+			break;
 		if (redrive && room(&r) == -1)
 			break;
 		if (move(&r, i) == -1)
 			break;
+		if (rate > 0)
+			paced(&r);
 	}
 	(void)settle(&r);
 	warnx("%s %zu", redrive ? "redriven" : "purged", r.done);
