@@ -323,7 +323,7 @@ zsh_tab_shows() {
 	run complete_bash mq-dlq redrive --to al
 	assert_output "alpha"
 	run complete_bash mq-dlq purge -
-	assert_output "$(printf '%s\n' -0 --all)"
+	assert_output "$(printf '%s\n' -0 --all --reason --older-than --newer-than)"
 	run complete_bash mq-show -
 	assert_line -0
 	refute_line -r

@@ -388,7 +388,7 @@ dlq_stopped() {
 	dlq_stopped mq_dead_redrive "mq-dlq redrive $id >$t/a.out 2>&1; echo \$? >>$t/a.out
 mq-ack -x two \$(mq-recv) >>$t/a.out 2>&1
 cp $MQ_DIR/deaths/$id $t/history" redrive --all
-	assert_equal "$(cat "$t/a.out")" 0
+	assert_equal "$(cat "$t/a.out")" "$(printf 'mq-dlq: redriven 1\n0')"
 	[[ $output == *"$id: no such dead letter"* ]] || fail "$output"
 	[[ $output == *"exited with code 01"* ]] || fail "B did not exit 1: $output"
 	# The history is exactly A's, and the dead letter is A's d1.

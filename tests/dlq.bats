@@ -461,12 +461,18 @@ plant_dead() {
 	run -0 mq-dlq show 0000000b00000002
 	assert_output two
 	for cmd in show redrive purge; do
+		# Redrive and purge say how many, 0 too.
+		case $cmd in
+		redrive) n=$'\nmq-dlq: redriven 0' ;;
+		purge) n=$'\nmq-dlq: purged 0' ;;
+		*) n= ;;
+		esac
 		run -2 --separate-stderr mq-dlq "$cmd" 0000000
 		assert_equal "$stderr" "mq-dlq: 0000000: not a message ID"
 		run -1 --separate-stderr mq-dlq "$cmd" 0000000e
-		assert_equal "$stderr" "mq-dlq: 0000000e: no such dead letter"
+		assert_equal "$stderr" "mq-dlq: 0000000e: no such dead letter$n"
 		run -1 --separate-stderr mq-dlq "$cmd" "${live%?}"
-		assert_equal "$stderr" "mq-dlq: ${live%?}: no such dead letter"
+		assert_equal "$stderr" "mq-dlq: ${live%?}: no such dead letter$n"
 	done
 	assert_equal "$(count dead)" 4
 	run -0 mq-dlq redrive 0000000c
@@ -552,4 +558,263 @@ plant_dead() {
 	run -0 mq-dlq redrive --to "$BATS_TEST_TMPDIR/other" --all
 	assert_equal "$(count dead)" 0
 	assert_equal "$(cat "$(mq-recv -d "$BATS_TEST_TMPDIR/other")")" a
+}
+
+# dead_at SECS N [REASON]: a dead letter that died SECS seconds ago, with
+# body N and REASON (none: no reason recorded), named by N (1 to 9); its ID
+# is printed.
+dead_at() {
+	local id
+	id=$(printf '00000010%08x.1.000000000001' "$2")
+	[ -d "$MQ_DIR/dead" ] || mq-send -l </dev/null >/dev/null
+	printf '%s\n' "$2" >"$MQ_DIR/dead/$id,$(($(date +%s) - $1)),1"
+	if [ $# -ge 3 ]; then
+		mkdir -p "$MQ_DIR/reason"
+		printf '%s' "$3" >"$MQ_DIR/reason/$id"
+	fi
+	echo "$id"
+}
+
+@test "mq-dlq ls --reason: only the dead letters whose reason matches the extended regex; none matching lists nothing, exit 0" {
+	bury a b c
+	mq-ack -x "timed out after 600 s" "$(echo d | mq-send >/dev/null; mq-recv)"
+	run -0 mq-dlq ls --reason 'r(1|3)$'
+	assert_equal "$(cut -f 4 <<<"$output" | tr '\n' ' ')" "r1 r3 "
+	run -0 mq-dlq ls --reason 'timed out after [0-9]+ s'
+	assert_equal "$(cut -f 6 <<<"$output")" 'd\n'
+	run -0 --separate-stderr mq-dlq ls --reason nothing-like-it
+	assert_output ""
+	assert_equal "$stderr" ""
+	run -0 mq-dlq ls --json --reason '^r2$'
+	assert_equal "${#lines[@]}" 1
+	[[ $output == *'"reason":"r2"'* ]]
+}
+
+@test "mq-dlq --reason: a bad regex is exit 2 naming it and why, in ls, redrive and purge; nothing changes" {
+	bury a
+	for cmd in ls redrive purge; do
+		run -2 --separate-stderr mq-dlq "$cmd" --reason '(unclosed'
+		[[ $stderr == "mq-dlq: --reason (unclosed: "?* ]] || fail "$stderr"
+		assert_output ""
+	done
+	assert_equal "$(count dead)" 1
+}
+
+@test "mq-dlq --reason: a dead letter with no reason recorded matches as the empty string" {
+	none=$(dead_at 0 1)
+	dead_at 0 2 "it broke" >/dev/null
+	run -0 mq-dlq ls --reason '^$'
+	assert_equal "$(cut -f 1,4 <<<"$output")" "$none"$'\t(no reason recorded)'
+	run -0 mq-dlq ls --reason 'broke|^$'
+	assert_equal "${#lines[@]}" 2
+	run -0 mq-dlq ls --reason .
+	assert_equal "$(cut -f 4 <<<"$output")" "it broke"
+	run -0 --separate-stderr mq-dlq purge --reason '^$'
+	assert_equal "$stderr" "mq-dlq: purged 1"
+	assert_equal "$(mq-dlq ls | cut -f 4)" "it broke"
+}
+
+@test "mq-dlq --older-than and --newer-than choose by time of death" {
+	old=$(dead_at 10800 1 r)
+	new=$(dead_at 0 2 r)
+	run -0 mq-dlq ls --older-than 1h
+	assert_equal "$(cut -f 1 <<<"$output")" "$old"
+	run -0 mq-dlq ls --newer-than 1h
+	assert_equal "$(cut -f 1 <<<"$output")" "$new"
+	run -0 mq-dlq ls --newer-than 4h
+	assert_equal "${#lines[@]}" 2
+	# Two hours on, both died more than an hour ago.
+	run -0 ahead 7200 mq-dlq ls --older-than 1h
+	assert_equal "${#lines[@]}" 2
+	run -0 ahead 7200 mq-dlq ls --newer-than 3600
+	assert_output ""
+	run -2 --separate-stderr mq-dlq ls --older-than 1y
+	[[ $stderr == *"--older-than 1y"* ]]
+	run -2 mq-dlq purge --newer-than -1
+}
+
+@test "mq-dlq: filters combine with AND" {
+	dead_at 10800 1 "timeout" >/dev/null
+	new=$(dead_at 0 2 "timeout")
+	dead_at 0 3 "exit 65" >/dev/null
+	run -0 mq-dlq ls --reason timeout --newer-than 1h
+	assert_equal "$(cut -f 1 <<<"$output")" "$new"
+	run -0 mq-dlq ls --reason timeout --older-than 1h --newer-than 30m
+	assert_output ""
+	run -0 --separate-stderr mq-dlq redrive --reason timeout --newer-than 1h
+	assert_equal "$stderr" "mq-dlq: redriven 1"
+	assert_equal "$(cat "$(mq-recv)")" 2
+	assert_equal "$(count dead)" 2
+}
+
+@test "mq-dlq redrive and purge with a filter and no ID: every dead letter it matches; with --all too, the filter applies" {
+	bury a b c
+	run -0 --separate-stderr mq-dlq redrive --reason 'r[13]'
+	assert_equal "$stderr" "mq-dlq: redriven 2"
+	assert_equal "$(mq-dlq ls | cut -f 4)" r2
+	assert_equal "$(count new)" 2
+	assert_equal "$(count reason)" 1
+	bury d e
+	run -0 --separate-stderr mq-dlq purge --all --reason '^r1$'
+	assert_equal "$stderr" "mq-dlq: purged 1"
+	assert_equal "$(mq-dlq ls | cut -f 4 | sort | tr '\n' ' ')" "r2 r2 "
+}
+
+@test "mq-dlq redrive and purge with IDs and a filter: only the named ones that match" {
+	bury a b c
+	mapfile -t ids < <(mq-dlq ls | cut -f 1)
+	run -0 --separate-stderr mq-dlq purge --reason 'r[12]' "${ids[1]}" "${ids[2]}"
+	assert_equal "$stderr" "mq-dlq: purged 1"
+	assert_equal "$(mq-dlq ls | cut -f 4 | tr '\n' ' ')" "r1 r3 "
+	run -0 --separate-stderr mq-dlq redrive --newer-than 1h "${ids[0]}"
+	assert_equal "$stderr" "mq-dlq: redriven 1"
+	assert_equal "$(mq-dlq ls | cut -f 4)" r3
+}
+
+@test "mq-dlq redrive and purge: a filter that matches nothing is nothing to do: 0 said, exit 1, nothing changes" {
+	bury a b
+	mapfile -t ids < <(mq-dlq ls | cut -f 1)
+	run -1 --separate-stderr mq-dlq redrive --reason nomatch
+	assert_equal "$stderr" "mq-dlq: redriven 0"
+	run -1 --separate-stderr mq-dlq purge --older-than 1d
+	assert_equal "$stderr" "mq-dlq: purged 0"
+	run -1 --separate-stderr mq-dlq purge --reason nomatch "${ids[@]}"
+	assert_equal "$stderr" "mq-dlq: purged 0"
+	run -1 --separate-stderr mq-dlq redrive --all --to "$BATS_TEST_TMPDIR/other" --reason nomatch
+	assert_not_exist "$BATS_TEST_TMPDIR/other"
+	assert_equal "$(count dead)" 2
+	assert_equal "$(count reason)" 2
+}
+
+@test "mq-dlq redrive and purge say how many on standard error, 0 too; exit as before" {
+	bury a b c
+	mapfile -t ids < <(mq-dlq ls | cut -f 1)
+	run -0 --separate-stderr mq-dlq purge "${ids[0]}"
+	assert_output ""
+	assert_equal "$stderr" "mq-dlq: purged 1"
+	run -0 --separate-stderr mq-dlq redrive --all
+	assert_equal "$stderr" "mq-dlq: redriven 2"
+	run -0 --separate-stderr mq-dlq redrive --all
+	assert_equal "$stderr" "mq-dlq: redriven 0"
+	run -0 --separate-stderr mq-dlq purge --all
+	assert_equal "$stderr" "mq-dlq: purged 0"
+	run -1 --separate-stderr mq-dlq redrive 0000000000000001.1.000000000001
+	assert_equal "$stderr" "mq-dlq: 0000000000000001.1.000000000001: no such dead letter"$'\n'"mq-dlq: redriven 0"
+}
+
+@test "mq-dlq ls on a terminal: a header, and when each died as an age; into a pipe as before" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	mq-send -l </dev/null >/dev/null
+	run on_tty mq-dlq ls
+	assert_output ""
+	bury a
+	dead_at 10800 1 "timeout" >/dev/null
+	dead_at 180000 2 >/dev/null
+	run on_tty mq-dlq ls
+	assert_equal "${lines[0]}" $'ID\tATTEMPTS\tDIED\tREASON\tSIZE\tBODY'
+	assert_equal "${#lines[@]}" 4
+	# In ID order: the planted ones first.
+	assert_equal "$(cut -f 3,4 <<<"${lines[1]}")" $'3h ago\ttimeout'
+	assert_equal "$(cut -f 3,4,6 <<<"${lines[2]}")" $'2d ago\t(no reason recorded)\t2\\n'
+	[[ $(cut -f 3 <<<"${lines[3]}") =~ ^[0-9]+s\ ago$ ]] || fail "${lines[3]}"
+	out=$(ahead 600 script -qec "mq-dlq ls --reason r1" /dev/null </dev/null | tr -d '\r')
+	assert_equal "$(sed -n 2p <<<"$out" | cut -f 3)" "10m ago"
+	# A pipe: no header, times in UTC, as scripts read them.
+	run -0 mq-dlq ls
+	assert_equal "${#lines[@]}" 3
+	for l in "${lines[@]}"; do
+		[[ $(cut -f 3 <<<"$l") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]] || fail "$l"
+	done
+	# --json on a terminal is as in a pipe.
+	assert_equal "$(on_tty mq-dlq ls --json | wc -l)" 3
+	[[ $(on_tty mq-dlq ls --json) != *"ago"* ]]
+}
+
+@test "mq-dlq redrive --rate: paced, and SIGTERM stops it cleanly with what it moved durable and counted" {
+	bury a b c
+	# One now, one at 2 s, one at 4 s.
+	mq-dlq redrive --all --rate 0.5 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		[ "$(count new)" -eq 0 ] || break
+		sleep 0.1
+	done
+	[ "$(count new)" -ge 1 ]
+	[ "$(count new)" -lt 3 ]
+	kill -TERM "$pid"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	n=$(count new)
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-dlq: redriven $n"
+	assert_equal "$(count dead)" $((3 - n))
+	assert_equal "$(count reason)" $((3 - n))
+	# Not stopped, it moves them all.
+	run -0 --separate-stderr mq-dlq redrive --all --rate 1000
+	assert_equal "$stderr" "mq-dlq: redriven $((3 - n))"
+	assert_equal "$(count new)" 3
+}
+
+@test "mq-dlq redrive --rate: a positive number a second; another, or with another command, is exit 2" {
+	bury a
+	for r in 0 -1 x 1e3 '' 2000000; do
+		run -2 mq-dlq redrive --all --rate "$r"
+	done
+	run -2 mq-dlq purge --all --rate 1
+	run -2 mq-dlq ls --rate 1
+	run -2 mq-dlq purge --all -w
+	run -2 mq-dlq show -w 1 x
+	run -2 mq-dlq show --reason x 0000000000000001.1.000000000001
+	run -2 mq-dlq redrive --all -w 5x
+	assert_equal "$(count dead)" 1
+	run -0 mq-dlq redrive --all --rate 0.5
+	assert_equal "$(count new)" 1
+}
+
+@test "mq-dlq redrive into a spool at max-depth: stops there, exit 6, nothing overfilled" {
+	bury a b c
+	echo ready | mq-send >/dev/null
+	mq-conf max-depth=2
+	run -6 --separate-stderr mq-dlq redrive --all
+	assert_equal "$stderr" "mq-dlq: $MQ_DIR: full (max-depth 2)"$'\n'"mq-dlq: redriven 1"
+	assert_equal "$(count new)" 2
+	assert_equal "$(count dead)" 2
+	assert_equal "$(mq-dlq ls | cut -f 4 | tr '\n' ' ')" "r2 r3 "
+	# -w SECS that runs out: the same.
+	run -6 --separate-stderr mq-dlq redrive --all -w 0.2
+	assert_equal "$(count new)" 2
+	# --to a full spool.
+	mq-conf -d "$BATS_TEST_TMPDIR/other" max-depth=1
+	run -6 mq-dlq redrive --all --to "$BATS_TEST_TMPDIR/other"
+	assert_equal "$(find "$BATS_TEST_TMPDIR/other/new" -type f | wc -l)" 1
+	assert_equal "$(count dead)" 1
+}
+
+@test "mq-dlq redrive -w: waits for room under max-depth, then goes on" {
+	bury a
+	echo ready | mq-send >/dev/null
+	mq-conf max-depth=1
+	mq-dlq redrive --all -w 20 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	sleep 1
+	kill -0 "$pid"
+	assert_equal "$(count dead)" 1
+	mq-ack "$(mq-recv)"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mq-dlq: redriven 1"
+	assert_equal "$(count dead)" 0
+	assert_equal "$(count new)" 1
+}
+
+@test "mq-dlq redrive with overflow=drop-oldest makes room as mq-send does, never exit 6" {
+	bury a b
+	printf '%s\n' w1 w2 | mq-send -l >/dev/null
+	mq-conf max-depth=2 overflow=drop-oldest
+	run -0 --separate-stderr mq-dlq redrive --all
+	assert_equal "$stderr" "mq-dlq: redriven 2"
+	assert_equal "$(count new)" 2
+	assert_equal "$(mq-dlq ls | cut -f 4 | tr '\n' ' ')" "maxlen maxlen "
+	assert_equal "$(drain | tr '\n' ' ')" "a b "
 }

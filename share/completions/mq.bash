@@ -13,7 +13,7 @@ _mq_options() {
 	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
-	mq-dlq) echo "-0 -v -d --to --all --json --raw -h --help -V --version" ;;
+	mq-dlq) echo "-0 -v -d -w --to --all --json --raw --reason --older-than --newer-than --rate -h --help -V --version" ;;
 	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-f -v -d -h --help -V --version" ;;
 	mq-show) echo "-0 --raw -v -d -h --help -V --version" ;;
@@ -113,13 +113,21 @@ _mq() {
 			else
 				mapfile -t COMPREPLY < <(compgen -W "ls show redrive purge" -- "$cur")
 			fi ;;
-		ls) mapfile -t COMPREPLY < <(compgen -W "--json" -- "$cur") ;;
+		ls)
+			case $prev in
+			--reason | --older-than | --newer-than) ;;
+			*) mapfile -t COMPREPLY < <(compgen -W "--json --reason --older-than --newer-than" -- "$cur") ;;
+			esac ;;
 		show | redrive | purge)
+			case $prev in
+			# A regex, a duration, a rate: nothing to offer.
+			--reason | --older-than | --newer-than | --rate) return ;;
+			esac
 			if [[ $cur == -* ]]; then
 				case $sub in
 				show) mapfile -t COMPREPLY < <(compgen -W "-0 --raw" -- "$cur") ;;
-				redrive) mapfile -t COMPREPLY < <(compgen -W "-0 --all --to" -- "$cur") ;;
-				purge) mapfile -t COMPREPLY < <(compgen -W "-0 --all" -- "$cur") ;;
+				redrive) mapfile -t COMPREPLY < <(compgen -W "-0 -w --all --to --rate --reason --older-than --newer-than" -- "$cur") ;;
+				purge) mapfile -t COMPREPLY < <(compgen -W "-0 --all --reason --older-than --newer-than" -- "$cur") ;;
 				esac
 			else
 				mapfile -t COMPREPLY < <(compgen -W "$(mq-dlq "${spool[@]}" ls 2>/dev/null | cut -f 1)" -- "$cur")

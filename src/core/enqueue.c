@@ -5,7 +5,7 @@
  * credit, counts, waiting) or made (overflow=drop-oldest), the message
  * landed (land.c: tree or group), and the directories it went into
  * synced.  mq-send (one spool or several: fan.c), mq-relay pull and a
- * redrive (its landing and sync) go this one way; what they add is their
+ * redrive (its admission, landing and sync: mq-dlq) go this one way; what they add is their
  * own: fan.c what is about several spools and what is said of it; pull.c
  * the broker's side.
  *
@@ -15,6 +15,7 @@
  *		mq_enq_admit, mq_enq_await), or oldest dropped
  *		(mq_enq_make_room)
  *	  land	-> new/T/M/L/ID,0...  or parked in its group	(mq_enq_land)
+ *		(a redrive: dead/NAME -> the same		(mq_enq_redrive))
  *	  sync	new/'s directories, groups/ after a parking's failed sync
  *		(mq_enq_flush)
  *
@@ -26,6 +27,8 @@
  * credit (mq-send(1) gives the bound).  Without max-depth nothing is
  * counted.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 
 #include "mq.h"
@@ -271,6 +274,23 @@ int
 mq_enq_land(struct mq_enqueue *eq, const struct mq_name *nm, uint64_t due)
 {
 	if (mq_tmp_land(&eq->pl, nm, due) == -1)
+		return -1;
+	if (eq->credit > 0)
+		eq->credit--;
+	return 0;
+}
+
+/*
+ * Redrives the dead letter d of sp into eq's spool, on a credit, as a
+ * send lands a message (dead.c: mq_dead_redrive, which says what history
+ * and why are); its place is durable after mq_enq_flush, and what it
+ * leaves in sp goes after that (mq_dead_redriven).
+ */
+int
+mq_enq_redrive(struct mq_enqueue *eq, struct mq_spool *sp,
+    const struct mq_dead *d, int *history, struct stat *why)
+{
+	if (mq_dead_redrive(sp, d, &eq->pl, history, why) == -1)
 		return -1;
 	if (eq->credit > 0)
 		eq->credit--;

@@ -676,6 +676,8 @@ int	 mq_enq_admit(struct mq_enqueue *);
 int	 mq_enq_await(struct mq_enqueue *, uint64_t);
 int	 mq_enq_make_room(struct mq_enqueue *, uint64_t, mq_drop_fn, void *);
 int	 mq_enq_land(struct mq_enqueue *, const struct mq_name *, uint64_t);
+int	 mq_enq_redrive(struct mq_enqueue *, struct mq_spool *,
+	    const struct mq_dead *, int *, struct stat *);
 int	 mq_enq_flush(struct mq_enqueue *, int);
 
 /*
