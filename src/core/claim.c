@@ -419,9 +419,9 @@ expired(struct run *c, int limit)
  * Claims up to want visible messages with a lease of lease_ms: expired
  * leases first (they have waited longest), then new/ by priority, oldest
  * first within one; those past their time to live or at max attempts
- * (cl->max, 0: the spool's) are buried (reap.c).  fn is called with each receipt as soon as its
- * claim is made.  *wake is set to when something next becomes visible
- * (UINT64_MAX: nothing known).
+ * (cl->max, 0: the spool's) are buried (reap.c).  fn is called with each
+ * receipt as soon as its claim is made.  *wake is set to when something
+ * next becomes visible (UINT64_MAX: nothing known).
  * With cl->keep, what is left of the leaf it listed is kept in cl for the
  * next call, so that one claim at a time does not list and sort a whole
  * leaf each time; anything sent since at its priority sorts after those

@@ -5,9 +5,9 @@
  * credit, counts, waiting) or made (overflow=drop-oldest), the message
  * landed (land.c: tree or group), and the directories it went into
  * synced.  mq-send (one spool or several: fan.c), mq-relay pull and a
- * redrive (its admission, landing and sync: mq-dlq) go this one way; what they add is their
- * own: fan.c what is about several spools and what is said of it; pull.c
- * the broker's side.
+ * redrive (its admission, landing and sync: mq-dlq) go this one way;
+ * what they add is their own: fan.c what is about several spools and
+ * what is said of it; pull.c the broker's side.
  *
  *	tmp/ID	(written, synced: mq_tmp_sync)
  *	  -k	keys/HASH, keys/ID under keys/'s lock	(mq_enq_key_*)

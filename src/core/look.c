@@ -32,9 +32,9 @@
  * gathered.  The buckets of cur/ and the groups (the groups through
  * group.c's walk of what they hold, their trees walked here) are taken in
  * order a chunk at a time (mq_dir_ordered), so that memory stays flat
- * whatever the depth.  A message past its time to live is met where it waits: its
- * area is walked again for the dead only when one was met there (or when
- * the states asked for did not take the walk through it).
+ * whatever the depth.  A message past its time to live is met where it
+ * waits: its area is walked again for the dead only when one was met
+ * there (or when the states asked for did not take the walk through it).
  */
 #include <sys/stat.h>
 

@@ -195,9 +195,10 @@ mq_receipt_open(struct mq_spool *sp, const char *receipt,
  * As mq_receipt_open, for a receipt of the caller's own claim just made
  * (mq_claim handed it over) or of its own lease since (worker mode): its
  * lease is not looked at, as the claim moved a regular file there; a
- * lease lost since shows as ENOENT from what is done with it next (mq_receipt_body, the ack, the release), as
- * does the bucket kept open when it was removed and made anew meanwhile:
- * mq_receipt_open then tells which.  One system call less a message.
+ * lease lost since shows as ENOENT from what is done with it next
+ * (mq_receipt_body, the ack, the release), as does the bucket kept open
+ * when it was removed and made anew meanwhile: mq_receipt_open then
+ * tells which.  One system call less a message.
  */
 int
 mq_receipt_claimed(struct mq_spool *sp, const char *receipt,

@@ -41,8 +41,8 @@
  * add it twice.  Without -1 pull consumes no more
  * and tries the sync again after each pause (a parked message's, or one
  * already here, by a syncfs: a parking's failed sync is remembered by
- * the enqueue until then); once it succeeds, those deliveries are acked and pull goes
- * on.
+ * the enqueue until then); once it succeeds, those deliveries are acked
+ * and pull goes on.
  */
 #include <sys/time.h>
 

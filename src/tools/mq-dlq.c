@@ -118,7 +118,7 @@ filter_reason(const char *pattern)
 	filter.pattern = pattern;
 }
 
-/* Whether a death at ms, now, is as old as --older-than and --newer-than say. */
+/* Whether a death at ms is as old, now, as --older-than, --newer-than ask. */
 static int
 when_matches(uint64_t ms, uint64_t now)
 {
