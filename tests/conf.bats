@@ -327,7 +327,13 @@ lease=soon"
 	assert_equal "$(mq-conf paused)" 1
 	mq-conf paused=2
 	[[ $(mq-conf paused) == *Z ]]
-	for bad in 2026-02-30T00:00:00Z 2026-12-05T24:00:00Z 2026-12-05 2026-12-05T08:00:00 -1h soon; do
+	# Paused for no time is not paused.
+	mq-conf paused=0s
+	assert_equal "$(mq-conf paused)" no
+	run -2 --separate-stderr mq-conf paused=1000000001
+	assert_equal "$stderr" "mq-conf: paused=1000000001: too large (the most is 1000000000 seconds); nothing changed"
+	for bad in 2026-02-30T00:00:00Z 2027-02-29T00:00:00Z 2026-12-05T24:00:00Z 2026-12-05T-0:00:00Z \
+	    "2026-12-05T 8:00:00Z" 2026-12-05 2026-12-05T08:00:00 -1h soon; do
 		run -2 --separate-stderr mq-conf paused="$bad"
 		assert_equal "$stderr" "mq-conf: paused=$bad: not yes/no, true/false, on/off, 1/0, a duration or a time (2026-12-05T08:00:00Z); nothing changed"
 	done

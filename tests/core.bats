@@ -158,7 +158,7 @@ core_calls() {
 	assert_failure 1
 }
 
-# One reaper (reap.c): past its time to live -> buried "expired"; at max
+# One reaper (reap.c): past its time to live -> buried "ttl"; at max
 # attempts -> buried for its attempts; else it lives.  Claims, sweeps and
 # counts ask it; the ttl and max attempts come from the spool handle's
 # settings, never passed by hand.

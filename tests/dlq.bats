@@ -414,7 +414,7 @@ on_tty() {
 	assert_equal "$(count dead)" 1
 }
 
-@test "mq-dlq ls and show by a user who may only read: what expired is told as not buried, exit 0; the dead letters listed" {
+@test "mq-dlq ls and show by a user who may only read: what is past its ttl is told as not buried, exit 0; the dead letters listed" {
 	[ "$(id -u)" -eq 0 ] || skip "switching users needs root"
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	top=$(mktemp -d /tmp/mq-dlq-ro.XXXXXX)
@@ -431,7 +431,7 @@ on_tty() {
 		    NO_FAKE_STAT=1 faketime -f +60s "$@"
 	}
 	run -0 --separate-stderr reader mq-dlq ls
-	assert_equal "$stderr" "mq-dlq: $MQ_DIR: what expired is not buried (mq-ls -s dead lists it): Permission denied"
+	assert_equal "$stderr" "mq-dlq: $MQ_DIR: what is past its ttl is not buried (mq-ls -s dead lists it): Permission denied"
 	assert_equal "${#lines[@]}" 1
 	[[ ${lines[0]} == "$id	"* ]]
 	run -0 --separate-stderr reader mq-dlq show "$id"
@@ -817,4 +817,27 @@ dead_at() {
 	assert_equal "$(count new)" 2
 	assert_equal "$(mq-dlq ls | cut -f 4 | tr '\n' ' ')" "maxlen maxlen "
 	assert_equal "$(drain | tr '\n' ' ')" "a b "
+}
+
+@test "mq-dlq -v: ls says how many it listed, 0 too; show says each dead letter's attempts and death" {
+	echo a | mq-send >/dev/null
+	mq-ack -x broken "$(mq-recv)"
+	id=$(mq-dlq ls | cut -f 1)
+	run -0 --separate-stderr mq-dlq -v ls
+	assert_equal "$stderr" "mq-dlq: $MQ_DIR: 1 dead letter listed"
+	run -0 --separate-stderr mq-dlq -v ls --reason nomatch
+	assert_output ""
+	assert_equal "$stderr" "mq-dlq: $MQ_DIR: 0 dead letters listed"
+	run -0 --separate-stderr mq-dlq show -v "$id"
+	assert_output a
+	[[ $stderr == "mq-dlq: $id: dead letter, 1 attempt, died 20"*Z ]] || fail "$stderr"
+}
+
+@test "mq-dlq: a bad option of a command is named by the program; a bad --reason is escaped" {
+	mq-send </dev/null >/dev/null
+	run -2 --separate-stderr mq-dlq show -r x
+	[[ ${stderr_lines[0]} == "mq-dlq: "* ]] || fail "$stderr"
+	run -2 --separate-stderr mq-dlq ls --reason $'\e[2J('
+	[[ $stderr == "mq-dlq: --reason \\x1b[2J(: "* ]] || fail "$stderr"
+	[[ $stderr != *$'\e'* ]] || fail "raw escape: $stderr"
 }

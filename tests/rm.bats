@@ -365,3 +365,14 @@ rename_id() {
 	assert_equal "$stderr" "mq-rm: $a\\n: not a message ID"
 	assert_equal "$(messages)" "$before"
 }
+
+@test "mq-rm: an ID named twice, or with its prefix, is removed once: exit 0, no 'no such message'" {
+	id=$(echo a | mq-send)
+	other=$(echo b | mq-send)
+	run -0 --separate-stderr mq-rm "$id" "${id:0:12}" "$id"
+	assert_equal "$stderr" ""
+	printf '%s\n%s\n' "$other" "$other" >"$BATS_TEST_TMPDIR/ids"
+	run -0 --separate-stderr mq-rm -v - <"$BATS_TEST_TMPDIR/ids"
+	assert_equal "$stderr" "mq-rm: removed $other (ready)"
+	assert_equal "$(mq-ls | wc -l)" 0
+}

@@ -110,13 +110,18 @@ utc_parse(const char *s, uint64_t *ms)
 {
 	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31,
 	    30, 31, 30, 31 };
+	static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
 	unsigned y, mo, d, h, mi, sec;
-	int end = 0;
+	size_t i;
 
-	if (strlen(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
-	    s[13] != ':' || s[16] != ':' || s[19] != 'Z' ||
-	    sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2uZ%n", &y, &mo, &d, &h, &mi, &sec,
-	    &end) != 6 || end != 20 || strspn(s, "0123456789-:TZ") != 20)
+	if (strlen(s) != sizeof(form) - 1)
+		return -1;
+	/* Digits where form has d (sscanf alone would take "-0" or " 1"). */
+	for (i = 0; form[i] != '\0'; i++)
+		if (form[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != form[i])
+			return -1;
+	if (sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2uZ", &y, &mo, &d, &h, &mi,
+	    &sec) != 6)
 		return -1;
 	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
 	    (mo == 2 && d == 29 && (y % 4 != 0 ||
@@ -141,6 +146,9 @@ mq_conf_pause_until(const char *value, uint64_t now, char *buf, size_t size)
 
 	if (boolean(value) != -1 || mq_secs_parse(value, &ms, &why) == -1)
 		return value;
+	/* Paused for no time: not paused, not for up to a second. */
+	if (ms == 0)
+		return "no";
 	mq_time_iso(buf, size, now + ms + 999);
 	return buf;
 }
@@ -216,14 +224,18 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		isdef = !c->drop_oldest;
 		break;
 	case MQ_CONF_PAUSED:
-		c->paused_until_ms = 0;
-		if ((n = boolean(v)) != -1)
+		if ((n = boolean(v)) != -1) {
 			c->paused = n;
-		else if (utc_parse(v, &ms) == 0) {
+			c->paused_until_ms = 0;
+		} else if (utc_parse(v, &ms) == 0) {
 			/* Over, it is as if never set: resumed by itself. */
 			c->paused_until_ms = ms;
 			c->paused = mq_now_ms() < ms;
 		} else {
+			/* A duration mq-conf did not turn into a time. */
+			if (mq_secs_parse(v, &ms, why) == -1 &&
+			    strcmp(*why, MQ_SECS_TOO_LARGE) == 0)
+				return -1;
 			*why = "not yes/no, true/false, on/off, 1/0, a "
 			    "duration or a time (2026-12-05T08:00:00Z)";
 			return -1;

@@ -487,6 +487,54 @@ mq_ids_xread(int argc, char *argv[], int zflag, size_t *n)
 	return v;
 }
 
+struct id_at {
+	char	*id;
+	size_t	 at;
+};
+
+static int
+id_at_cmp(const void *a, const void *b)
+{
+	const struct id_at *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/*
+ * The IDs named more than once (an ID and its prefix, a list read twice)
+ * kept once, at their first place: removed twice, the second would be
+ * "no such message" (mq-rm; mq-dlq keeps its own list).  n log n, for
+ * IDs read by the thousand.
+ */
+void
+mq_ids_unique(char **v, size_t *n)
+{
+	struct id_at *s;
+	size_t i, left = 0;
+
+	if (*n < 2)
+		return;
+	s = xreallocarray(NULL, *n, sizeof(*s));
+	for (i = 0; i < *n; i++) {
+		s[i].id = v[i];
+		s[i].at = i;
+	}
+	qsort(s, *n, sizeof(*s), id_at_cmp);
+	/* Marked first, freed after: a repeat is compared with the next. */
+	for (i = 1; i < *n; i++)
+		if (strcmp(s[i].id, s[i - 1].id) == 0)
+			v[s[i].at] = NULL;
+	for (i = 0; i < *n; i++)
+		if (v[s[i].at] == NULL)
+			free(s[i].id);
+	free(s);
+	for (i = 0; i < *n; i++)
+		if (v[i] != NULL)
+			v[left++] = v[i];
+	*n = left;
+}
+
 /*
  * Each of the *n IDs of v as match (mq_find_match, mq_dead_match) finds
  * it in the spool: a prefix becomes the one ID that starts with it; one

@@ -113,7 +113,10 @@ filter_reason(const char *pattern)
 	if ((e = regcomp(&filter.re, pattern, REG_EXTENDED | REG_NOSUB)) !=
 	    0) {
 		regerror(e, &filter.re, why, sizeof(why));
-		errx(MQ_EX_USAGE, "--reason %s: %s", pattern, why);
+		fprintf(stderr, "%s: --reason ", getprogname());
+		mq_escape(stderr, pattern, strlen(pattern));
+		fprintf(stderr, ": %s\n", why);
+		exit(MQ_EX_USAGE);
 	}
 	filter.pattern = pattern;
 }
@@ -182,8 +185,8 @@ expire(struct mq_spool *sp, int looking)
 	if (mq_expire(sp, NULL) == -1) {
 		if (looking && (errno == EACCES || errno == EPERM ||
 		    errno == EROFS)) {
-			warn("%s: what expired is not buried (mq-ls -s dead "
-			    "lists it)", sp->path);
+			warn("%s: what is past its ttl is not buried (mq-ls "
+			    "-s dead lists it)", sp->path);
 			return MQ_EX_OK;
 		}
 		warn("%s: burying what expired", sp->path);
@@ -228,7 +231,7 @@ cmd_ls(struct mq_spool *sp, int json)
 	struct mq_keys keys;
 	struct mq_message msg;
 	char when[32], body[PREVIEW], *reason, key[MQ_KEY_MAX + 1];
-	size_t n, i, blen, rlen;
+	size_t n, i, blen, rlen, listed = 0;
 	uint64_t now;
 	off_t size;
 	int got, k, status, headed = 0, tty = !json && isatty(STDOUT_FILENO);
@@ -263,6 +266,7 @@ cmd_ls(struct mq_spool *sp, int json)
 			age(when, sizeof(when), d[i].n.ms, now);
 		else
 			mq_time_iso(when, sizeof(when), d[i].n.ms);
+		listed++;
 		if (json) {
 			memset(&msg, 0, sizeof(msg));
 			msg.n = &d[i].n;
@@ -301,6 +305,13 @@ cmd_ls(struct mq_spool *sp, int json)
 	}
 	mq_keys_close(&keys);
 	free(d);
+	/* -v: how many, on stderr, so that a filter matching none is said. */
+	if (vflag) {
+		fprintf(stderr, "%s: ", getprogname());
+		mq_escape(stderr, sp->path, strlen(sp->path));
+		fprintf(stderr, ": %zu dead letter%s listed\n", listed,
+		    listed == 1 ? "" : "s");
+	}
 	return status;
 }
 
@@ -310,6 +321,7 @@ show(struct mq_spool *sp, const char *id)
 {
 	struct mq_dead d;
 	struct stat st;
+	char when[32];
 	int fd, status = MQ_EX_OK;
 
 	if (mq_dead_find(sp, id, &d) == -1) {
@@ -335,6 +347,11 @@ show(struct mq_spool *sp, const char *id)
 		err(MQ_EX_SYS, "%s/%s", MQ_DIR_DEAD, d.name);
 	if (fd != -1)
 		close(fd);
+	if (vflag && status == MQ_EX_OK) {
+		mq_time_iso(when, sizeof(when), d.n.ms);
+		warnx("%s: dead letter, %u attempt%s, died %s", d.n.id,
+		    d.n.attempts, d.n.attempts == 1 ? "" : "s", when);
+	}
 	return status;
 }
 
@@ -770,8 +787,11 @@ command_options(int argc, char *argv[], const char **dir, const char **to,
     int *json, int *all)
 {
 	const char *arg;
+	char *command = argv[0];
 	int ch;
 
+	/* getopt names argv[0] in its errors: the program, not "show". */
+	argv[0] = (char *)getprogname();
 	MQ_OPTRESET();
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:tw::"), longopts,
 	    NULL)) != -1) {
@@ -825,6 +845,7 @@ command_options(int argc, char *argv[], const char **dir, const char **to,
 			mq_usage(USAGE);
 		}
 	}
+	argv[0] = command;
 	return optind;
 }
 

@@ -158,6 +158,7 @@ main(int argc, char *argv[])
 	signal(SIGXFSZ, SIG_IGN);
 	mq_spool_xopen(&sp, dir, 0);
 	status = mq_ids_xresolve(&sp, ids, &n, mq_find_match, "message");
+	mq_ids_unique(ids, &n);
 	if (all)
 		status = rm_all(&sp);
 	for (i = 0; i < n; i++)

@@ -44,6 +44,7 @@ typedef int (*mq_match_fn)(struct mq_spool *, const char *,
 char	**mq_ids_xread(int, char *[], int, size_t *);
 int	 mq_ids_xresolve(struct mq_spool *, char **, size_t *, mq_match_fn,
 	    const char *);
+void	 mq_ids_unique(char **, size_t *);
 void	 mq_ids_free(char **, size_t);
 void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
