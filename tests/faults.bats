@@ -65,7 +65,7 @@ STALL='mkdirat:delay=300ms:times=2:at=/spool/new/'
 	run --separate-stderr faulty "$STALL" mq-dlq redrive "$id"
 	stop_pruner
 	assert_success
-	[ -z "$stderr" ]
+	assert_equal "$stderr" "mq-dlq: redriven 1"
 	assert_equal "$(count dead)" 0
 	# The pruner may have claimed it since.
 	assert_equal "$(($(count new) + $(count cur)))" 1
