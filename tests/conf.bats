@@ -342,8 +342,8 @@ lease=soon"
 @test "mq-conf paused=SECS: a waiting mq-recv -w and a worker resume by themselves when it ends" {
 	err=$BATS_TEST_TMPDIR/err
 	saying() { # text: the waiter has said it
-		local i
-		for i in $(seq 1 200); do
+		local _
+		for _ in $(seq 1 200); do
 			grep -q -- "$1" "$err" 2>/dev/null && return 0
 			sleep 0.05
 		done
