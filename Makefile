@@ -40,22 +40,22 @@ CORE = src/core
 TOOLS = src/tools
 RELAY = src/relay
 LIBMQ = $(CORE)/libmq.a
-LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/dead.o $(CORE)/depth.o \
+LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/count.o $(CORE)/dead.o $(CORE)/depth.o \
 	$(CORE)/enqueue.o $(CORE)/find.o $(CORE)/group.o $(CORE)/history.o \
-	$(CORE)/key.o $(CORE)/land.o $(CORE)/leave.o $(CORE)/look.o \
+	$(CORE)/key.o $(CORE)/land.o $(CORE)/leave.o $(CORE)/log.o $(CORE)/look.o \
 	$(CORE)/name.o $(CORE)/place.o $(CORE)/reap.o $(CORE)/receipt.o \
 	$(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \
 	$(CORE)/util.o $(CORE)/wait.o
 # mq, the front command, runs the others (mq send ... is mq-send ...).
 PROGS = mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
-	mq-show mq-rm
+	mq-show mq-rm mq-log
 BIN = bin/mq bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq \
-	bin/mq-stat bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm
+	bin/mq-stat bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm bin/mq-log
 MAN1 = share/man/man1/mq.1 share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
 	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
 	share/man/man1/mq-conf.1 share/man/man1/mq-ls.1 \
-	share/man/man1/mq-show.1 share/man/man1/mq-rm.1
+	share/man/man1/mq-show.1 share/man/man1/mq-rm.1 share/man/man1/mq-log.1
 # mq-relay (RabbitMQ) is built only when pkg-config finds librabbitmq
 # (rabbitmq-c); its objects are in no other program and not in libmq.a.
 RELAYOBJ = $(RELAY)/mq-relay.o $(RELAY)/broker.o $(RELAY)/push.o \
@@ -104,7 +104,7 @@ build-deps:
 
 TOOLOBJ = $(TOOLS)/mq.o $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
 	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
-	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o \
+	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o $(TOOLS)/mq-log.o \
 	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/job.o $(TOOLS)/cli.o
 $(LIBOBJ) $(TOOLOBJ): $(CORE)/mq.h $(CORE)/compat.h
 $(TOOLOBJ): $(TOOLS)/tools.h
@@ -127,6 +127,7 @@ bin/mq-conf: $(TOOLS)/mq-conf.o
 bin/mq-ls: $(TOOLS)/mq-ls.o
 bin/mq-show: $(TOOLS)/mq-show.o
 bin/mq-rm: $(TOOLS)/mq-rm.o
+bin/mq-log: $(TOOLS)/mq-log.o
 ENGINE_mq-send = $(TOOLS)/fan.o
 ENGINE_mq-recv = $(TOOLS)/work.o $(TOOLS)/job.o
 $(BIN): $(TOOLS)/cli.o $(LIBMQ)

@@ -37,7 +37,7 @@ _mq_conf() {
 	fi
 	case $key in
 	"")
-		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window=" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window= log-size= log-age=" -- "$cur")
 		compopt -o nospace 2>/dev/null
 		return ;;
 	overflow) w="reject drop-oldest" ;;

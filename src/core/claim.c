@@ -116,6 +116,10 @@ claim_one(struct run *c, int from, const char *name,
 	    c->bucket->name, newname) == -1)
 		return -1;
 	c->got++;
+	mq_count(c->sp, MQ_COUNT_CLAIMED, 1);
+	mq_log_begin(c->sp, "claim", nm.id);
+	mq_log_num("attempt", nm.attempts);
+	mq_log_end();
 	if (c->fn(c->arg, receipt, nm.id) == -1)
 		return -1;
 	return 1;

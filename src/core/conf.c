@@ -40,6 +40,8 @@ static const struct {
 	[MQ_CONF_TTL] = { "ttl", "0" },
 	[MQ_CONF_PAUSED] = { "paused", "no" },
 	[MQ_CONF_DEDUP_WINDOW] = { "dedup-window", "0" },
+	[MQ_CONF_LOG_SIZE] = { "log-size", "16M" },
+	[MQ_CONF_LOG_AGE] = { "log-age", "7d" },
 };
 
 #define MAX_DEPTH_MAX	1000000000LL
@@ -68,6 +70,43 @@ mq_conf_init(struct mq_conf *c)
 	memset(c, 0, sizeof(*c));
 	c->max_attempts = MQ_DEFAULT_MAX;
 	c->lease_ms = MQ_DEFAULT_LEASE_MS;
+	c->log_size = MQ_LOG_SIZE;
+	c->log_age_ms = MQ_LOG_AGE_MS;
+}
+
+/*
+ * A size in bytes, with K, M or G for KiB, MiB or GiB: 0, or -1 with *why
+ * set.
+ */
+static int
+bytes(const char *s, uint64_t *n, const char **why)
+{
+	size_t digits = strspn(s, "0123456789");
+	const char *units = "KMG", *u = units;
+	uint64_t v = 0, mult = 1;
+	size_t i;
+
+	if (digits == 0 || (s[digits] != '\0' && (s[digits + 1] != '\0' ||
+	    (u = strchr(units, s[digits])) == NULL))) {
+		*why = "not a size (4096, 512K, 16M, 1G)";
+		return -1;
+	}
+	if (s[digits] != '\0')
+		for (i = 0; i <= (size_t)(u - units); i++)
+			mult *= 1024;
+	for (i = 0; i < digits; i++) {
+		if (v > (MQ_LOG_SIZE_MAX - (uint64_t)(s[i] - '0')) / 10) {
+			*why = "too large (the most is 1G)";
+			return -1;
+		}
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > MQ_LOG_SIZE_MAX / mult) {
+		*why = "too large (the most is 1G)";
+		return -1;
+	}
+	*n = v * mult;
+	return 0;
 }
 
 /* A boolean's value: 1 (yes, true, on, 1), 0 (no, false, off, 0), or -1. */
@@ -84,52 +123,6 @@ boolean(const char *s)
 		if (strcmp(s, words[i][0]) == 0 || strcmp(s, words[i][1]) == 0)
 			return strcmp(s, words[i][1]) == 0;
 	return -1;
-}
-
-/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
-static long long
-days_from_civil(long long y, unsigned m, unsigned d)
-{
-	long long era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (long long)doe - 719468;
-}
-
-/*
- * A time as paused holds it, YYYY-MM-DDTHH:MM:SSZ (UTC, as mq_time_iso
- * writes it), in ms since the epoch; -1 for anything else.
- */
-static int
-utc_parse(const char *s, uint64_t *ms)
-{
-	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31,
-	    30, 31, 30, 31 };
-	static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
-	unsigned y, mo, d, h, mi, sec;
-	size_t i;
-
-	if (strlen(s) != sizeof(form) - 1)
-		return -1;
-	/* Digits where form has d (sscanf alone would take "-0" or " 1"). */
-	for (i = 0; form[i] != '\0'; i++)
-		if (form[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != form[i])
-			return -1;
-	if (sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2uZ", &y, &mo, &d, &h, &mi,
-	    &sec) != 6)
-		return -1;
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
-	    (mo == 2 && d == 29 && (y % 4 != 0 ||
-	    (y % 100 == 0 && y % 400 != 0))) || h > 23 || mi > 59 || sec > 59)
-		return -1;
-	*ms = ((uint64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 +
-	    mi * 60 + sec) * 1000;
-	return 0;
 }
 
 /*
@@ -198,6 +191,18 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		c->max_depth = n;
 		isdef = n == 0;
 		break;
+	case MQ_CONF_LOG_SIZE:
+		if (bytes(v, &ms, why) == -1)
+			return -1;
+		c->log_size = ms;
+		isdef = ms == MQ_LOG_SIZE;
+		break;
+	case MQ_CONF_LOG_AGE:
+		if (mq_secs_parse(v, &ms, why) == -1)
+			return -1;
+		c->log_age_ms = ms;
+		isdef = ms == MQ_LOG_AGE_MS;
+		break;
 	case MQ_CONF_LEASE:
 	case MQ_CONF_TTL:
 	case MQ_CONF_DEDUP_WINDOW:
@@ -227,7 +232,7 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		if ((n = boolean(v)) != -1) {
 			c->paused = n;
 			c->paused_until_ms = 0;
-		} else if (utc_parse(v, &ms) == 0) {
+		} else if (mq_time_parse(v, strlen(v), &ms) == 0) {
 			/* Over, it is as if never set: resumed by itself. */
 			c->paused_until_ms = ms;
 			c->paused = mq_now_ms() < ms;

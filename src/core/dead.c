@@ -376,12 +376,26 @@ struct mq_interment {
 /* A run of burials for one reason; nothing is made before the first. */
 void
 mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
-    size_t len)
+    size_t len, enum mq_cause cause)
 {
 	memset(b, 0, sizeof(*b));
 	b->sp = sp;
 	b->reason = reason;
 	b->len = len;
+	b->cause = cause;
+}
+
+/* A burial done: counted and logged (count.c, log.c). */
+static void
+buried(struct mq_burial *b, const struct mq_name *nm)
+{
+	mq_count(b->sp, mq_count_dead(b->cause), 1);
+	mq_log_begin(b->sp, "dead", nm->id);
+	mq_log_str("cause", mq_cause_word[b->cause],
+	    strlen(mq_cause_word[b->cause]));
+	mq_log_num("attempt", nm->attempts);
+	mq_log_str("reason", b->reason, b->len);
+	mq_log_end();
 }
 
 /*
@@ -393,7 +407,8 @@ mq_burial_init(struct mq_burial *b, struct mq_spool *sp, const char *reason,
 void
 mq_burial_expired(struct mq_burial *b, struct mq_spool *sp, uint64_t ttl)
 {
-	mq_burial_init(b, sp, MQ_REASON_TTL, strlen(MQ_REASON_TTL));
+	mq_burial_init(b, sp, MQ_REASON_TTL, strlen(MQ_REASON_TTL),
+	    MQ_CAUSE_TTL);
 	b->expiry = 1;
 	b->ttl = ttl;
 	b->batch = 1;
@@ -421,8 +436,10 @@ inter(struct mq_burial *b)
 	for (i = 0; i < b->nqueue; i++) {
 		q = &b->queue[i];
 		if (synced && renameat(q->from, q->name, sp->dead,
-		    q->deadname) == 0)
+		    q->deadname) == 0) {
 			mq_reason_drop(sp, q->nm.id);
+			buried(b, &q->nm);
+		}
 		else if (q->mine && still_mine(b, q->nm.id))
 			unlinkat(sp->reason, q->nm.id, 0);
 		close(q->from);
@@ -534,6 +551,7 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	if (!with)
 		unlinkat(sp->reason, nm->id, 0);
 	mq_reason_drop(sp, nm->id);
+	buried(b, nm);
 	return 0;
 }
 
@@ -556,12 +574,13 @@ mq_burial_end(struct mq_burial *b)
 /* One burial: from/name, a message named as nm, with reason (len bytes). */
 int
 mq_bury(struct mq_spool *sp, int from, const char *name,
-    const struct mq_name *nm, const char *reason, size_t len)
+    const struct mq_name *nm, const char *reason, size_t len,
+    enum mq_cause cause)
 {
 	struct mq_burial b;
 	int r;
 
-	mq_burial_init(&b, sp, reason, len);
+	mq_burial_init(&b, sp, reason, len, cause);
 	r = mq_burial_bury(&b, from, name, nm);
 	mq_burial_end(&b);
 	return r;
@@ -594,7 +613,7 @@ mq_bury_spent(struct mq_spool *sp, int from, const char *name,
 	free(last);
 	if (reason == NULL)
 		return -1;
-	r = mq_bury(sp, from, name, nm, reason, rlen);
+	r = mq_bury(sp, from, name, nm, reason, rlen, MQ_CAUSE_ATTEMPTS);
 	saved = errno;
 	free(reason);
 	errno = saved;

@@ -649,7 +649,7 @@ drop_leaf(struct dropping *d, int leaf)
 			continue;
 		}
 		if (mq_bury(d->sp, leaf, names.v[i], &nm, MQ_REASON_MAXLEN,
-		    strlen(MQ_REASON_MAXLEN)) == -1) {
+		    strlen(MQ_REASON_MAXLEN), MQ_CAUSE_MAXLEN) == -1) {
 			if (errno != ENOENT) {
 				r = -1;
 				break;

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <string.h>
 
 #include "mq.h"
 
@@ -265,6 +266,27 @@ mq_enq_make_room(struct mq_enqueue *eq, uint64_t n, mq_drop_fn fn, void *arg)
 	return 0;
 }
 
+/* A message entered (counted and logged: count.c, log.c); from: a redrive's. */
+static void
+sent(struct mq_spool *sp, const struct mq_name *nm, uint64_t due,
+    struct mq_spool *from)
+{
+	uint64_t now = mq_now_ms();
+
+	mq_count(sp, MQ_COUNT_SENT, 1);
+	mq_log_begin(sp, "send", nm->id);
+	if (nm->prio != 0)
+		mq_log_num("prio", nm->prio);
+	if (nm->group[0] != '\0')
+		mq_log_str("group", nm->group, strlen(nm->group));
+	if (due > now)
+		mq_log_num("delay_ms", due - now);
+	if (from != NULL)
+		mq_log_str("from", from->real != NULL ? from->real : from->path,
+		    strlen(from->real != NULL ? from->real : from->path));
+	mq_log_end();
+}
+
 /*
  * Lands tmp/ID, a message written and synced, named as nm says, visible
  * at due (land.c), on a credit.  Its place in new/ is durable after
@@ -277,6 +299,7 @@ mq_enq_land(struct mq_enqueue *eq, const struct mq_name *nm, uint64_t due)
 		return -1;
 	if (eq->credit > 0)
 		eq->credit--;
+	sent(eq->sp, nm, due, NULL);
 	return 0;
 }
 
@@ -294,6 +317,17 @@ mq_enq_redrive(struct mq_enqueue *eq, struct mq_spool *sp,
 		return -1;
 	if (eq->credit > 0)
 		eq->credit--;
+	mq_count(sp, MQ_COUNT_REDRIVEN, 1);
+	mq_log_begin(sp, "redrive", d->n.id);
+	mq_log_num("attempts", d->n.attempts);
+	if (eq->sp->dev != sp->dev || eq->sp->ino != sp->ino) {
+		mq_log_str("to", eq->sp->real != NULL ? eq->sp->real :
+		    eq->sp->path, strlen(eq->sp->real != NULL ? eq->sp->real :
+		    eq->sp->path));
+		mq_log_end();
+		sent(eq->sp, &d->n, 0, sp);
+	} else
+		mq_log_end();
 	return 0;
 }
 
@@ -321,5 +355,8 @@ mq_enq_flush(struct mq_enqueue *eq, int tries)
 			return -1;
 		eq->parked_unsynced = 0;
 	}
+	/* Their count as durable as they are (count.c). */
+	if (eq->sync && mq_counts_sync(eq->sp) == -1)
+		return -1;
 	return 0;
 }

@@ -291,8 +291,17 @@ mq_remove(struct mq_spool *sp, struct mq_found *f, int flags)
 			return MQ_EX_LOST;
 		if (f->state == MQ_LOOK_DEAD && (flags & MQ_RM_WAITING))
 			return MQ_EX_NONE;
-		if (remove_once(sp, f) == 0)
+		if (remove_once(sp, f) == 0) {
+			/* A dead letter's is counted as its purge (leave.c). */
+			if (f->in != MQ_IN_DEAD) {
+				mq_count(sp, MQ_COUNT_REMOVED, 1);
+				mq_log_begin(sp, "remove", f->n.id);
+				mq_log_str("state", mq_look_state_name(f->state),
+				    strlen(mq_look_state_name(f->state)));
+				mq_log_end();
+			}
 			return MQ_EX_OK;
+		}
 		if (errno != ENOENT)
 			return MQ_EX_SYS;
 		if (flags & MQ_RM_WAITING)

@@ -56,6 +56,12 @@ mq_dead_purge(struct mq_spool *sp, const struct mq_dead *d)
 		return -1;
 	r = unlinkat(sp->dead, d->name, 0);
 	mq_dead_unlock(sp);
+	if (r == 0) {
+		mq_count(sp, MQ_COUNT_REMOVED, 1);
+		mq_log_begin(sp, "purge", d->n.id);
+		mq_log_num("attempts", d->n.attempts);
+		mq_log_end();
+	}
 	return r;
 }
 

@@ -40,6 +40,18 @@
 #define MQ_CONF_TMP	",conf"
 #define MQ_CONF_MAX	4096
 
+/*
+ * The counters (count.c) and the log (log.c), in the spool root; log.1 is
+ * the log before it, while log-age keeps it.
+ */
+#define MQ_COUNTERS	"counters"
+#define MQ_COUNTS_SIZE	4096
+#define MQ_LOG		"log"
+#define MQ_LOG_OLD	"log.1"
+#define MQ_LOG_SIZE	(16ULL << 20)	/* log-size's default */
+#define MQ_LOG_SIZE_MAX	(1ULL << 30)
+#define MQ_LOG_AGE_MS	(7ULL * 86400 * 1000)	/* log-age's default */
+
 /* The depth cache (depth.c), and its name while written in tmp/. */
 #define MQ_DEPTH_CACHE	".depth"
 #define MQ_DEPTH_TMP	",depth"
@@ -115,6 +127,34 @@ enum mq_exit {
 /* A job that exits with this (EX_DATAERR) is dead-lettered at once. */
 #define MQ_JOB_DEAD	65
 
+/*
+ * Why a message died: the one word for each cause in every tool and
+ * output (mq_cause_word), and the counter of deaths for it.
+ */
+enum mq_cause {
+	MQ_CAUSE_ATTEMPTS,	/* its attempts spent */
+	MQ_CAUSE_REJECTED,	/* mq-ack -x, a job's exit 65 */
+	MQ_CAUSE_TTL,		/* past its time to live */
+	MQ_CAUSE_MAXLEN,	/* dropped, the oldest of a full spool */
+	MQ_CAUSES
+};
+extern const char *const mq_cause_word[MQ_CAUSES];
+
+/* The spool's counters (count.c), in this order in the file. */
+enum mq_count {
+	MQ_COUNT_SENT,
+	MQ_COUNT_CLAIMED,
+	MQ_COUNT_ACKED,
+	MQ_COUNT_RELEASED,
+	MQ_COUNT_REDRIVEN,
+	MQ_COUNT_REMOVED,
+	MQ_COUNT_DEAD_ATTEMPTS,	/* MQ_COUNT_DEAD_ATTEMPTS + cause */
+	MQ_COUNT_DEAD_REJECTED,
+	MQ_COUNT_DEAD_TTL,
+	MQ_COUNT_DEAD_MAXLEN,
+	MQ_COUNTS
+};
+
 enum mq_state {
 	MQ_NEW,
 	MQ_CUR,
@@ -130,6 +170,8 @@ enum {
 	MQ_CONF_TTL,
 	MQ_CONF_PAUSED,
 	MQ_CONF_DEDUP_WINDOW,
+	MQ_CONF_LOG_SIZE,
+	MQ_CONF_LOG_AGE,
 	MQ_CONF_NKEYS
 };
 struct mq_conf {
@@ -141,6 +183,8 @@ struct mq_conf {
 	int	 paused;
 	uint64_t paused_until_ms;	/* paused=TIME: then; 0: yes or no */
 	uint64_t dedup_window_ms;
+	uint64_t log_size;	/* bytes of log and log.1; 0: no log */
+	uint64_t log_age_ms;	/* 0: no bound but the size */
 	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
 	char	 other[1024];	/* lines of keys this version does not know */
 };
@@ -178,6 +222,8 @@ struct mq_spool {
 	struct mq_conf	 conf;
 	struct mq_conf_stamp conf_stamp;
 	int	 conf_ready;	/* conf holds the defaults, at least */
+	uint64_t *counts;	/* the counters, mapped when first counted */
+	int	 counts_fd;
 };
 
 /*
@@ -255,6 +301,27 @@ void	 mq_spool_close(struct mq_spool *);
 
 /* name.c */
 uint64_t mq_now_ms(void);
+int	 mq_time_parse(const char *, size_t, uint64_t *);
+
+/* count.c */
+void	 mq_count(struct mq_spool *, enum mq_count, uint64_t);
+enum mq_count mq_count_dead(enum mq_cause);
+int	 mq_counts_sync(struct mq_spool *);
+int	 mq_counts_read(struct mq_spool *, uint64_t[MQ_COUNTS]);
+void	 mq_counts_close(struct mq_spool *);
+
+/* log.c */
+void	 mq_log_begin(struct mq_spool *, const char *, const char *);
+void	 mq_log_str(const char *, const char *, size_t);
+void	 mq_log_num(const char *, uint64_t);
+void	 mq_log_end(void);
+void	 mq_log_flush(void);
+void	 mq_log_close(struct mq_spool *);
+int	 mq_log_trim(struct mq_spool *, uint64_t);
+int	 mq_log_open(struct mq_spool *, int);
+int	 mq_log_same(struct mq_spool *, int);
+int	 mq_log_watch(struct mq_spool *);	/* wait.c */
+void	 mq_log_watched(int);
 void	 mq_id_new(char *);
 uint64_t mq_id_ms(const char *);
 int	 mq_id_valid(const char *);
@@ -424,7 +491,8 @@ int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t,
 	    const char *, size_t);
 int	 mq_receipt_unclaim(struct mq_receipt *, struct mq_placer *,
 	    const char *, size_t);
-int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t);
+int	 mq_receipt_bury(struct mq_receipt *, const char *, size_t,
+	    enum mq_cause);
 int	 mq_receipt_extend(struct mq_receipt *, uint64_t, char *, size_t);
 int	 mq_receipt_body(const struct mq_receipt *);
 void	 mq_receipt_prune(struct mq_receipt *);
@@ -520,7 +588,7 @@ struct mq_kept {		/* the last/ID a release wrote */
 	ino_t	 ino;
 };
 int	 mq_bury(struct mq_spool *, int, const char *, const struct mq_name *,
-	    const char *, size_t);
+	    const char *, size_t, enum mq_cause);
 int	 mq_bury_spent(struct mq_spool *, int, const char *,
 	    const struct mq_name *);
 int	 mq_last_dir(struct mq_spool *, int);
@@ -538,6 +606,7 @@ struct mq_burial {
 	struct mq_spool *sp;
 	const char *reason;
 	size_t	 len;
+	enum mq_cause cause;	/* what the deaths are counted as */
 	char	 shared[MQ_NAME_MAX];	/* in tmp/, or "" */
 	dev_t	 dev;		/* of the shared reason */
 	ino_t	 ino;
@@ -549,7 +618,7 @@ struct mq_burial {
 	size_t	 nqueue;
 };
 void	 mq_burial_init(struct mq_burial *, struct mq_spool *, const char *,
-	    size_t);
+	    size_t, enum mq_cause);
 void	 mq_burial_expired(struct mq_burial *, struct mq_spool *, uint64_t);
 int	 mq_burial_bury(struct mq_burial *, int, const char *,
 	    const struct mq_name *);

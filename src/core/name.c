@@ -578,3 +578,62 @@ mq_time_iso(char *buf, size_t size, uint64_t ms)
 	    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
 		snprintf(buf, size, "@%lld", (long long)t);
 }
+
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar. */
+static long long
+days_from_civil(long long y, unsigned m, unsigned d)
+{
+	long long era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (long long)doe - 719468;
+}
+
+/*
+ * A time as mq_time_iso writes it, YYYY-MM-DDTHH:MM:SSZ (UTC), or with
+ * milliseconds, YYYY-MM-DDTHH:MM:SS.mmmZ (the log's: log.c), the len
+ * bytes of s exactly, in ms since the epoch; -1 for anything else.
+ */
+int
+mq_time_parse(const char *s, size_t len, uint64_t *ms)
+{
+	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31,
+	    30, 31, 30, 31 };
+	static const char form[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+	unsigned y, mo, d, h, mi, sec, milli = 0;
+	size_t i, j;
+
+	if (len != sizeof(form) - 1 && len != sizeof(form) - 5)
+		return -1;
+	/* Digits where form has d (sscanf alone would take "-0" or " 1"). */
+	for (i = j = 0; i < len; i++, j++) {
+		if (len == sizeof(form) - 5 && j == 19)
+			j += 4;
+		if (form[j] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != form[j])
+			return -1;
+	}
+	for (i = 0, y = 0; i < 4; i++)
+		y = y * 10 + (unsigned)(s[i] - '0');
+#define TWO(k)	((unsigned)(s[k] - '0') * 10 + (unsigned)(s[k + 1] - '0'))
+	mo = TWO(5);
+	d = TWO(8);
+	h = TWO(11);
+	mi = TWO(14);
+	sec = TWO(17);
+#undef TWO
+	if (len == sizeof(form) - 1)
+		milli = (unsigned)(s[20] - '0') * 100 +
+		    (unsigned)(s[21] - '0') * 10 + (unsigned)(s[22] - '0');
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+	    (mo == 2 && d == 29 && (y % 4 != 0 ||
+	    (y % 100 == 0 && y % 400 != 0))) || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	*ms = ((uint64_t)days_from_civil(y, mo, d) * 86400 + h * 3600 +
+	    mi * 60 + sec) * 1000 + milli;
+	return 0;
+}

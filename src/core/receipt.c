@@ -304,8 +304,13 @@ mq_receipt_ack(struct mq_receipt *rc)
 	int st;
 
 	if ((st = settled(mq_leave(rc->sp, rc->bucket, rc->name, &rc->n))) ==
-	    MQ_EX_OK)
+	    MQ_EX_OK) {
 		moved_on(rc);
+		mq_count(rc->sp, MQ_COUNT_ACKED, 1);
+		mq_log_begin(rc->sp, "ack", rc->n.id);
+		mq_log_num("attempt", rc->n.attempts);
+		mq_log_end();
+	}
 	return st;
 }
 
@@ -339,6 +344,14 @@ release(struct mq_receipt *rc, struct mq_placer *pl, uint64_t due,
 		moved_on(rc);
 		if (rc->unkept != 0)
 			mq_reason_drop(rc->sp, nm->id);
+		mq_count(rc->sp, MQ_COUNT_RELEASED, 1);
+		mq_log_begin(rc->sp, "release", nm->id);
+		mq_log_num("attempt", rc->n.attempts);
+		if (due > mq_now_ms())
+			mq_log_num("delay_ms", due - mq_now_ms());
+		if (reason != NULL)
+			mq_log_str("reason", reason, len);
+		mq_log_end();
 	} else if (st == MQ_EX_LOST && kept)
 		mq_reason_unkeep(rc->sp, nm->id, &k);
 	return st;
@@ -368,14 +381,18 @@ mq_receipt_unclaim(struct mq_receipt *rc, struct mq_placer *pl,
 	return release(rc, pl, mq_now_ms(), &nm, reason, len);
 }
 
-/* Dead-lettered with reason (len bytes). */
+/*
+ * Dead-lettered with reason (len bytes), for cause: rejected (mq-ack -x, a
+ * job's exit 65), attempts (a worker's last failed one).
+ */
 int
-mq_receipt_bury(struct mq_receipt *rc, const char *reason, size_t len)
+mq_receipt_bury(struct mq_receipt *rc, const char *reason, size_t len,
+    enum mq_cause cause)
 {
 	int st;
 
 	if ((st = settled(mq_bury(rc->sp, rc->bucket, rc->name, &rc->n,
-	    reason, len))) == MQ_EX_OK)
+	    reason, len, cause))) == MQ_EX_OK)
 		moved_on(rc);
 	return st;
 }

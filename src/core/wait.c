@@ -73,6 +73,40 @@ watch(int rootfd, int dirfd)
 	(void)add_watch(fd, rootfd, IN_DELETE | IN_DELETE_SELF);
 	return fd;
 }
+
+/*
+ * What follows the log (mq-log -f): a descriptor readable when a file of
+ * the spool root is written, made or renamed into it (an append to log,
+ * its rotation), or -1: then the follower looks again every second, as
+ * tail -f does where it has no events.
+ */
+int
+mq_log_watch(struct mq_spool *sp)
+{
+	const char *mode = getenv("MQ_WAIT");
+	int fd;
+
+	if (mode != NULL && strcmp(mode, "poll") == 0)
+		return -1;
+	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
+		return -1;
+	if (add_watch(fd, sp->fd, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
+	    IN_DELETE_SELF) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads what woke the follower, so that the next poll waits again. */
+void
+mq_log_watched(int fd)
+{
+	char buf[4096];
+
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
 #else
 static int
 watch(int rootfd, int dirfd)
@@ -80,6 +114,19 @@ watch(int rootfd, int dirfd)
 	(void)rootfd;
 	(void)dirfd;
 	return -1;
+}
+
+int
+mq_log_watch(struct mq_spool *sp)
+{
+	(void)sp;
+	return -1;
+}
+
+void
+mq_log_watched(int fd)
+{
+	(void)fd;
 }
 #endif
 
@@ -170,6 +217,8 @@ mq_wait(struct mq_waiter *w, int64_t timeout_ms)
 	int64_t step;
 	int r;
 
+	/* What this process did is in the log before it waits (log.c). */
+	mq_log_flush();
 	for (;;) {
 		if (w->fd == -1 && (r = mq_wait_rung(w, 0)) != 0)
 			return r;

@@ -782,7 +782,8 @@ too_big(struct push *p, struct msg *m, uint64_t size)
 	    (unsigned long long)size, (unsigned long long)p->b->max_size);
 	warnx("%s: %s: dead-lettered", mq_receipt_shown(&p->sp, m->receipt),
 	    why);
-	if (settled(p, m, mq_receipt_bury(&p->rc, why, (size_t)n)) == 0) {
+	if (settled(p, m, mq_receipt_bury(&p->rc, why, (size_t)n,
+	    MQ_CAUSE_REJECTED)) == 0) {
 		m->state = BURIED;
 		p->buried++;
 	} else

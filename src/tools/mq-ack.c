@@ -160,7 +160,8 @@ handle(struct acker *a, const char *receipt)
 				    strerror(rc->unkept));
 			break;
 		case BURY:
-			st = mq_receipt_bury(rc, a->reason, strlen(a->reason));
+			st = mq_receipt_bury(rc, a->reason, strlen(a->reason),
+			    MQ_CAUSE_REJECTED);
 			break;
 		case EXTEND:
 			st = mq_receipt_extend(rc, a->now + a->ms, out,

@@ -6,6 +6,7 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@ static const char help[] =
     "  paused yes|no|secs claim nothing while yes, or for secs\n"
     "                     (default no)\n"
     "  dedup-window secs  remember a dedup key after its message\n"
+    "  log-size size      of the log (mq-log), 512K, 16M (default);\n"
+    "                     0: no log\n"
+    "  log-age secs       mq-sweep drops older records (default 7d)\n"
     "  -f       set a ttl that expires waiting messages without asking\n"
     "  -v       say what changed, on standard error\n"
     "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -45,7 +49,8 @@ key_of(const char *name, size_t len)
 	if ((k = mq_conf_key(name, len)) != -1)
 		return k;
 	warnx("%.*s: unknown key (one of max-attempts, lease, max-depth, "
-	    "overflow, ttl, paused, dedup-window)", (int)len, name);
+	    "overflow, ttl, paused, dedup-window, log-size, log-age)",
+	    (int)len, name);
 	exit(MQ_EX_USAGE);
 }
 
@@ -123,6 +128,39 @@ confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms,
 	    n == 1 ? "" : "s");
 }
 
+/*
+ * The change in the spool's log (mq-log): what was set, what it was, and
+ * by whom (a name, as an operator reads it; the uid where there is none).
+ */
+static void
+logged(struct mq_spool *sp, const struct mq_conf *c,
+    char was[][sizeof(c->value[0])])
+{
+	struct passwd *pw = getpwuid(getuid());
+	char set[MQ_CONF_NKEYS * 80], old[MQ_CONF_NKEYS * 80], uid[24];
+	size_t sn = 0, on = 0;
+	int k;
+
+	set[0] = old[0] = '\0';
+	for (k = 0; k < MQ_CONF_NKEYS; k++) {
+		if (strcmp(was[k], mq_conf_value(c, k)) == 0)
+			continue;
+		sn += snprintf(set + sn, sizeof(set) - sn, "%s%s=%s",
+		    sn > 0 ? " " : "", mq_conf_name(k), mq_conf_value(c, k));
+		on += snprintf(old + on, sizeof(old) - on, "%s%s=%s",
+		    on > 0 ? " " : "", mq_conf_name(k), was[k]);
+	}
+	if (sn == 0)
+		return;
+	snprintf(uid, sizeof(uid), "%ld", (long)getuid());
+	mq_log_begin(sp, "conf", NULL);
+	mq_log_str("user", pw != NULL ? pw->pw_name : uid,
+	    strlen(pw != NULL ? pw->pw_name : uid));
+	mq_log_str("set", set, strlen(set));
+	mq_log_str("was", old, strlen(old));
+	mq_log_end();
+}
+
 static void
 set(const char *dir, int argc, char *argv[], int verbose, int force)
 {
@@ -188,6 +226,7 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 	else if (!changed)
 		err(MQ_EX_SYS, "%s/%s: nothing changed", sp.path, MQ_CONF);
 	mq_conf_unlock(&sp);
+	logged(&sp, &c, was);
 	for (k = 0; verbose && k < MQ_CONF_NKEYS; k++)
 		if (strcmp(was[k], mq_conf_value(&c, k)) != 0)
 			warnx("%s: %s=%s (was %s)", sp.path, mq_conf_name(k),

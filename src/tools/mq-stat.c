@@ -27,6 +27,25 @@ struct result {
 	const char	*path;
 	struct mq_stats	 st;
 	struct mq_conf	 conf;
+	uint64_t	 counts[MQ_COUNTS];
+};
+
+/* The counters' names (count.c's order): JSON's, and Prometheus' _total. */
+static const struct {
+	const char *name;
+	const char *help;
+} counters[MQ_COUNT_DEAD_ATTEMPTS] = {
+	[MQ_COUNT_SENT] = { "sent", "Messages that entered the spool "
+	    "(mq-send, mq-relay pull, a redrive from another spool)." },
+	[MQ_COUNT_CLAIMED] = { "claimed", "Deliveries: claims of a "
+	    "message, each attempt counted." },
+	[MQ_COUNT_ACKED] = { "acked", "Messages acked: done, gone." },
+	[MQ_COUNT_RELEASED] = { "released", "Messages released back to "
+	    "wait again (mq-ack -r, a failed job)." },
+	[MQ_COUNT_REDRIVEN] = { "redriven", "Dead letters redriven "
+	    "(mq-dlq redrive)." },
+	[MQ_COUNT_REMOVED] = { "removed", "Messages removed unprocessed "
+	    "(mq-rm) and dead letters purged (mq-dlq purge)." },
 };
 
 /* What --help prints after the usage. */
@@ -166,6 +185,22 @@ json_settings(const struct mq_conf *c)
 	putchar('}');
 }
 
+/* The counters object (mq-spool(5): "counters"). */
+static void
+json_counters(const uint64_t *v)
+{
+	int c;
+
+	fputs(",\"counters\":{", stdout);
+	for (c = 0; c < MQ_COUNT_DEAD_ATTEMPTS; c++)
+		printf("\"%s\":%" PRIu64 ",", counters[c].name, v[c]);
+	fputs("\"dead\":{", stdout);
+	for (c = 0; c < MQ_CAUSES; c++)
+		printf("%s\"%s\":%" PRIu64, c > 0 ? "," : "", mq_cause_word[c],
+		    v[mq_count_dead(c)]);
+	fputs("}}", stdout);
+}
+
 static void
 json(const struct result *r, size_t n, uint64_t now)
 {
@@ -186,6 +221,7 @@ json(const struct result *r, size_t n, uint64_t now)
 		if (with_bytes)
 			printf(",\"bytes\":%" PRIu64, r[i].st.bytes);
 		json_settings(&r[i].conf);
+		json_counters(r[i].counts);
 		puts("}");
 	}
 }
@@ -265,6 +301,7 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	    "inflight", "expired", "dead" };
 	uint64_t v[6];
 	size_t i, s;
+	int c;
 
 	puts("# HELP mq_messages Messages in the spool, by state.");
 	puts("# TYPE mq_messages gauge");
@@ -288,6 +325,24 @@ prometheus(const struct result *r, size_t n, uint64_t now)
 	if (with_bytes)
 		gauge(r, n, now, "mq_bytes", "Bytes of the messages in the "
 		    "spool, all states.", bytes, 0);
+	for (c = 0; c < MQ_COUNT_DEAD_ATTEMPTS; c++) {
+		printf("# HELP mq_%s_total %s\n# TYPE mq_%s_total counter\n",
+		    counters[c].name, counters[c].help, counters[c].name);
+		for (i = 0; i < n; i++) {
+			printf("mq_%s_total{spool=", counters[c].name);
+			label(r[i].path);
+			printf("} %" PRIu64 "\n", r[i].counts[c]);
+		}
+	}
+	puts("# HELP mq_dead_total Messages dead-lettered, by cause.");
+	puts("# TYPE mq_dead_total counter");
+	for (i = 0; i < n; i++)
+		for (c = 0; c < MQ_CAUSES; c++) {
+			fputs("mq_dead_total{spool=", stdout);
+			label(r[i].path);
+			printf(",cause=\"%s\"} %" PRIu64 "\n", mq_cause_word[c],
+			    r[i].counts[mq_count_dead(c)]);
+		}
 	gauge(r, n, now, "mq_paused", "1 when the spool is paused (mq-conf "
 	    "paused=yes), else 0.", paused, 0);
 	gauge(r, n, now, "mq_max_depth", "The most messages waiting that "
@@ -393,7 +448,8 @@ main(int argc, char *argv[])
 		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
 		    (r = settings(&sp, &res[n].conf)) == -1 ||
 		    mq_stat(&sp, now, res[n].conf.ttl_ms, with_bytes,
-		    &res[n].st) == -1) {
+		    &res[n].st) == -1 || mq_counts_read(&sp, res[n].counts) ==
+		    -1) {
 			if (r != -1 && errno == ENOTDIR)
 				warnx("%s: not a spool", dirs[i]);
 			else if (r != -1 && errno == ENOENT && defaulted)

@@ -113,8 +113,14 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_DIR_NEW);
 			status = MQ_EX_SYS;
 		}
+		if (mq_log_trim(&sp, sp.conf.log_age_ms) == -1) {
+			warn("%s/%s", sp.path, MQ_LOG);
+			status = MQ_EX_SYS;
+		}
 		if (every == 0)
 			break;
+		/* What this round did is in the log while it sleeps. */
+		mq_log_flush();
 		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);
 	}
 	mq_spool_close(&sp);

@@ -65,6 +65,8 @@ struct job {
 	int	 timed_out;
 	int	 stopped;	/* killed by a second stop signal */
 	int	 lost;
+	uint64_t started;	/* ms, for the log's job record */
+	pid_t	 pid;
 };
 
 /*
@@ -219,6 +221,7 @@ struct how {
 	const char *reason;	/* bury; release, unclaim: or NULL */
 	char	*out;		/* extend: the new receipt */
 	size_t	 size;
+	enum mq_cause cause;	/* bury */
 };
 
 static int
@@ -240,7 +243,8 @@ apply(struct worker *wk, const struct how *h)
 			st = MQ_EX_SYS;
 		return st;
 	case OP_BURY:
-		return mq_receipt_bury(&wk->rc, h->reason, strlen(h->reason));
+		return mq_receipt_bury(&wk->rc, h->reason, strlen(h->reason),
+		    h->cause);
 	default:
 		return mq_receipt_extend(&wk->rc, h->when, h->out, h->size);
 	}
@@ -307,15 +311,16 @@ unkept(struct worker *wk, struct job *j, int st)
  * with its failure as the reason (NULL: the last one given stays), so
  * that a death for attempts elsewhere still says why.
  */
-static void
+static int
 release(struct worker *wk, struct job *j, uint64_t due, const char *reason)
 {
-	struct how h = { OP_RELEASE, due, reason, NULL, 0 };
+	struct how h = { OP_RELEASE, due, reason, NULL, 0, 0 };
 	const char *why;
 	int st;
 
 	st = settle(wk, j, &h, &why);
 	unkept(wk, j, settled(wk, j, st, why));
+	return st;
 }
 
 /*
@@ -325,7 +330,7 @@ release(struct worker *wk, struct job *j, uint64_t due, const char *reason)
 static void
 unclaim(struct worker *wk, struct job *j, const char *reason)
 {
-	struct how h = { OP_UNCLAIM, 0, reason, NULL, 0 };
+	struct how h = { OP_UNCLAIM, 0, reason, NULL, 0, 0 };
 	const char *why;
 	int st;
 
@@ -405,6 +410,8 @@ start(void *arg, const char *rcpt, const char *id)
 	}
 	close(body);
 	wk->now = mq_now_ms();
+	j->started = wk->now;
+	j->pid = j->p.pid;
 	j->beat = wk->now + beat_ms(wk);
 	j->deadline = wk->opt->timeout_ms ? wk->now + wk->opt->timeout_ms :
 	    NEVER;
@@ -463,32 +470,74 @@ failure(const struct worker *wk, const struct job *j, int ws, char *buf,
 }
 
 /* Dead-letters j's message with reason; the log says why (shown). */
-static void
-bury(struct worker *wk, struct job *j, const char *reason, const char *shown)
+static int
+bury(struct worker *wk, struct job *j, const char *reason, const char *shown,
+    enum mq_cause cause)
 {
-	struct how h = { OP_BURY, 0, reason, NULL, 0 };
+	struct how h = { OP_BURY, 0, reason, NULL, 0, cause };
 	const char *why;
 	int st;
 
 	st = settle(wk, j, &h, &why);
 	if (settled(wk, j, st, why) == MQ_EX_OK)
 		warnx("%s: dead-lettered: %s", j->id, shown);
+	return st;
 }
 
-static void
+static int
 ack(struct worker *wk, struct job *j)
 {
-	struct how h = { OP_ACK, 0, NULL, NULL, 0 };
+	struct how h = { OP_ACK, 0, NULL, NULL, 0, 0 };
 	const char *why;
 	int st;
 
 	st = settle(wk, j, &h, &why);
 	if (settled(wk, j, st, why) != MQ_EX_OK) {
 		wk->failed = 1;
-		return;
+		return st;
 	}
 	if (wk->opt->verbose)
 		warnx("%s: done", j->id);
+	return st;
+}
+
+/*
+ * The job's record in the spool's log (mq-log): where and when it ran,
+ * how it ended, what became of its message (outcome: acked, released,
+ * dead; lost when its lease was, error when settling it failed), and its
+ * last line on stderr.
+ */
+static void
+job_logged(struct worker *wk, const struct job *j, int ws, int st,
+    const char *outcome)
+{
+	static char host[256];
+	char t[32];
+
+	if (host[0] == '\0' && gethostname(host, sizeof(host) - 1) == -1)
+		strlcpy(host, "-", sizeof(host));
+	if (st == MQ_EX_LOST)
+		outcome = "lost";
+	else if (st != MQ_EX_OK)
+		outcome = "error";
+	mq_log_begin(wk->sp, "job", j->id);
+	mq_log_num("attempt", j->attempt);
+	mq_log_str("host", host, strlen(host));
+	mq_log_num("job_pid", (uint64_t)j->pid);
+	mq_time_iso(t, sizeof(t), j->started);
+	mq_log_str("start", t, strlen(t));
+	secs(t, sizeof(t), wk->now - j->started);
+	mq_log_str("runtime", t, strlen(t));
+	if (WIFSIGNALED(ws))
+		mq_log_num("signal", (uint64_t)WTERMSIG(ws));
+	else
+		mq_log_num("exit", (uint64_t)WEXITSTATUS(ws));
+	if (j->timed_out)
+		mq_log_str("timed_out", "yes", 3);
+	mq_log_str("outcome", outcome, strlen(outcome));
+	if (j->p.last[0] != '\0')
+		mq_log_str("stderr", j->p.last, strlen(j->p.last));
+	mq_log_end();
 }
 
 /* The job has ended with wait status ws: settle its message. */
@@ -505,11 +554,12 @@ finish(struct worker *wk, struct job *j, int ws)
 	wk->now = mq_now_ms();
 	if (j->lost) {
 		wk->failed = 1;
+		job_logged(wk, j, ws, MQ_EX_LOST, "lost");
 		return;
 	}
 	/* Even after a stop signal, a job that says it succeeded did. */
 	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out) {
-		ack(wk, j);
+		job_logged(wk, j, ws, ack(wk, j), "acked");
 		return;
 	}
 	wk->failed = 1;
@@ -522,26 +572,31 @@ finish(struct worker *wk, struct job *j, int ws)
 	    j->p.last[0] != '\0' ? ": " : "", j->p.last);
 	if (j->stopped) {
 		warnx("%s: stopped (%s); released", j->id, why);
-		release(wk, j, wk->now, NULL);
+		job_logged(wk, j, ws, release(wk, j, wk->now, NULL),
+		    "released");
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
-		bury(wk, j, cause, why);
+		job_logged(wk, j, ws, bury(wk, j, cause, why, MQ_CAUSE_REJECTED),
+		    "dead");
 	else if (j->attempt >= wk->max) {
 		/* The form of every death for attempts (dead.c). */
 		reason = mq_reason_spent(cause, strlen(cause), &len);
 		shown = mq_reason_spent(why, strlen(why), &len);
 		/* Without them, the claim after its lease buries it. */
-		if (reason == NULL || shown == NULL)
+		if (reason == NULL || shown == NULL) {
 			(void)settled(wk, j, MQ_EX_SYS, NULL);
-		else
-			bury(wk, j, reason, shown);
+			job_logged(wk, j, ws, MQ_EX_SYS, "error");
+		} else
+			job_logged(wk, j, ws, bury(wk, j, reason, shown,
+			    MQ_CAUSE_ATTEMPTS), "dead");
 		free(reason);
 		free(shown);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
 		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
 		    j->attempt, wk->max, secs(t, sizeof(t), delay));
-		release(wk, j, wk->now + delay, cause);
+		job_logged(wk, j, ws, release(wk, j, wk->now + delay, cause),
+		    "released");
 	}
 }
 
@@ -567,7 +622,7 @@ static void
 heartbeat(struct worker *wk, struct job *j)
 {
 	char out[PATH_MAX];
-	struct how h = { OP_EXTEND, 0, NULL, out, sizeof(out) };
+	struct how h = { OP_EXTEND, 0, NULL, out, sizeof(out), 0 };
 	const char *why;
 	int st;
 
@@ -904,6 +959,8 @@ wait_once(struct worker *wk, int64_t timeout)
 	}
 	for (i = 0; i < n; i++)
 		pfd[i].revents = 0;
+	/* What was done so far is in the log before the wait (log.c). */
+	mq_log_flush();
 	if (poll(pfd, n, timeout > INT_MAX ? INT_MAX : (int)timeout) == -1 &&
 	    errno != EINTR)
 		err(MQ_EX_SYS, "poll");

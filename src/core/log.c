@@ -1,0 +1,348 @@
+/*
+ * log.c: the spool's log, a record for each state change a tool makes
+ * and each job a worker runs (mq-log(1); the format: mq-spool(5)).
+ *
+ * The file "log" in the spool root, a line a record:
+ *
+ *	TIME TAB KIND TAB ID TAB tool=PROG TAB pid=N TAB uid=N [TAB KEY=VALUE]...
+ *
+ * TIME is UTC, ISO 8601 to the millisecond; ID is "-" where no message is
+ * concerned; a VALUE has its backslashes, tabs, newlines and other control
+ * bytes escaped (\\, \t, \n, \xHH), so that a record is one line.
+ *
+ * Records are kept in the process, a buffer per spool, and appended with
+ * one write(2) to a file opened O_APPEND: concurrent writers share the
+ * file with no lock, each write landing whole after the others (one
+ * write of a buffer, one inode lock).  They are written when the buffer
+ * fills, before a process waits (mq_log_flush), when the spool is closed
+ * and at exit: what a process killed before then made is not in the log
+ * (its counters have it: count.c).  The log is not synced: after a power
+ * cut it may end early, never in the middle of a record that was written
+ * whole.
+ *
+ * Bounded with no lock either: the writer whose append takes log past
+ * half the spool's log-size renames it to log.1 (over the older one),
+ * once, under a non-blocking flock(2) of the file and only while "log"
+ * is still that file; a writer that opened the old one meanwhile appends
+ * to log.1, which is read too.  mq-sweep removes log.1 once older than
+ * log-age (mq_log_trim).
+ */
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+#define SLOTS		4	/* spools with records pending (mq-send's fan-out) */
+#define BUF_SIZE	32768
+#define VALUE_MAX	512	/* bytes of a value kept (a reason, a line) */
+/* The longest record: the fixed fields and a few escaped values. */
+#define RECORD_MAX	(256 + 4 * (VALUE_MAX * 4 + 64))
+
+const char *const mq_cause_word[MQ_CAUSES] = {
+	[MQ_CAUSE_ATTEMPTS] = "attempts",
+	[MQ_CAUSE_REJECTED] = "rejected",
+	[MQ_CAUSE_TTL] = "ttl",
+	[MQ_CAUSE_MAXLEN] = "maxlen",
+};
+
+/*
+ * A spool's pending records.  fd is its root's, the spool's own (sp->fd):
+ * a spool is flushed before it is closed, and one never closed keeps its
+ * descriptor until the exit flushes it.
+ */
+struct pending {
+	int	 fd;
+	dev_t	 dev;
+	ino_t	 ino;
+	mode_t	 fmode;
+	uint64_t bound;
+	size_t	 len;
+	char	 buf[BUF_SIZE];
+};
+
+static struct pending slots[SLOTS];
+static struct pending *open_rec;	/* the record being written */
+static int registered;
+static char prefix[96];		/* "\ttool=PROG\tpid=N\tuid=N" */
+static pid_t prefix_pid;
+
+static void
+rotate(struct pending *p, int fd, off_t end)
+{
+	struct stat mine, named;
+
+	if ((uint64_t)end <= p->bound / 2 || flock(fd, LOCK_EX | LOCK_NB) == -1)
+		return;
+	/* Another writer may have rotated it first: then "log" is not ours. */
+	if (fstat(fd, &mine) == 0 && fstatat(p->fd, MQ_LOG, &named,
+	    AT_SYMLINK_NOFOLLOW) == 0 && mine.st_dev == named.st_dev &&
+	    mine.st_ino == named.st_ino)
+		(void)renameat(p->fd, MQ_LOG, p->fd, MQ_LOG_OLD);
+	flock(fd, LOCK_UN);
+}
+
+/* Best effort: the log must never be a reason for a transition to fail. */
+static void
+flush(struct pending *p)
+{
+	size_t off = 0;
+	ssize_t w;
+	off_t end;
+	int fd, saved = errno;
+
+	if (p->len == 0)
+		return;
+	fd = openat(p->fd, MQ_LOG, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, p->fmode);
+	if (fd != -1) {
+		while (off < p->len && ((w = write(fd, p->buf + off,
+		    p->len - off)) > 0 || (w == -1 && errno == EINTR)))
+			if (w > 0)
+				off += (size_t)w;
+		if ((end = lseek(fd, 0, SEEK_CUR)) != -1)
+			rotate(p, fd, end);
+		close(fd);
+	}
+	p->len = 0;
+	errno = saved;
+}
+
+void
+mq_log_flush(void)
+{
+	size_t i;
+
+	for (i = 0; i < SLOTS; i++)
+		if (slots[i].len > 0)
+			flush(&slots[i]);
+}
+
+static void
+at_exit(void)
+{
+	mq_log_flush();
+}
+
+/* Records of sp are written now (before it is closed). */
+void
+mq_log_close(struct mq_spool *sp)
+{
+	size_t i;
+
+	for (i = 0; i < SLOTS; i++)
+		if (slots[i].len > 0 && slots[i].fd == sp->fd &&
+		    slots[i].dev == sp->dev && slots[i].ino == sp->ino) {
+			flush(&slots[i]);
+			slots[i].fd = -1;
+		}
+}
+
+static struct pending *
+slot(struct mq_spool *sp)
+{
+	struct pending *p, *free = NULL;
+	size_t i;
+
+	for (i = 0; i < SLOTS; i++) {
+		p = &slots[i];
+		if (p->len > 0 && p->fd == sp->fd && p->dev == sp->dev &&
+		    p->ino == sp->ino)
+			return p;
+		if (p->len == 0 && free == NULL)
+			free = p;
+	}
+	if (free == NULL) {
+		free = &slots[0];
+		flush(free);
+	}
+	free->fd = sp->fd;
+	free->dev = sp->dev;
+	free->ino = sp->ino;
+	free->fmode = sp->fmode;
+	return free;
+}
+
+static void
+put(struct pending *p, const char *s, size_t n)
+{
+	if (n > sizeof(p->buf) - p->len)
+		n = sizeof(p->buf) - p->len;
+	memcpy(p->buf + p->len, s, n);
+	p->len += n;
+}
+
+/* TIME, to the millisecond; the date and second formatted once a second. */
+static void
+put_time(struct pending *p, uint64_t ms)
+{
+	static time_t last = -1;
+	static char day[32];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	char frac[8];
+
+	if (t != last && gmtime_r(&t, &tm) != NULL) {
+		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+		last = t;
+	}
+	put(p, day, strlen(day));
+	snprintf(frac, sizeof(frac), ".%03uZ", (unsigned)(ms % 1000));
+	put(p, frac, strlen(frac));
+}
+
+/*
+ * Starts a record of kind, for the message id (NULL: none) of sp; its
+ * fields follow (mq_log_str, mq_log_num), mq_log_end ends it.
+ */
+void
+mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
+{
+	struct pending *p;
+
+	if (!registered) {
+		registered = 1;
+		atexit(at_exit);
+	}
+	if (prefix_pid != getpid()) {
+		prefix_pid = getpid();
+		snprintf(prefix, sizeof(prefix), "\ttool=%s\tpid=%ld\tuid=%ld",
+		    getprogname(), (long)prefix_pid, (long)getuid());
+	}
+	open_rec = NULL;
+	/* log-size=0: no log. */
+	if (sp->conf_ready && sp->conf.log_size == 0)
+		return;
+	p = slot(sp);
+	p->bound = sp->conf_ready ? sp->conf.log_size : MQ_LOG_SIZE;
+	if (sizeof(p->buf) - p->len < RECORD_MAX)
+		flush(p);
+	open_rec = p;
+	put_time(p, mq_now_ms());
+	put(p, "\t", 1);
+	put(p, kind, strlen(kind));
+	put(p, "\t", 1);
+	put(p, id != NULL ? id : "-", id != NULL ? strlen(id) : 1);
+	put(p, prefix, strlen(prefix));
+}
+
+void
+mq_log_str(const char *key, const char *s, size_t len)
+{
+	struct pending *p = open_rec;
+	char esc[VALUE_MAX * 4];
+	size_t i, n = 0;
+	unsigned char c;
+
+	if (p == NULL)
+		return;
+	if (len > VALUE_MAX)
+		len = VALUE_MAX;
+	for (i = 0; i < len; i++) {
+		c = (unsigned char)s[i];
+		if (c == '\\' || c == '\t' || c == '\n') {
+			esc[n++] = '\\';
+			esc[n++] = c == '\\' ? '\\' : c == '\t' ? 't' : 'n';
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(esc + n, 5, "\\x%02x", c);
+			n += 4;
+		} else
+			esc[n++] = (char)c;
+	}
+	put(p, "\t", 1);
+	put(p, key, strlen(key));
+	put(p, "=", 1);
+	put(p, esc, n);
+}
+
+void
+mq_log_num(const char *key, uint64_t v)
+{
+	char num[24];
+
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	mq_log_str(key, num, strlen(num));
+}
+
+void
+mq_log_end(void)
+{
+	struct pending *p = open_rec;
+
+	if (p == NULL)
+		return;
+	if (p->len == sizeof(p->buf))
+		p->len--;	/* cannot happen: RECORD_MAX is kept free */
+	put(p, "\n", 1);
+	open_rec = NULL;
+}
+
+/*
+ * mq-sweep's part: log.1 goes once its last record is older than age
+ * (ms; its mtime says when that was written), and log becomes log.1 once
+ * its first record is (its birth is not known everywhere: the time of
+ * its first line is).  0, or -1 with errno.
+ */
+int
+mq_log_trim(struct mq_spool *sp, uint64_t age_ms)
+{
+	struct stat st;
+	uint64_t now = mq_now_ms(), first;
+	char head[32];
+	ssize_t n;
+	int fd;
+
+	if (age_ms == 0)
+		return 0;
+	if (fstatat(sp->fd, MQ_LOG_OLD, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_mtime * 1000 + age_ms < now &&
+	    unlinkat(sp->fd, MQ_LOG_OLD, 0) == -1 && errno != ENOENT)
+		return -1;
+	fd = openat(sp->fd, MQ_LOG, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : -1;
+	n = pread(fd, head, sizeof(head) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	if (n >= 24 && mq_time_parse(head, 24, &first) == 0 && first + age_ms < now &&
+	    fstatat(sp->fd, MQ_LOG_OLD, &st, AT_SYMLINK_NOFOLLOW) == -1 &&
+	    errno == ENOENT && renameat(sp->fd, MQ_LOG, sp->fd, MQ_LOG_OLD) ==
+	    -1 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+/*
+ * Whether fd (read by a follower: mq-log -f) is still the file "log", not
+ * renamed log.1 since (or removed).
+ */
+int
+mq_log_same(struct mq_spool *sp, int fd)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) == -1 || fstatat(sp->fd, MQ_LOG, &b,
+	    AT_SYMLINK_NOFOLLOW) == -1)
+		return 0;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Opens log.1 (old) or log for reading: the fd, or -1 with errno (ENOENT:
+ * there is none).
+ */
+int
+mq_log_open(struct mq_spool *sp, int old)
+{
+	return openat(sp->fd, old ? MQ_LOG_OLD : MQ_LOG, O_RDONLY |
+	    O_NOFOLLOW | O_CLOEXEC);
+}
