@@ -272,6 +272,9 @@ EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/redrive-runbook.sh \
 	share/doc/mq/examples/shared-spool.sh \
 	share/doc/mq/examples/outbox-relay.sh
+# Prometheus alerting rules on mq-stat --prometheus, to copy and tune
+# (mq-stat(1)).
+ALERTS = share/prometheus/mq-alerts.yml
 
 # The units and examples name the programs and the examples where this
 # install puts them (a package's PREFIX=/usr: /usr/bin, not /usr/local/bin);
@@ -281,8 +284,9 @@ SUBST = sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g'
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
 	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
-	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(BASHCOMPDIR) \
-	    $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(SYSTEMDDIR)
+	    $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/prometheus \
+	    $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) \
+	    $(DESTDIR)$(SYSTEMDDIR)
 	cp -f $(BIN) $(DESTDIR)$(BINDIR)
 	cp -f $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	cp -f $(MAN5) $(DESTDIR)$(MANDIR)/man5
@@ -290,6 +294,7 @@ install: all
 	for e in $(EXAMPLES); do f=$(DESTDIR)$(DOCDIR)/examples/$${e##*/}; \
 	    $(SUBST) $$e >$$f && if [ -x $$e ]; then chmod 755 $$f; \
 	    else chmod 644 $$f; fi || exit 1; done
+	cp -f $(ALERTS) $(DESTDIR)$(DOCDIR)/prometheus
 	for p in $(PROGS); do \
 	    cp -f share/completions/mq.bash $(DESTDIR)$(BASHCOMPDIR)/$$p; done
 	cp -f share/completions/_mq $(DESTDIR)$(ZSHCOMPDIR)/_mq
@@ -313,7 +318,9 @@ uninstall:
 	    $(DESTDIR)$(BASHCOMPDIR)/mq-relay
 	for e in $(EXAMPLES); do rm -f $(DESTDIR)$(DOCDIR)/examples/$${e##*/}; \
 	    done
-	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+	rm -f $(DESTDIR)$(DOCDIR)/prometheus/mq-alerts.yml
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR)/prometheus \
+	    $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -f $(CORE)/*.o $(TOOLS)/*.o $(RELAY)/*.o $(LIBMQ) $(BIN) bin/mq-relay tests/amqp-get \

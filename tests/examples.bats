@@ -212,10 +212,14 @@ fake_convert() {
 @test "mq-stat(1): its crontab works under cron's environment, and the metrics land" {
 	install_root
 	echo x | mq-send -d "$root/var/spool/thumbs" >/dev/null
-	mkdir -p "$root/var/lib/node_exporter"
+	mq-send -l -d "$root/var/spool/mail" </dev/null
+	# Debian's prometheus-node-exporter reads its textfiles there.
+	d=$root/var/lib/prometheus/node-exporter
+	mkdir -p "$d"
 	run_crontabs "$(crontabs "$(mandoc -Tascii "$top/share/man/man1/mq-stat.1" | sed 's/.\x08//g')")"
-	grep -q '^mq_messages{.*state="ready"} 1$' "$root/var/lib/node_exporter/mq.prom"
-	assert_equal "$(ls "$root/var/lib/node_exporter")" mq.prom
+	grep -q "^mq_messages{spool=\"$root/var/spool/thumbs\",state=\"ready\"} 1\$" "$d/mq.prom"
+	grep -q "^mq_messages{spool=\"$root/var/spool/mail\",state=\"ready\"} 0\$" "$d/mq.prom"
+	assert_equal "$(ls "$d")" mq.prom
 }
 
 @test "example xargs-pool.sh: every job run, failures retried, exits when idle" {

@@ -6,7 +6,7 @@ installed_tree() { # root
 	(cd "$1" && find . \( -type f -o -type l \) | sort)
 }
 
-@test "make install: programs, man pages, completions, units and examples under DESTDIR and PREFIX" {
+@test "make install: programs, man pages, completions, units, examples and alerting rules under DESTDIR and PREFIX" {
 	dest=$BATS_TEST_TMPDIR/dest
 	make -s -C "$top" install DESTDIR="$dest" >/dev/null
 	expected=$(
@@ -25,6 +25,7 @@ installed_tree() { # root
 		    thumbnail-worker.conf xargs-pool.sh; do
 			echo "./usr/local/share/doc/mq/examples/$e"
 		done
+		echo ./usr/local/share/doc/mq/prometheus/mq-alerts.yml
 		# mq-relay, built only where librabbitmq is found, with its page,
 		# completion and units.
 		if [ -x "$top/bin/mq-relay" ]; then
@@ -36,6 +37,7 @@ installed_tree() { # root
 		fi
 	)
 	assert_equal "$(installed_tree "$dest")" "$(sort <<<"$expected")"
+	cmp "$top/share/prometheus/mq-alerts.yml" "$dest/usr/local/share/doc/mq/prometheus/mq-alerts.yml"
 	for p in mq mq-ack mq-conf mq-dlq mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
 		run "$dest/usr/local/bin/$p" --version
 		assert_success

@@ -79,7 +79,7 @@ files_of() {
 	dpkg-deb -c "$1" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }' | sort
 }
 
-@test "package: mq has the tools, pages, completions, units and examples where Debian expects them; mq-relay the relay alone" {
+@test "package: mq has the tools, pages, completions, units, examples and alerting rules where Debian expects them; mq-relay the relay alone" {
 	files=$(files_of "$mq_deb")
 	for p in mq mq-ack mq-conf mq-dlq mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
 		grep -qx "/usr/bin/$p" <<<"$files" || fail "no /usr/bin/$p"
@@ -89,7 +89,8 @@ files_of() {
 	for f in /usr/share/man/man5/mq-spool.5.gz /usr/share/man/man7/mq.7.gz \
 	    /usr/share/zsh/vendor-completions/_mq /usr/lib/systemd/system/mq-worker@.service \
 	    /usr/lib/systemd/system/mq-sweep@.service /usr/lib/systemd/system/mq-sweep@.timer \
-	    /usr/share/doc/mq/examples/xargs-pool.sh /usr/share/doc/mq/copyright; do
+	    /usr/share/doc/mq/examples/xargs-pool.sh /usr/share/doc/mq/copyright \
+	    /usr/share/doc/mq/prometheus/mq-alerts.yml; do
 		grep -qx "$f" <<<"$files" || fail "no $f in mq"
 	done
 	grep -qxE '/usr/share/doc/mq/NEWS(\.gz)?' <<<"$files" || fail "no NEWS in mq"
@@ -113,6 +114,8 @@ files_of() {
 	# The worker's command is the example job itself: it must stay
 	# executable (and uncompressed) in the package.
 	assert_file_executable "$x/usr/share/doc/mq/examples/thumbnail-job.sh"
+	# Prometheus reads the alerting rules as they are: uncompressed.
+	cmp "$top/share/prometheus/mq-alerts.yml" "$x/usr/share/doc/mq/prometheus/mq-alerts.yml"
 }
 
 @test "package: installed into a throwaway root, make demo's scenario runs from its paths; a purge leaves only dpkg's own files" {
