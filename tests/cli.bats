@@ -1,6 +1,6 @@
 load helper
 
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log"
 
 @test "every tool: -h and --help print usage on stdout, exit 0, create no spool" {
 	for t in $tools; do
@@ -55,7 +55,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-r
 }
 
 @test "every tool that has a default spool: --help names the ~/.local/state/mq fallback" {
-	for t in mq-send mq-recv mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm; do
+	for t in mq-send mq-recv mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log; do
 		run "$t" --help
 		assert_output --partial '$XDG_STATE_HOME/mq,'
 		# shellcheck disable=SC2088 # the words --help prints
@@ -73,7 +73,7 @@ tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-r
 }
 
 @test "every tool on a missing default spool names the path it looked at and why that one (no -d, no MQ_DIR)" {
-	for t in mq-stat mq-ls mq-recv mq-sweep mq-dlq mq-conf mq-rm; do
+	for t in mq-stat mq-ls mq-recv mq-sweep mq-dlq mq-conf mq-rm mq-log; do
 		args=
 		[ "$t" = mq-rm ] && args=--all
 		# shellcheck disable=SC2086 # an optional operand

@@ -19,6 +19,7 @@ _mq_options() {
 	mq-show) echo "-0 --raw -v -d -h --help -V --version" ;;
 	mq-rm) echo "-0 -f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
+	mq-log) echo "-f -v -d --json --since --kind -h --help -V --version" ;;
 	mq-relay) echo "-1 -v -d -n -q --max-bytes -h --help -V --version" ;;
 	esac
 }
@@ -88,7 +89,10 @@ _mq() {
 		# mq-send's priorities, 0 (the default) to 9.
 		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
 		return ;;
-	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | --max-bytes | --timeout | --backoff | --backoff-max | --ttl)
+	--kind)
+		[ "$cmd" = mq-log ] && mapfile -t COMPREPLY < <(compgen -W "send claim ack release dead redrive remove purge conf job" -- "$cur")
+		return ;;
+	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | --max-bytes | --timeout | --backoff | --backoff-max | --ttl | --since)
 		return ;;
 	esac
 	# mq-relay: the direction first, then its options; the URIs are not
@@ -145,7 +149,7 @@ _mq() {
 	fi
 	case $cmd in
 	mq-send | mq-ack) mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
-	mq-show | mq-rm)
+	mq-show | mq-rm | mq-log)
 		mapfile -t COMPREPLY < <(compgen -W "$(mq-ls "${spool[@]}" 2>/dev/null | cut -f 1)" -- "$cur") ;;
 	# Spools as operands, as -d.
 	mq-stat | mq-ls) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
@@ -154,7 +158,7 @@ _mq() {
 
 # mq TOOL ...: completed as mq-TOOL ... is, the words shifted by one.
 _mq_front() {
-	local tools="send recv ack sweep dlq stat conf ls show rm relay"
+	local tools="send recv ack sweep dlq stat conf ls show rm log relay"
 	local cur=${COMP_WORDS[COMP_CWORD]} tool=${COMP_WORDS[1]}
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
@@ -178,5 +182,5 @@ _mq_front() {
 }
 
 complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
-    mq-show mq-rm mq-relay
+    mq-show mq-rm mq-log mq-relay
 complete -F _mq_front mq

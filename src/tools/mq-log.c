@@ -346,8 +346,7 @@ main(int argc, char *argv[])
 	ids = argv;
 	for (i = 0; i < argc; i++)
 		if (!mq_id_prefix_valid(argv[i]))
-			errx(MQ_EX_USAGE, "%s: not an ID or a prefix of 8 or "
-			    "more of one", argv[i]);
+			errx(MQ_EX_USAGE, "%s: not a message ID", argv[i]);
 	mq_spool_xopen(&sp, dir, 0);
 	for (old = 1; old >= 0; old--) {
 		if ((r.fd = mq_log_open(&sp, old)) == -1) {

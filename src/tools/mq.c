@@ -41,6 +41,7 @@ static const struct {
 	{ "ls", "list the messages of a spool without claiming them" },
 	{ "show", "print the body of a message without claiming it" },
 	{ "rm", "remove messages by ID, or every waiting one" },
+	{ "log", "what happened: the spool's log, job by job" },
 	{ "relay", "carry messages between hosts through RabbitMQ" },
 };
 #define NTOOLS	(sizeof(tools) / sizeof(tools[0]))
