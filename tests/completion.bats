@@ -2,7 +2,7 @@ load helper
 
 comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
 comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log"
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {
@@ -226,7 +226,7 @@ pull"
 
 @test "completion (bash): mq completes its tools and help, mq help the tools, mq - its options" {
 	run complete_bash mq ""
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay help "
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay help "
 	run complete_bash mq re
 	assert_equal "$(echo "$output" | tr '\n' ' ')" "recv relay "
 	run complete_bash mq help ""
@@ -275,7 +275,7 @@ pull"
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	run -0 complete_zsh mq ""
 	assert_line --index 0 "_describe mq tool"
-	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay help "
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay help "
 	run -0 complete_zsh mq help ""
 	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay "
 	run -0 complete_zsh mq -

@@ -14,7 +14,7 @@ _mq_options() {
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
 	mq-dlq) echo "-0 -v -d -w --to --all --json --raw --reason --older-than --newer-than --rate -h --help -V --version" ;;
-	mq-stat) echo "-b -v -d --json --prometheus -h --help -V --version" ;;
+	mq-stat) echo "-b -i -v -d --json --prometheus -h --help -V --version" ;;
 	mq-conf) echo "-f -v -d -h --help -V --version" ;;
 	mq-show) echo "-0 --raw -v -d -h --help -V --version" ;;
 	mq-rm) echo "-0 -f -v -d --all -h --help -V --version" ;;

@@ -8,6 +8,7 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,8 @@
 
 enum format { TABLE, JSON, PROMETHEUS };
 
-#define USAGE "usage: mq-stat [-bv] [--json | --prometheus] [-d dir ...] " \
-    "[dir ...]\n"
+#define USAGE "usage: mq-stat [-bv] [-i secs] [--json | --prometheus] " \
+    "[-d dir ...] [dir ...]\n"
 
 enum { OPT_JSON = 256, OPT_PROMETHEUS };
 
@@ -28,6 +29,10 @@ struct result {
 	struct mq_stats	 st;
 	struct mq_conf	 conf;
 	uint64_t	 counts[MQ_COUNTS];
+	/* -i: what the counters said the round before, and when (0: none). */
+	uint64_t	 before[MQ_COUNTS];
+	uint64_t	 before_ms;
+	uint64_t	 now_ms;
 };
 
 /* The counters' names (count.c's order): JSON's, and Prometheus' _total. */
@@ -53,6 +58,8 @@ static const char help[] =
     "Count the messages of each spool by state; ages, and the settings\n"
     "that differ from the defaults (mq-conf).\n"
     "  -b            also the bytes of the messages (stats every file)\n"
+    "  -i secs       again every secs until interrupted, the table with\n"
+    "                the rates of the counters over the last secs\n"
     "  -d dir        a spool (more than one -d, or dir operands, for\n"
     "                more spools; default $MQ_DIR, else\n"
     "                $XDG_STATE_HOME/mq, else ~/.local/state/mq)\n"
@@ -119,12 +126,51 @@ settings_word(char *buf, size_t size, const struct mq_conf *c)
 
 /* Whether the sizes were counted (-b): else no bytes are printed. */
 static int with_bytes;
+static int with_rates;
+
+/* The rates -i shows: a counter's, or the sum of the deaths'. */
+static const struct {
+	const char	*head;
+	int		 count;	/* -1: every death */
+} rates[] = {
+	{ "SENT/S", MQ_COUNT_SENT }, { "CLAIMED/S", MQ_COUNT_CLAIMED },
+	{ "ACKED/S", MQ_COUNT_ACKED }, { "RELEASED/S", MQ_COUNT_RELEASED },
+	{ "DEAD/S", -1 },
+};
+#define NRATES	(sizeof(rates) / sizeof(rates[0]))
+
+static uint64_t
+counted(const uint64_t *v, int count)
+{
+	uint64_t sum = 0;
+	int c;
+
+	if (count != -1)
+		return v[count];
+	for (c = 0; c < MQ_CAUSES; c++)
+		sum += v[mq_count_dead(c)];
+	return sum;
+}
+
+/* Per second since the round before; "-" in the first. */
+static void
+rate(const struct result *r, int count, int width)
+{
+	uint64_t now = counted(r->counts, count), then = counted(r->before,
+	    count);
+
+	if (r->before_ms == 0 || r->now_ms <= r->before_ms)
+		printf(" %*s", width, "-");
+	else
+		printf(" %*.1f", width, now < then ? 0.0 :
+		    (double)(now - then) * 1000 / (r->now_ms - r->before_ms));
+}
 
 static void
 table(const struct result *r, size_t n, uint64_t now)
 {
 	char a[32], b[32], set[SETTINGS_MAX];
-	size_t i;
+	size_t i, k;
 	int w = strlen("SETTINGS"), len;
 
 	for (i = 0; i < n; i++)
@@ -136,6 +182,8 @@ table(const struct result *r, size_t n, uint64_t now)
 	    "OLDEST-DEAD");
 	if (with_bytes)
 		printf(" %12s", "BYTES");
+	for (i = 0; with_rates && i < NRATES; i++)
+		printf(" %*s", (int)strlen(rates[i].head), rates[i].head);
 	printf("  %-*s  %s\n", w, "SETTINGS", "SPOOL");
 	for (i = 0; i < n; i++) {
 		printf("%7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %8" PRIu64
@@ -146,6 +194,8 @@ table(const struct result *r, size_t n, uint64_t now)
 		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now));
 		if (with_bytes)
 			printf(" %12" PRIu64, r[i].st.bytes);
+		for (k = 0; with_rates && k < NRATES; k++)
+			rate(&r[i], rates[k].count, (int)strlen(rates[k].head));
 		printf("  %-*s  ", w,
 		    settings_word(set, sizeof(set), &r[i].conf));
 		mq_escape(stdout, r[i].path, strlen(r[i].path));
@@ -377,6 +427,53 @@ settings(struct mq_spool *sp, struct mq_conf *c)
 	return 0;
 }
 
+/*
+ * One round: each spool counted into res (its counters' last values kept
+ * for -i's rates), those counted copied to out, in order: how many.  A
+ * spool that cannot be counted is said, and makes *status 4.
+ */
+static size_t
+count_round(struct result *res, struct result *out, const char **dirs,
+    const char **whence, size_t ndirs, uint64_t now, int vflag,
+    int defaulted, int *status)
+{
+	struct mq_spool sp;
+	size_t i, n;
+	int r;
+
+	for (i = n = 0; i < ndirs; i++) {
+		r = 0;
+		memcpy(res[i].before, res[i].counts,
+		    sizeof(res[i].before));
+		res[i].before_ms = res[i].now_ms;
+		res[i].now_ms = 0;
+		/* The ttl tells the expired waiting messages from the ready. */
+		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
+		    (r = settings(&sp, &res[i].conf)) == -1 ||
+		    mq_stat(&sp, now, res[i].conf.ttl_ms, with_bytes,
+		    &res[i].st) == -1 || mq_counts_read(&sp,
+		    res[i].counts) == -1) {
+			if (r != -1 && errno == ENOTDIR)
+				warnx("%s: not a spool", dirs[i]);
+			else if (r != -1 && errno == ENOENT && defaulted)
+				warnx("%s: no such spool (%s)", dirs[i],
+				    mq_spool_whence(NULL));
+			else if (r != -1)
+				warn("%s", dirs[i]);
+			*status = MQ_EX_SYS;
+			mq_spool_close(&sp);
+			continue;
+		}
+		mq_spool_close(&sp);
+		res[i].now_ms = mq_now_ms();
+		if (vflag)
+			said(dirs[i], whence[i], &res[i].st);
+		res[i].path = dirs[i];
+		out[n++] = res[i];
+	}
+	return n;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -386,21 +483,23 @@ main(int argc, char *argv[])
 		{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct mq_spool sp;
-	struct result *res;
+	struct result *res, *out;
 	const char **dirs, **whence, *path;
 	enum format fmt = TABLE;
-	uint64_t now;
-	size_t ndirs = 0, n = 0, i;
-	int ch, r, vflag = 0, defaulted = 0, status = MQ_EX_OK;
+	uint64_t now, every = 0;
+	size_t ndirs = 0, n;
+	int ch, vflag = 0, defaulted = 0, status;
 
 	dirs = xreallocarray(NULL, argc + 1, sizeof(*dirs));
 	whence = xreallocarray(NULL, argc + 1, sizeof(*whence));
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("bvd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("bvd:i:hV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'b':
 			with_bytes = 1;
+			break;
+		case 'i':
+			every = xsecs("-i", optarg, 1);
 			break;
 		case 'v':
 			vflag = 1;
@@ -441,37 +540,28 @@ main(int argc, char *argv[])
 	}
 
 	res = xreallocarray(NULL, ndirs, sizeof(*res));
-	now = mq_now_ms();
-	for (i = 0; i < ndirs; i++) {
-		r = 0;
-		/* The ttl tells the expired waiting messages from the ready. */
-		if (mq_spool_open(&sp, dirs[i], 0) == -1 ||
-		    (r = settings(&sp, &res[n].conf)) == -1 ||
-		    mq_stat(&sp, now, res[n].conf.ttl_ms, with_bytes,
-		    &res[n].st) == -1 || mq_counts_read(&sp, res[n].counts) ==
-		    -1) {
-			if (r != -1 && errno == ENOTDIR)
-				warnx("%s: not a spool", dirs[i]);
-			else if (r != -1 && errno == ENOENT && defaulted)
-				warnx("%s: no such spool (%s)", dirs[i],
-				    mq_spool_whence(NULL));
-			else if (r != -1)
-				warn("%s", dirs[i]);
-			status = MQ_EX_SYS;
-			mq_spool_close(&sp);
-			continue;
-		}
-		mq_spool_close(&sp);
-		if (vflag)
-			said(dirs[i], whence[i], &res[n].st);
-		res[n++].path = dirs[i];
+	out = xreallocarray(NULL, ndirs, sizeof(*out));
+	memset(res, 0, ndirs * sizeof(*res));
+	with_rates = every != 0 && fmt == TABLE;
+	for (;;) {
+		status = MQ_EX_OK;
+		now = mq_now_ms();
+		n = count_round(res, out, dirs, whence, ndirs, now, vflag,
+		    defaulted, &status);
+		if (fmt == JSON)
+			json(out, n, now);
+		else if (fmt == PROMETHEUS)
+			prometheus(out, n, now);
+		else if (n > 0)
+			table(out, n, now);
+		if (every == 0)
+			break;
+		/* Like vmstat: a table each round, seen as it is printed. */
+		if (fflush(stdout) == EOF)
+			err(MQ_EX_SYS, "stdout");
+		poll(NULL, 0, every > 86400000 ? 86400000 : (int)every);
 	}
-	if (fmt == JSON)
-		json(res, n, now);
-	else if (fmt == PROMETHEUS)
-		prometheus(res, n, now);
-	else if (n > 0)
-		table(res, n, now);
+	free(out);
 	free(res);
 	free(dirs);
 	free(whence);
