@@ -230,7 +230,7 @@ pull"
 	run complete_bash mq re
 	assert_equal "$(echo "$output" | tr '\n' ' ')" "recv relay "
 	run complete_bash mq help ""
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay "
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay "
 	run complete_bash mq help recv ""
 	assert_output ""
 	run complete_bash mq -
@@ -277,7 +277,7 @@ pull"
 	assert_line --index 0 "_describe mq tool"
 	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay help "
 	run -0 complete_zsh mq help ""
-	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm relay "
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay "
 	run -0 complete_zsh mq -
 	for o in -h --help -V --version; do
 		[[ $output == *"\\)${o}\\["* ]] || fail "mq - does not offer $o: $output"
