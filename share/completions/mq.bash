@@ -19,7 +19,7 @@ _mq_options() {
 	mq-show) echo "-0 --raw -v -d -h --help -V --version" ;;
 	mq-rm) echo "-0 -f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
-	mq-log) echo "-f -v -d --json --since --kind -h --help -V --version" ;;
+	mq-log) echo "-f -v -d -o -a --json --since --kind -h --help -V --version" ;;
 	mq-relay) echo "-1 -v -d -n -q --max-bytes -h --help -V --version" ;;
 	esac
 }
@@ -38,7 +38,7 @@ _mq_conf() {
 	fi
 	case $key in
 	"")
-		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window= log-size= log-age=" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window= log-size= log-age= keep-output=" -- "$cur")
 		compopt -o nospace 2>/dev/null
 		return ;;
 	overflow) w="reject drop-oldest" ;;
@@ -92,7 +92,7 @@ _mq() {
 	--kind)
 		[ "$cmd" = mq-log ] && mapfile -t COMPREPLY < <(compgen -W "send claim ack release dead redrive remove purge conf job" -- "$cur")
 		return ;;
-	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | --max-bytes | --timeout | --backoff | --backoff-max | --ttl | --since)
+	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | -o | -a | --max-bytes | --timeout | --backoff | --backoff-max | --ttl | --since)
 		return ;;
 	esac
 	# mq-relay: the direction first, then its options; the URIs are not

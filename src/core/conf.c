@@ -42,6 +42,7 @@ static const struct {
 	[MQ_CONF_DEDUP_WINDOW] = { "dedup-window", "0" },
 	[MQ_CONF_LOG_SIZE] = { "log-size", "16M" },
 	[MQ_CONF_LOG_AGE] = { "log-age", "7d" },
+	[MQ_CONF_KEEP_OUTPUT] = { "keep-output", "0" },
 };
 
 #define MAX_DEPTH_MAX	1000000000LL
@@ -202,6 +203,12 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 			return -1;
 		c->log_age_ms = ms;
 		isdef = ms == MQ_LOG_AGE_MS;
+		break;
+	case MQ_CONF_KEEP_OUTPUT:
+		if (mq_secs_parse(v, &ms, why) == -1)
+			return -1;
+		c->keep_output_ms = ms;
+		isdef = ms == 0;
 		break;
 	case MQ_CONF_LEASE:
 	case MQ_CONF_TTL:

@@ -34,6 +34,8 @@
 #define MQ_DIR_LAST	"last"		/* a live message's last reason */
 #define MQ_DIR_KEYS	"keys"		/* dedup keys: made by a keyed send */
 #define MQ_DIR_GROUPS	"groups"	/* ordered groups' turns and queues */
+#define MQ_DIR_OUTPUT	"output"	/* jobs' kept output (keep-output) */
+#define MQ_OUTPUT_MAX	(1024 * 1024)	/* kept of a job: the last MiB, or two */
 
 /* The settings file in the spool root, and its name while written in tmp/. */
 #define MQ_CONF		"conf"
@@ -172,6 +174,7 @@ enum {
 	MQ_CONF_DEDUP_WINDOW,
 	MQ_CONF_LOG_SIZE,
 	MQ_CONF_LOG_AGE,
+	MQ_CONF_KEEP_OUTPUT,
 	MQ_CONF_NKEYS
 };
 struct mq_conf {
@@ -185,6 +188,7 @@ struct mq_conf {
 	uint64_t dedup_window_ms;
 	uint64_t log_size;	/* bytes of log and log.1; 0: no log */
 	uint64_t log_age_ms;	/* 0: no bound but the size */
+	uint64_t keep_output_ms;	/* 0: jobs' output not kept */
 	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
 	char	 other[1024];	/* lines of keys this version does not know */
 };
@@ -319,6 +323,21 @@ void	 mq_log_flush(void);
 void	 mq_log_close(struct mq_spool *);
 int	 mq_log_trim(struct mq_spool *, uint64_t);
 int	 mq_log_open(struct mq_spool *, int);
+
+/* output.c */
+struct mq_output {
+	int	 dir, fd;
+	uint64_t size;
+	char	 name[MQ_NAME_MAX];
+};
+int	 mq_output_open(struct mq_output *, struct mq_spool *, const char *,
+	    unsigned);
+void	 mq_output_write(struct mq_output *, const char *, size_t);
+void	 mq_output_close(struct mq_output *);
+int	 mq_output_find(struct mq_spool *, const char *, unsigned, int[2],
+	    char[MQ_ID_LEN + 1], unsigned *);
+int	 mq_output_sweep(struct mq_spool *, uint64_t,
+	    void (*)(const char *, const char *));
 int	 mq_log_same(struct mq_spool *, int);
 int	 mq_log_watch(struct mq_spool *);	/* wait.c */
 void	 mq_log_watched(int);

@@ -302,7 +302,9 @@ mq_job_start(struct mq_command *c, struct mq_job *p, int body,
 	for (tries = 0;; tries++) {
 		if (c->path == NULL && mq_command_find(c) == -1)
 			return -1;
-		if (tag != NULL && cloexec_pipe(outp, 1) == -1)
+		/* Its stdout is its own but when tagged or kept. */
+		if ((tag != NULL || p->keep != NULL) &&
+		    cloexec_pipe(outp, 1) == -1)
 			return -1;
 		if (cloexec_pipe(errp, 1) == -1) {
 			e = errno;
@@ -422,6 +424,11 @@ emit(struct mq_job *p, struct mq_job_stream *s, const char *buf, size_t len,
 		iov[n++].iov_len = 1;
 	}
 	write_all(s->to, iov, n);
+	if (p->keep != NULL) {
+		p->keep(p->keep_arg, buf, len);
+		if (eol)
+			p->keep(p->keep_arg, "\n", 1);
+	}
 	s->midline = !eol;
 }
 

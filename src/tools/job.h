@@ -47,6 +47,9 @@ struct mq_job_stream {
 struct mq_job {
 	pid_t	 pid;		/* 0: none running */
 	const char *tag;	/* and a tab begin each line; NULL: none */
+	/* Each line passed on, also given to keep (untagged); NULL: none. */
+	void	(*keep)(void *, const char *, size_t);
+	void	*keep_arg;
 	struct mq_job_stream out, err;
 	char	 last[MQ_JOB_LAST_MAX];	/* its last line on stderr */
 };

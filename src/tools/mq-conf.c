@@ -35,6 +35,8 @@ static const char help[] =
     "  log-size size      of the log (mq-log), 512K, 16M (default);\n"
     "                     0: no log\n"
     "  log-age secs       mq-sweep drops older records (default 7d)\n"
+    "  keep-output secs   keep each job's output that long (mq-log -o);\n"
+    "                     0: not kept (default)\n"
     "  -f       set a ttl that expires waiting messages without asking\n"
     "  -v       say what changed, on standard error\n"
     "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -49,7 +51,8 @@ key_of(const char *name, size_t len)
 	if ((k = mq_conf_key(name, len)) != -1)
 		return k;
 	warnx("%.*s: unknown key (one of max-attempts, lease, max-depth, "
-	    "overflow, ttl, paused, dedup-window, log-size, log-age)",
+	    "overflow, ttl, paused, dedup-window, log-size, log-age, "
+	    "keep-output)",
 	    (int)len, name);
 	exit(MQ_EX_USAGE);
 }

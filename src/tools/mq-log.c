@@ -19,7 +19,8 @@
 #include "tools.h"
 
 #define USAGE	"usage: mq-log [-fv] [--json] [--since secs] [--kind kind,...] " \
-    "[-d dir] [id ...]\n"
+    "[-d dir] [id ...]\n" \
+    "       mq-log [-v] [-d dir] -o id [-a attempt]\n"
 
 static const char help[] =
     "The spool's log: what the tools did (send, claim, ack, release,\n"
@@ -30,6 +31,8 @@ static const char help[] =
     "  --json         one JSON object a line\n"
     "  --since secs   only the records of the last secs\n"
     "  --kind k,...   only records of these kinds\n"
+    "  -o id          the output its job wrote (kept: keep-output in\n"
+    "                 mq-conf), of its latest attempt or -a attempt\n"
     MQ_HELP_SECS
     "Exit 1: no record matched (without -f).  See mq-log(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -263,6 +266,45 @@ reader_close(struct reader *r)
 	r->len = 0;
 }
 
+/*
+ * -o: the kept output of id's job (attempt: 0, the latest kept), its
+ * older part first; on a terminal escaped but for newlines and tabs, as
+ * mq-show writes a body.
+ */
+static int
+output(struct mq_spool *sp, const char *id, unsigned attempt)
+{
+	char full[MQ_ID_LEN + 1];
+	unsigned got;
+	int fds[2], i, tty = isatty(STDOUT_FILENO);
+
+	if (mq_output_find(sp, id, attempt, fds, full, &got) == -1) {
+		if (errno == EEXIST)
+			errx(MQ_EX_USAGE, "%s: ambiguous: several messages' "
+			    "output begins so", id);
+		if (errno != ENOENT)
+			err(MQ_EX_SYS, "%s/%s", sp->path, MQ_DIR_OUTPUT);
+		if (attempt != 0)
+			warnx("%s: no output kept of attempt %u", id, attempt);
+		else
+			warnx("%s: no output kept (see keep-output in "
+			    "mq-conf(1))", id);
+		return MQ_EX_NONE;
+	}
+	if (vflag)
+		warnx("%s: attempt %u", full, got);
+	for (i = 0; i < 2; i++) {
+		if (fds[i] == -1)
+			continue;
+		if (tty ? mq_copy_escaped(fds[i], stdout) == -1 :
+		    fflush(stdout) == EOF || mq_copy_fd(fds[i],
+		    STDOUT_FILENO) == -1)
+			err(MQ_EX_SYS, "%s", full);
+		close(fds[i]);
+	}
+	return MQ_EX_OK;
+}
+
 /* -f: what comes, as it comes; ends only with a signal or an error. */
 static void
 follow(struct mq_spool *sp, struct reader *r)
@@ -308,13 +350,20 @@ main(int argc, char *argv[])
 	};
 	struct mq_spool sp;
 	struct reader r = { -1, NULL, 0, 0 };
-	const char *dir = NULL;
+	const char *dir = NULL, *oid = NULL;
 	uint64_t since = 0, now;
-	int ch, fflag = 0, old, i;
+	int ch, fflag = 0, old, i, attempt = 0, other = 0;
 
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:hV"), longopts,
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:o:a:hV"), longopts,
 	    NULL)) != -1) {
+		other |= ch == 'f' || ch >= 256;
 		switch (ch) {
+		case 'o':
+			oid = optarg;
+			break;
+		case 'a':
+			attempt = xnumber("-a", optarg, 1, MQ_ATTEMPTS_MAX);
+			break;
 		case 'f':
 			fflag = 1;
 			break;
@@ -341,6 +390,17 @@ main(int argc, char *argv[])
 	}
 	argc -= optind;
 	argv += optind;
+	if (oid != NULL || attempt != 0) {
+		if (oid == NULL || other || argc > 0)
+			mq_usage(USAGE);
+		if (!mq_id_prefix_valid(oid))
+			errx(MQ_EX_USAGE, "%s: not a message ID", oid);
+		mq_spool_xopen(&sp, dir, 0);
+		i = output(&sp, oid, (unsigned)attempt);
+		mq_spool_close(&sp);
+		mq_stdout_close();
+		return i;
+	}
 	/* IDs of messages long gone are looked for in the log, not the spool. */
 	nids = (size_t)argc;
 	ids = argv;

@@ -117,6 +117,10 @@ main(int argc, char *argv[])
 			warn("%s/%s", sp.path, MQ_LOG);
 			status = MQ_EX_SYS;
 		}
+		if (mq_output_sweep(&sp, sp.conf.keep_output_ms, report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_OUTPUT);
+			status = MQ_EX_SYS;
+		}
 		if (every == 0)
 			break;
 		/* What this round did is in the log while it sleeps. */

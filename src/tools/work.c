@@ -67,6 +67,7 @@ struct job {
 	int	 lost;
 	uint64_t started;	/* ms, for the log's job record */
 	pid_t	 pid;
+	struct mq_output out;	/* its kept output (keep-output), or fd -1 */
 };
 
 /*
@@ -345,6 +346,31 @@ beat_ms(const struct worker *wk)
 	return wk->lease_ms >= 3 ? wk->lease_ms / 3 : 1;
 }
 
+/* A line of a job's output, kept (output.c). */
+static void
+kept(void *arg, const char *buf, size_t len)
+{
+	mq_output_write(arg, buf, len);
+}
+
+/*
+ * With keep-output, the job's output is kept as it is passed on; a file
+ * that cannot be made is said, and the job runs all the same.
+ */
+static void
+kept_open(struct worker *wk, struct job *j, int body)
+{
+	if (body == -1 || wk->sp->conf.keep_output_ms == 0)
+		return;
+	if (mq_output_open(&j->out, wk->sp, j->id, j->attempt) == -1) {
+		warn("%s/%s/%s,%u", wk->sp->path, MQ_DIR_OUTPUT, j->id,
+		    j->attempt);
+		return;
+	}
+	j->p.keep = kept;
+	j->p.keep_arg = &j->out;
+}
+
 /* Hands a claimed message to a free slot; called by mq_claim. */
 static int
 start(void *arg, const char *rcpt, const char *id)
@@ -356,6 +382,7 @@ start(void *arg, const char *rcpt, const char *id)
 	int body, got, st, e;
 
 	memset(j, 0, sizeof(*j));
+	j->out.fd = j->out.dir = -1;
 	strlcpy(j->id, id, sizeof(j->id));
 	if (strlcpy(j->receipt, rcpt, sizeof(j->receipt)) >=
 	    sizeof(j->receipt)) {
@@ -392,9 +419,11 @@ start(void *arg, const char *rcpt, const char *id)
 			    wk->rc.n.keyhash);
 		j->key[0] = '\0';
 	}
+	kept_open(wk, j, body);
 	if (body == -1 || mq_job_start(&wk->cmd, &j->p, body, job_env(wk, j),
 	    wk->opt->tag ? j->id : NULL) == -1) {
 		e = errno;
+		mq_output_close(&j->out);
 		warn("%s", body == -1 ?
 		    mq_receipt_shown(wk->sp, j->receipt) : wk->opt->argv[0]);
 		if (body != -1) {
@@ -512,7 +541,8 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
     const char *outcome)
 {
 	static char host[256];
-	char t[32];
+	char t[40];
+	size_t n;
 
 	if (host[0] == '\0' && gethostname(host, sizeof(host) - 1) == -1)
 		strlcpy(host, "-", sizeof(host));
@@ -525,6 +555,10 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 	mq_log_str("host", host, strlen(host));
 	mq_log_num("job_pid", (uint64_t)j->pid);
 	mq_time_iso(t, sizeof(t), j->started);
+	/* To the ms, as the log's own times are. */
+	if ((n = strlen(t)) > 0 && t[n - 1] == 'Z')
+		snprintf(t + n - 1, sizeof(t) - n + 1, ".%03uZ",
+		    (unsigned)(j->started % 1000));
 	mq_log_str("start", t, strlen(t));
 	secs(t, sizeof(t), wk->now - j->started);
 	mq_log_str("runtime", t, strlen(t));
@@ -550,6 +584,7 @@ finish(struct worker *wk, struct job *j, int ws)
 	uint64_t delay;
 
 	mq_job_end(&j->p);
+	mq_output_close(&j->out);
 	wk->running--;
 	wk->now = mq_now_ms();
 	if (j->lost) {
