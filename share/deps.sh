@@ -19,8 +19,9 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # made a no-op, which must be seen to lose messages),
 # man-db (pages as man shows them), sqlite3 (the outbox-relay example's
 # test), prometheus (for promtool, which checks mq-stat --prometheus;
-# its server is not run) and time (GNU time: a program's peak memory, as
-# mq-show's streaming is checked), and for mq-relay's tests: librabbitmq-dev
+# its server is not run), time (GNU time: a program's peak memory, as
+# mq-show's streaming is checked) and jq (the README's runbook of mq-log
+# runs as it is written), and for mq-relay's tests: librabbitmq-dev
 # (rabbitmq-c: without it mq-relay is not built), rabbitmq-server (the tests
 # start private nodes on loopback, tests/rabbit; the system's own service is
 # not used) and openssl (a throw-away CA and certificate for the TLS test),
@@ -30,7 +31,7 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # fakeroot, as debian/control says Rules-Requires-Root: no.
 test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
-    e2fsprogs mount xfsprogs eatmydata man-db sqlite3 prometheus time
+    e2fsprogs mount xfsprogs eatmydata man-db sqlite3 prometheus time jq
     librabbitmq-dev rabbitmq-server openssl dpkg-dev debhelper lintian"
 relay="$build librabbitmq-dev"
 bench="$test python3-dirq"

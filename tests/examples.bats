@@ -472,6 +472,47 @@ queued_once() {
 	assert_equal "$(mq-ls -s ready | wc -l)" 2
 }
 
+@test "README: what happened last night, pasted into a shell, tells counters, deaths, failed jobs, one message's life and its output" {
+	code=$(sed -n '/^### What happened last night/,/^## /p' "$top/README.md" |
+	    awk '/^```/ { if (inblock) exit; if ($0 == "```sh") { inblock = 1; next } } inblock')
+	[[ $code == 'export MQ_DIR=/var/spool/thumbs'* ]]
+	code=${code//export MQ_DIR=\/var\/spool\/thumbs/export MQ_DIR=$BATS_TEST_TMPDIR/spool}
+	# -f follows for ever: the runbook's last line, run bounded below.
+	[[ $code == *'mq-log -f --kind dead '* ]]
+	code=${code%mq-log -f --kind dead *}
+	mq-conf keep-output=1h 2>/dev/null
+	ok=$(echo fine | mq-send)
+	bad=$(echo broken | mq-send)
+	mq-recv -m 1 -w 0 -- sh -c 'read -r b; [ "$b" = fine ] || { echo "no good: $b" >&2; exit 3; }' \
+	    >/dev/null 2>&1 || true
+	mq-conf paused=yes 2>/dev/null
+	mq-conf paused=no 2>/dev/null
+	gone=$(echo cancelled | mq-send)
+	mq-rm "$gone"
+	code=${code//18ec96c3495e4b28/$bad}
+	run timeout 30 sh -c "$code"
+	assert_success
+	assert_line --partial '"sent": 3'
+	assert_line --regexp "remove +$gone .*state=ready"
+	assert_line --regexp "dead +$bad .*cause=attempts"
+	assert_line --regexp "conf +- .*user=$(id -un) set=paused=yes"
+	assert_line "$bad"$'\t3\tno good: broken'
+	refute_line --partial "$ok"$'\t'
+	assert_line --regexp "send +$bad"
+	assert_line "no good: broken"
+	# -f, bounded: a death after it started is printed.
+	timeout 10 mq-log -f --kind dead >"$BATS_TEST_TMPDIR/f" &
+	f=$!
+	sleep 0.5
+	echo later | mq-send >/dev/null
+	mq-ack -x later "$(mq-recv)"
+	for _ in $(seq 50); do grep -q "reason=later" "$BATS_TEST_TMPDIR/f" && break; sleep 0.1; done
+	kill "$f" 2>/dev/null || true
+	wait "$f" || true
+	run grep -c 'reason=later' "$BATS_TEST_TMPDIR/f"
+	assert_output 1
+}
+
 @test "README: Several hosts uses mq-relay's options, units and environment file as they are" {
 	text=$(sed -n '/^## Several hosts/,/^## Layout/p' "$top/README.md")
 	[ -n "$text" ]
