@@ -73,7 +73,6 @@ static struct pending slots[SLOTS];
 static struct pending *open_rec;	/* the record being written */
 static int registered;
 static char prefix[96];		/* "\ttool=PROG\tpid=N\tuid=N" */
-static pid_t prefix_pid;
 
 static void
 rotate(struct pending *p, int fd, off_t end)
@@ -212,11 +211,10 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 		registered = 1;
 		atexit(at_exit);
 	}
-	if (prefix_pid != getpid()) {
-		prefix_pid = getpid();
+	/* Once: no program of mq forks and goes on with the spool. */
+	if (prefix[0] == '\0')
 		snprintf(prefix, sizeof(prefix), "\ttool=%s\tpid=%ld\tuid=%ld",
-		    getprogname(), (long)prefix_pid, (long)getuid());
-	}
+		    getprogname(), (long)getpid(), (long)getuid());
 	open_rec = NULL;
 	/* log-size=0: no log. */
 	if (sp->conf_ready && sp->conf.log_size == 0)

@@ -837,6 +837,7 @@ mq_broker_frame(struct mq_broker *b, amqp_frame_t *f, int ms,
 
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
+	mq_log_flush();
 	st = amqp_simple_wait_frame_noblock(b->conn, f, &tv);
 	if (st == AMQP_STATUS_TIMEOUT)
 		return 0;

@@ -431,6 +431,8 @@ receive(struct puller *p, uint64_t ms)
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (long)(ms % 1000) * 1000;
 	amqp_maybe_release_buffers(b->conn);
+	/* What was entered so far is in the log before the wait (log.c). */
+	mq_log_flush();
 	r = amqp_consume_message(b->conn, &h->env, &tv, 0);
 	if (r.reply_type == AMQP_RESPONSE_NORMAL) {
 		if (h->env.channel != b->ch) {
