@@ -336,3 +336,167 @@ ready_age() {
 	run -0 --separate-stderr env MQ_DIR= XDG_STATE_HOME="$xdg" mq-stat -v
 	assert_equal "$stderr" "mq-stat: $xdg/mq (from \$XDG_STATE_HOME): 1 message"
 }
+
+# The counters of the spool ($1, default $MQ_DIR) as "NAME=N" words in
+# mq-stat --json's order, the deaths as dead.CAUSE=N.
+counters() {
+	mq-stat --json -d "${1:-$MQ_DIR}" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["counters"]
+print(" ".join(["%s=%d" % (k, v) for k, v in c.items() if k != "dead"] +
+    ["dead.%s=%d" % (k, v) for k, v in c["dead"].items()]))'
+}
+
+# A known history: every transition counted once, in the spool it was made
+# in.  Left: j and d ready; g2 (ttl) and h (maxlen) dead.
+known_history() {
+	printf 'a\nb\nc\nd\n' | mq-send -l >"$BATS_TEST_TMPDIR/ids"
+	mq-recv -n 4 >"$BATS_TEST_TMPDIR/r"
+	mq-ack "$(sed -n 1p "$BATS_TEST_TMPDIR/r")" "$(sed -n 2p "$BATS_TEST_TMPDIR/r")"
+	mq-ack -r --reason 'try later' "$(sed -n 3p "$BATS_TEST_TMPDIR/r")"
+	mq-ack -x 'bad input' "$(sed -n 4p "$BATS_TEST_TMPDIR/r")"
+	mq-ack "$(mq-recv)"
+	# A job's exit 65: rejected.
+	e=$(echo e | mq-send)
+	run -5 mq-recv -- sh -c 'exit 65'
+	# A job failing its 2 attempts: released once, then dead for attempts.
+	f=$(echo f | mq-send)
+	run -5 timeout 30 mq-recv -m 2 --backoff 0.001 -w 1 -- false
+	# Past the ttl: buried by the sweep, and by a claim.
+	mq-conf ttl=10
+	g=$(echo g | mq-send)
+	ahead 30 mq-sweep
+	echo g2 | mq-send >/dev/null
+	run -1 ahead 30 mq-recv
+	mq-conf ttl=
+	# A dedup hit sends nothing.
+	echo g2 | mq-send -k K >/dev/null
+	echo g2 | mq-send -k K >/dev/null
+	mq-ack "$(mq-recv)"
+	# Over max-depth 2, the oldest of h i j is dropped.
+	mq-conf max-depth=2 overflow=drop-oldest
+	printf 'h\ni\nj\n' | mq-send -l >"$BATS_TEST_TMPDIR/hij"
+	mq-conf max-depth= overflow=
+	d=$(sed -n 4p "$BATS_TEST_TMPDIR/ids")
+	mq-dlq redrive "$d" 2>/dev/null
+	mq-dlq redrive --to "$BATS_TEST_TMPDIR/other" "$e" 2>/dev/null
+	mq-dlq purge "$f" 2>/dev/null
+	# A dead letter removed is purged; i is removed while it waits.
+	mq-rm "$g"
+	mq-rm "$(sed -n 2p "$BATS_TEST_TMPDIR/hij")"
+}
+
+@test "mq-stat --json: the counters count each transition once: sends, claims, acks, releases, deaths by cause, redrives, removals" {
+	known_history
+	run -0 counters
+	assert_output "sent=12 claimed=9 acked=4 released=2 redriven=2 removed=3 dead.attempts=1 dead.rejected=2 dead.ttl=2 dead.maxlen=1"
+	# The spool redriven into counts a send, and nothing else.
+	run -0 counters "$BATS_TEST_TMPDIR/other"
+	assert_output "sent=1 claimed=0 acked=0 released=0 redriven=0 removed=0 dead.attempts=0 dead.rejected=0 dead.ttl=0 dead.maxlen=0"
+	# What entered is acked, removed, still here (alive or dead), or was
+	# redriven away: 12 = 4 + 3 + 2 + 2 + 1.
+	run -0 mq-stat --json
+	python3 -c '
+import json, sys
+s = json.loads(sys.argv[1])
+c = s["counters"]
+live = sum(s[k] for k in ("ready", "delayed", "blocked", "inflight", "expired"))
+assert (live, s["dead"]) == (2, 2), (live, s["dead"])
+away = 1
+assert c["sent"] == c["acked"] + c["removed"] + live + s["dead"] + away, s
+# And each death is a dead letter still here, redriven or purged.
+purged = 2
+assert sum(c["dead"].values()) == s["dead"] + c["redriven"] + purged, s
+' "$output"
+}
+
+@test "mq-stat: a fresh spool's counters are all zero" {
+	mq-send -l </dev/null
+	run -0 counters
+	assert_output "sent=0 claimed=0 acked=0 released=0 redriven=0 removed=0 dead.attempts=0 dead.rejected=0 dead.ttl=0 dead.maxlen=0"
+}
+
+@test "mq-stat --prometheus: the counters as _total counters with the values of --json, and promtool accepts them" {
+	command -v promtool >/dev/null || fail "promtool is not installed (sh share/deps.sh)"
+	known_history
+	mq-stat --prometheus -d "$MQ_DIR" -d "$BATS_TEST_TMPDIR/other" >"$BATS_TEST_TMPDIR/metrics"
+	run promtool check metrics <"$BATS_TEST_TMPDIR/metrics"
+	assert_success
+	run cat "$BATS_TEST_TMPDIR/metrics"
+	for m in sent claimed acked released redriven removed dead; do
+		assert_equal "$(grep -c "^# HELP mq_${m}_total " <<<"$output")" 1
+		assert_equal "$(grep -c "^# TYPE mq_${m}_total counter$" <<<"$output")" 1
+	done
+	other=$BATS_TEST_TMPDIR/other
+	for v in sent=12 claimed=9 acked=4 released=2 redriven=2 removed=3; do
+		assert_line "mq_${v%=*}_total{spool=\"$MQ_DIR\"} ${v#*=}"
+	done
+	for v in attempts=1 rejected=2 ttl=2 maxlen=1; do
+		assert_line "mq_dead_total{spool=\"$MQ_DIR\",cause=\"${v%=*}\"} ${v#*=}"
+		assert_line "mq_dead_total{spool=\"$other\",cause=\"${v%=*}\"} 0"
+	done
+	assert_line "mq_sent_total{spool=\"$other\"} 1"
+	assert_line "mq_acked_total{spool=\"$other\"} 0"
+}
+
+@test "mq-stat: counters are exact and never go backwards under concurrent senders and claimers" {
+	mq-send -l </dev/null
+	t=$BATS_TEST_TMPDIR
+	end=$((SECONDS + 120))
+	pids=()
+	for i in 1 2 3 4; do
+		seq 1 500 | timeout 60 mq-send -l >"$t/ids.$i" &
+		pids+=($!)
+	done
+	# Two claimers, until the sends are done and nothing is left.
+	claimer() {
+		local r
+		while [ $SECONDS -lt "$end" ]; do
+			if r=$(mq-recv -n 20); then
+				printf '%s\n' "$r" | mq-ack
+			elif [ -e "$t/sent" ]; then
+				return 0
+			else
+				sleep 0.01
+			fi
+		done
+		return 1
+	}
+	claimer &
+	c1=$!
+	claimer &
+	c2=$!
+	# Samples of the counters while they move.
+	(
+		while [ ! -e "$t/claimed" ] && [ $SECONDS -lt "$end" ]; do
+			mq-stat --json | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["counters"]))'
+		done
+	) >"$t/samples" &
+	s=$!
+	for p in "${pids[@]}"; do
+		wait "$p"
+	done
+	touch "$t/sent"
+	wait "$c1"
+	wait "$c2"
+	touch "$t/claimed"
+	wait "$s"
+	assert_equal "$(cat "$t"/ids.* | sort -u | wc -l)" 2000
+	run -0 counters
+	assert_output "sent=2000 claimed=2000 acked=2000 released=0 redriven=0 removed=0 dead.attempts=0 dead.rejected=0 dead.ttl=0 dead.maxlen=0"
+	run -0 mq-stat --json
+	assert_equal "$(json_field ready) $(json_field inflight)" "0 0"
+	# Every counter, sample after sample, only grew.
+	python3 -c '
+import json, sys
+prev, n = None, 0
+for line in open(sys.argv[1]):
+    c = json.loads(line)
+    flat = dict(c, **{"dead." + k: v for k, v in c.pop("dead").items()})
+    if prev is not None:
+        back = [k for k in flat if flat[k] < prev[k]]
+        assert not back, "went back: %s: %s then %s" % (back, prev, flat)
+    prev, n = flat, n + 1
+assert n >= 2, "%d samples" % n
+' "$t/samples"
+}

@@ -205,6 +205,7 @@ put_time(struct pending *p, uint64_t ms)
 void
 mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 {
+	const struct mq_conf *c;
 	struct pending *p;
 
 	if (!registered) {
@@ -216,11 +217,15 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 		snprintf(prefix, sizeof(prefix), "\ttool=%s\tpid=%ld\tuid=%ld",
 		    getprogname(), (long)getpid(), (long)getuid());
 	open_rec = NULL;
-	/* log-size=0: no log. */
-	if (sp->conf_ready && sp->conf.log_size == 0)
+	/*
+	 * log-size=0: no log.  The settings are read if the tool has not
+	 * read them yet (mq-ack, mq-rm): else it would log all the same.
+	 */
+	c = mq_settings(sp);
+	if (c->log_size == 0)
 		return;
 	p = slot(sp);
-	p->bound = sp->conf_ready ? sp->conf.log_size : MQ_LOG_SIZE;
+	p->bound = c->log_size;
 	if (sizeof(p->buf) - p->len < RECORD_MAX)
 		flush(p);
 	open_rec = p;

@@ -314,14 +314,11 @@ follow(struct mq_spool *sp, struct reader *r)
 
 	pfd.fd = w;
 	pfd.events = POLLIN;
+	/*
+	 * Read before the first wait: what was appended (or the log made)
+	 * after the first reading and before the watch sent no event.
+	 */
 	for (;;) {
-		if (fflush(stdout) == EOF)
-			err(MQ_EX_SYS, "stdout");
-		if (poll(&pfd, w != -1, w != -1 ? -1 : 1000) == -1 &&
-		    errno != EINTR)
-			err(MQ_EX_SYS, "poll");
-		if (w != -1)
-			mq_log_watched(w);
 		if (r->fd != -1 && drain(r, MQ_LOG) == -1)
 			exit(MQ_EX_SYS);
 		/* Rotated: the rest of the old one, then the new one. */
@@ -335,6 +332,13 @@ follow(struct mq_spool *sp, struct reader *r)
 			if (r->fd != -1 && drain(r, MQ_LOG) == -1)
 				exit(MQ_EX_SYS);
 		}
+		if (fflush(stdout) == EOF)
+			err(MQ_EX_SYS, "stdout");
+		if (poll(&pfd, w != -1, w != -1 ? -1 : 1000) == -1 &&
+		    errno != EINTR)
+			err(MQ_EX_SYS, "poll");
+		if (w != -1)
+			mq_log_watched(w);
 	}
 }
 
