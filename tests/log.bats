@@ -48,7 +48,7 @@ for line in open(sys.argv[1]):
     assert type(r.pop("pid")) is int and r.pop("uid") == int(sys.argv[3]), line
     for k, ok, shown in (
             ("job_pid", lambda v: type(v) is int, "N"),
-            ("start", lambda v: re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v), "T"),
+            ("start", lambda v: re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", v), "T"),
             ("runtime", lambda v: type(v) in (int, float) and v >= 0, "S"),
             ("host", lambda v: v == sys.argv[4], "H"),
             ("delay_ms", lambda v: type(v) is int and 0 < v <= 600000, "D")):
@@ -105,6 +105,27 @@ claim a tool=mq-recv attempt=2
 ack a tool=mq-ack attempt=2
 claim b tool=mq-recv attempt=1
 release b tool=mq-ack attempt=1 delay_ms=D"
+}
+
+@test "mq-log: a lease that ran out is told: mq-sweep's expire, and the claim that takes it after" {
+	sendn a
+	sendn b
+	mq-recv -n 2 -t 0.1 >/dev/null
+	sleep 0.3
+	# One is taken by the claim that meets it, the other swept back.
+	mq-recv -n 1 >/dev/null
+	mq-sweep
+	run -0 digest --kind claim,expire
+	assert_equal "${#lines[@]}" 4
+	assert_equal "${lines[0]}" "claim a tool=mq-recv attempt=1"
+	assert_equal "${lines[1]}" "claim b tool=mq-recv attempt=1"
+	# Which of the two the claim meets first is the claim's to choose.
+	taken=$(cut -d' ' -f2 <<<"${lines[2]}")
+	[ "$taken" = a ] && swept=b || swept=a
+	assert_equal "${lines[2]}" "claim $taken tool=mq-recv attempt=2 expired=yes"
+	assert_equal "${lines[3]}" "expire $swept tool=mq-sweep attempt=1"
+	# Not counted: the next claim of b is.
+	assert_equal "$(mq-stat --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["counters"]["claimed"])')" 3
 }
 
 @test "mq-log: a send to several spools is logged in each" {
@@ -226,7 +247,7 @@ release b tool=mq-ack attempt=1"
 	assert_output "claim a tool=mq-recv attempt=1
 claim b tool=mq-recv attempt=1"
 	run -2 --separate-stderr mq-log --kind ack,nope
-	assert_equal "$stderr" "mq-log: --kind nope: not a kind (send, claim, ack, release, dead, redrive, remove, purge, conf, job)"
+	assert_equal "$stderr" "mq-log: --kind nope: not a kind (send, claim, ack, release, expire, dead, redrive, remove, purge, conf, job)"
 	run -2 mq-log --kind ,
 	run -1 mq-log --kind dead
 	assert_output ""
@@ -250,7 +271,7 @@ ack a tool=mq-ack attempt=1"
 	run -0 digest "${a:0:8}"
 	assert_equal "${#lines[@]}" 4
 	run -2 --separate-stderr mq-log "${a:0:7}"
-	assert_equal "$stderr" "mq-log: ${a:0:7}: not an ID or a prefix of 8 or more of one"
+	assert_equal "$stderr" "mq-log: ${a:0:7}: not a message ID"
 	run -2 mq-log "not-an-id"
 	run -2 mq-log "$a" "$a/x"
 	run -1 mq-log "0000000000000000.1.000000000000"

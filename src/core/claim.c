@@ -64,6 +64,7 @@ struct run {
 	uint64_t	 wake;
 	uint64_t	 above;	/* the first key not due in the trees passed */
 	struct mq_reaper reaper;	/* its now is now's */
+	int		 expired;	/* claiming a lease run out (the log says) */
 };
 
 /*
@@ -119,6 +120,9 @@ claim_one(struct run *c, int from, const char *name,
 	mq_count(c->sp, MQ_COUNT_CLAIMED, 1);
 	mq_log_begin(c->sp, "claim", nm.id);
 	mq_log_num("attempt", nm.attempts);
+	/* Its lease before this one ran out: a worker died, or was slow. */
+	if (c->expired)
+		mq_log_str("expired", "yes", 3);
 	mq_log_end();
 	if (c->fn(c->arg, receipt, nm.id) == -1)
 		return -1;
@@ -209,7 +213,13 @@ mq_expired_scan(struct mq_spool *sp, uint64_t now, int limit,
 static int
 claim_expired(void *arg, int fd, const char *name, const struct mq_name *nm)
 {
-	return claim_one(arg, fd, name, nm);
+	struct run *c = arg;
+	int r;
+
+	c->expired = 1;
+	r = claim_one(c, fd, name, nm);
+	c->expired = 0;
+	return r;
 }
 
 static int

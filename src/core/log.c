@@ -325,18 +325,51 @@ mq_log_trim(struct mq_spool *sp, uint64_t age_ms)
 }
 
 /*
- * Whether fd (read by a follower: mq-log -f) is still the file "log", not
- * renamed log.1 since (or removed).
+ * Whether fd is the file named log (old: log.1); not after a rotation
+ * renamed it (or removed it).
  */
 int
-mq_log_same(struct mq_spool *sp, int fd)
+mq_log_is(struct mq_spool *sp, int fd, int old)
 {
 	struct stat a, b;
 
-	if (fstat(fd, &a) == -1 || fstatat(sp->fd, MQ_LOG, &b,
-	    AT_SYMLINK_NOFOLLOW) == -1)
+	if (fstat(fd, &a) == -1 || fstatat(sp->fd, old ? MQ_LOG_OLD : MQ_LOG,
+	    &b, AT_SYMLINK_NOFOLLOW) == -1)
 		return 0;
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Opens log.1 and log for reading (fds[0], fds[1]; -1 for one there is
+ * not), as they were at one moment: opened again if a rotation came
+ * between the two opens, which would leave the log it renamed unread.
+ * 0, or -1 with errno.
+ */
+int
+mq_log_open_both(struct mq_spool *sp, int fds[2])
+{
+	struct stat st;
+	int i, saved;
+
+	for (i = 0; i < MQ_RETRIES; i++) {
+		fds[0] = mq_log_open(sp, 1);
+		if (fds[0] == -1 && errno != ENOENT)
+			return -1;
+		fds[1] = mq_log_open(sp, 0);
+		if (fds[1] == -1 && errno != ENOENT) {
+			saved = errno;
+			mq_closefd(&fds[0]);
+			errno = saved;
+			return -1;
+		}
+		if (fds[0] != -1 ? mq_log_is(sp, fds[0], 1) :
+		    fstatat(sp->fd, MQ_LOG_OLD, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			return 0;
+		mq_closefd(&fds[0]);
+		mq_closefd(&fds[1]);
+	}
+	errno = EAGAIN;
+	return -1;
 }
 
 /*

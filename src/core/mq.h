@@ -338,7 +338,8 @@ int	 mq_output_find(struct mq_spool *, const char *, unsigned, int[2],
 	    char[MQ_ID_LEN + 1], unsigned *);
 int	 mq_output_sweep(struct mq_spool *, uint64_t,
 	    void (*)(const char *, const char *));
-int	 mq_log_same(struct mq_spool *, int);
+int	 mq_log_is(struct mq_spool *, int, int);
+int	 mq_log_open_both(struct mq_spool *, int[2]);
 int	 mq_log_watch(struct mq_spool *);	/* wait.c */
 void	 mq_log_watched(int);
 void	 mq_id_new(char *);

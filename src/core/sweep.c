@@ -85,6 +85,10 @@ reclaim_one(void *arg, int fd, const char *name, const struct mq_name *nm)
 		return r;
 	if (mq_place_back(&rc->pl, fd, name, nm, rc->reaper.now) == -1)
 		return errno == ENOENT ? 0 : -1;
+	/* Not counted: its next claim is, as a delivery. */
+	mq_log_begin(rc->sp, "expire", nm->id);
+	mq_log_num("attempt", nm->attempts);
+	mq_log_end();
 	if (rc->report != NULL)
 		rc->report(nm->id, "lease expired: back to new");
 	return 1;

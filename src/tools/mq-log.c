@@ -24,8 +24,9 @@
 
 static const char help[] =
     "The spool's log: what the tools did (send, claim, ack, release,\n"
-    "dead, redrive, remove, purge, conf) and the jobs workers ran (job),\n"
-    "oldest first; of these IDs only (or prefixes of 8 or more).\n"
+    "expire, dead, redrive, remove, purge, conf) and the jobs workers\n"
+    "ran (job), oldest first; of these IDs only (or prefixes of 8 or\n"
+    "more).\n"
     "  -f             then follow: print records as they come\n"
     "  -v             say on stderr which spool and files were read\n"
     "  --json         one JSON object a line\n"
@@ -41,7 +42,7 @@ static const char help[] =
 enum { OPT_JSON = 256, OPT_SINCE, OPT_KIND };
 
 static const char *const kinds[] = { "send", "claim", "ack", "release",
-    "dead", "redrive", "remove", "purge", "conf", "job" };
+    "expire", "dead", "redrive", "remove", "purge", "conf", "job" };
 #define NKINDS	(sizeof(kinds) / sizeof(kinds[0]))
 
 /* Fields whose values are numbers in JSON. */
@@ -76,8 +77,8 @@ kinds_parse(const char *arg)
 				break;
 		if (i == NKINDS)
 			errx(MQ_EX_USAGE, "--kind %s: not a kind (send, claim, "
-			    "ack, release, dead, redrive, remove, purge, conf, "
-			    "job)", k);
+			    "ack, release, expire, dead, redrive, remove, purge, "
+			    "conf, job)", k);
 		kind_on[i] = any_kind = 1;
 	}
 	free(copy);
@@ -305,6 +306,19 @@ output(struct mq_spool *sp, const char *id, unsigned attempt)
 	return MQ_EX_OK;
 }
 
+/* log.1, whole: a log that came and went while -f was not looking. */
+static void
+between(struct mq_spool *sp)
+{
+	struct reader o = { -1, NULL, 0, 0 };
+
+	if ((o.fd = mq_log_open(sp, 1)) == -1)
+		return;
+	(void)drain(&o, MQ_LOG_OLD);
+	reader_close(&o);
+	free(o.buf);
+}
+
 /* -f: what comes, as it comes; ends only with a signal or an error. */
 static void
 follow(struct mq_spool *sp, struct reader *r)
@@ -322,9 +336,12 @@ follow(struct mq_spool *sp, struct reader *r)
 		if (r->fd != -1 && drain(r, MQ_LOG) == -1)
 			exit(MQ_EX_SYS);
 		/* Rotated: the rest of the old one, then the new one. */
-		if (r->fd == -1 || !mq_log_same(sp, r->fd)) {
+		if (r->fd == -1 || !mq_log_is(sp, r->fd, 0)) {
 			if (r->fd != -1 && drain(r, MQ_LOG_OLD) == -1)
 				exit(MQ_EX_SYS);
+			/* Rotated twice: the one between is log.1 now. */
+			if (r->fd != -1 && !mq_log_is(sp, r->fd, 1))
+				between(sp);
 			reader_close(r);
 			if ((r->fd = mq_log_open(sp, 0)) == -1 &&
 			    errno != ENOENT)
@@ -356,7 +373,7 @@ main(int argc, char *argv[])
 	struct reader r = { -1, NULL, 0, 0 };
 	const char *dir = NULL, *oid = NULL;
 	uint64_t since = 0, now;
-	int ch, fflag = 0, old, i, attempt = 0, other = 0;
+	int ch, fflag = 0, old, i, attempt = 0, other = 0, fds[2];
 
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("fvd:o:a:hV"), longopts,
 	    NULL)) != -1) {
@@ -412,13 +429,11 @@ main(int argc, char *argv[])
 		if (!mq_id_prefix_valid(argv[i]))
 			errx(MQ_EX_USAGE, "%s: not a message ID", argv[i]);
 	mq_spool_xopen(&sp, dir, 0);
+	if (mq_log_open_both(&sp, fds) == -1)
+		err(MQ_EX_SYS, "%s/%s", sp.path, MQ_LOG);
 	for (old = 1; old >= 0; old--) {
-		if ((r.fd = mq_log_open(&sp, old)) == -1) {
-			if (errno != ENOENT)
-				err(MQ_EX_SYS, "%s/%s", sp.path,
-				    old ? MQ_LOG_OLD : MQ_LOG);
+		if ((r.fd = fds[!old]) == -1)
 			continue;
-		}
 		if (vflag)
 			warnx("%s/%s", sp.path, old ? MQ_LOG_OLD : MQ_LOG);
 		if (drain(&r, old ? MQ_LOG_OLD : MQ_LOG) == -1)
