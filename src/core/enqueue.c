@@ -233,6 +233,8 @@ mq_enq_await(struct mq_enqueue *eq, uint64_t wait_ms)
 		return 0;
 	}
 	left = eq->until - now;
+	/* What was done so far is in the log before the wait (log.c). */
+	mq_log_flush();
 	if (mq_wait(&eq->w, left < ROOM_POLL_MS ? (int64_t)left :
 	    ROOM_POLL_MS) == -1)
 		return -1;

@@ -14,9 +14,9 @@
  * one write(2) to a file opened O_APPEND: concurrent writers share the
  * file with no lock, each write landing whole after the others (one
  * write of a buffer, one inode lock).  They are written when the buffer
- * fills, before a process waits (mq_log_flush), when the spool is closed
- * and at exit: what a process killed before then made is not in the log
- * (its counters have it: count.c).  The log is not synced: after a power
+ * fills, before a process waits (mq_log_flush) and at exit: what a
+ * process killed before then made is not in the log (its counters have
+ * it: count.c).  The log is not synced: after a power
  * cut it may end early, never in the middle of a record that was written
  * whole.
  *
@@ -55,11 +55,13 @@ const char *const mq_cause_word[MQ_CAUSES] = {
 };
 
 /*
- * A spool's pending records.  fd is its root's, the spool's own (sp->fd):
- * a spool is flushed before it is closed, and one never closed keeps its
- * descriptor until the exit flushes it.
+ * A spool's pending records.  fd is its root, a descriptor of the log's
+ * own (a duplicate of sp->fd), so that the records of a spool closed
+ * before they are written still go to that spool; the spool is told by
+ * its root's device and inode.
  */
 struct pending {
+	int	 used;
 	int	 fd;
 	dev_t	 dev;
 	ino_t	 ino;
@@ -131,20 +133,6 @@ at_exit(void)
 	mq_log_flush();
 }
 
-/* Records of sp are written now (before it is closed). */
-void
-mq_log_close(struct mq_spool *sp)
-{
-	size_t i;
-
-	for (i = 0; i < SLOTS; i++)
-		if (slots[i].len > 0 && slots[i].fd == sp->fd &&
-		    slots[i].dev == sp->dev && slots[i].ino == sp->ino) {
-			flush(&slots[i]);
-			slots[i].fd = -1;
-		}
-}
-
 static struct pending *
 slot(struct mq_spool *sp)
 {
@@ -153,17 +141,21 @@ slot(struct mq_spool *sp)
 
 	for (i = 0; i < SLOTS; i++) {
 		p = &slots[i];
-		if (p->len > 0 && p->fd == sp->fd && p->dev == sp->dev &&
-		    p->ino == sp->ino)
+		if (p->used && p->dev == sp->dev && p->ino == sp->ino)
 			return p;
-		if (p->len == 0 && free == NULL)
+		if ((!p->used || p->len == 0) && free == NULL)
 			free = p;
 	}
 	if (free == NULL) {
 		free = &slots[0];
 		flush(free);
 	}
-	free->fd = sp->fd;
+	if (free->used)
+		close(free->fd);
+	free->used = 0;
+	if ((free->fd = fcntl(sp->fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return NULL;
+	free->used = 1;
 	free->dev = sp->dev;
 	free->ino = sp->ino;
 	free->fmode = sp->fmode;
@@ -224,7 +216,8 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 	c = mq_settings(sp);
 	if (c->log_size == 0)
 		return;
-	p = slot(sp);
+	if ((p = slot(sp)) == NULL)
+		return;
 	p->bound = c->log_size;
 	if (sizeof(p->buf) - p->len < RECORD_MAX)
 		flush(p);

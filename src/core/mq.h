@@ -320,7 +320,6 @@ void	 mq_log_str(const char *, const char *, size_t);
 void	 mq_log_num(const char *, uint64_t);
 void	 mq_log_end(void);
 void	 mq_log_flush(void);
-void	 mq_log_close(struct mq_spool *);
 int	 mq_log_trim(struct mq_spool *, uint64_t);
 int	 mq_log_open(struct mq_spool *, int);
 

@@ -395,7 +395,6 @@ mq_spool_close(struct mq_spool *sp)
 	size_t i;
 	int saved = errno;
 
-	mq_log_close(sp);
 	mq_counts_close(sp);
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] != -1)

@@ -217,8 +217,6 @@ mq_wait(struct mq_waiter *w, int64_t timeout_ms)
 	int64_t step;
 	int r;
 
-	/* What this process did is in the log before it waits (log.c). */
-	mq_log_flush();
 	for (;;) {
 		if (w->fd == -1 && (r = mq_wait_rung(w, 0)) != 0)
 			return r;

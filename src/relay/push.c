@@ -1066,6 +1066,7 @@ idle(struct push *p, struct mq_waiter *w, uint64_t wake)
 	while (!*p->b->stop && (now = mq_now_ms()) < until) {
 		if (service(p, 0) == -1)
 			return;
+		mq_log_flush();
 		r = mq_wait(w, until - now < SLICE_MS ? (int64_t)(until - now) :
 		    SLICE_MS);
 		if (r == -1)

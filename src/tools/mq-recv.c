@@ -306,6 +306,8 @@ receive(struct recv_opts *o, uint64_t until)
 			wake = until;
 		timeout = wake == UINT64_MAX ? -1 : wake > now ?
 		    (int64_t)(wake - now) : 0;
+		/* What was done so far is in the log before the wait. */
+		mq_log_flush();
 		if ((r = mq_wait(&w, timeout)) == -1)
 			wait_failed(&sp);
 		if (r == 1 || (conf->paused && conf->paused_until_ms != 0 &&
