@@ -500,3 +500,44 @@ for line in open(sys.argv[1]):
 assert n >= 2, "%d samples" % n
 ' "$t/samples"
 }
+
+@test "mq-stat -i: a table each round, with the rates of the counters over the last interval; - in the first" {
+	seq 1 3 | mq-send -l >/dev/null
+	# Rounds every 0.5 s; 200 sends land between the first two.
+	mq-stat -i 0.5 >"$BATS_TEST_TMPDIR/rounds" &
+	pid=$!
+	for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/rounds" ] && break; sleep 0.1; done
+	seq 1 200 | mq-send -l >/dev/null
+	for _ in $(seq 50); do [ "$(grep -c '^ *READY' "$BATS_TEST_TMPDIR/rounds")" -ge 3 ] && break; sleep 0.1; done
+	kill "$pid"
+	wait "$pid" || true
+	run grep -c '^ *READY' "$BATS_TEST_TMPDIR/rounds"
+	[ "$output" -ge 3 ] || fail "$(cat "$BATS_TEST_TMPDIR/rounds")"
+	# The header names the rates before the settings.
+	run -0 sed -n 1p "$BATS_TEST_TMPDIR/rounds"
+	[[ $output == *" SENT/S CLAIMED/S ACKED/S RELEASED/S DEAD/S  SETTINGS  SPOOL" ]] || fail "$output"
+	# The first round has no rate; the sends show in a later one, and
+	# nothing else moved.
+	read -r _ _ _ _ _ _ _ _ sent _ <<<"$(sed -n 2p "$BATS_TEST_TMPDIR/rounds")"
+	assert_equal "$sent" -
+	awk '/^ *READY/ { next } NR > 2 { if ($9 > 0) seen++; if ($10 + $11 + $12 + $13 != 0) bad++ }
+	    END { exit !(seen >= 1 && !bad) }' \
+	    "$BATS_TEST_TMPDIR/rounds" || fail "$(cat "$BATS_TEST_TMPDIR/rounds")"
+}
+
+@test "mq-stat -i: a bad interval is a usage error (2); with --json each round prints its lines" {
+	run -2 mq-stat -i 0
+	run -2 mq-stat -i x
+	run -2 mq-stat -i -1
+	echo x | mq-send >/dev/null
+	mq-stat -i 0.2 --json >"$BATS_TEST_TMPDIR/j" &
+	pid=$!
+	for _ in $(seq 50); do [ "$(wc -l <"$BATS_TEST_TMPDIR/j")" -ge 2 ] && break; sleep 0.1; done
+	kill "$pid"
+	wait "$pid" || true
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/j")" -ge 2 ]
+	head -n 2 "$BATS_TEST_TMPDIR/j" | python3 -c '
+import json, sys
+for l in sys.stdin:
+    assert json.loads(l)["counters"]["sent"] == 1, l'
+}
