@@ -260,8 +260,8 @@ bench: all $(BENCHBIN)
 # with the targets' record in bench/README.md.
 bench-quick: all bench/floor bench/spawn bench/true-c
 	BENCH_FS=/dev/shm BENCH_RUNS=3 BENCH_N=5000 BENCH_DEPTH=20000 \
-	    BENCH_GROUP_N=5000 BENCH_JOBS=500 \
-	    BENCH_ONLY="rates startup workers depth delayed worker expired maxdepth group prio ls" \
+	    BENCH_GROUP_N=5000 BENCH_JOBS=500 BENCH_LOG_N=100000 \
+	    BENCH_ONLY="rates startup workers depth delayed worker expired maxdepth group prio ls history" \
 	    sh bench/bench.sh
 
 UNITS = mq-sweep@.service mq-sweep@.timer mq-worker@.service

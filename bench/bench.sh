@@ -6,12 +6,15 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio ls show relay), BENCH_GROUP_N (messages parked
+# expired maxdepth overshoot group prio ls show history relay), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit), BENCH_RELAY_N (messages per relay run, 10000), BENCH_RELAY_SIZE
 # (their size in bytes, 100), BENCH_RELAY_BASE (another mq-relay binary,
-# for a relay push row of its own in the same runs).
+# for a relay push row of its own in the same runs), BENCH_HISTORY_BASE (a
+# git revision, or the bin/ of a build, without counters and log: the
+# history rows' baseline; by default the parent of the commit that added
+# src/core/count.c), BENCH_LOG_N (records of mq-log's log, 1000000).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +28,10 @@ N=${BENCH_N:-20000}
 R=${BENCH_RUNS:-5}
 DEPTH=${BENCH_DEPTH:-1000000}
 GROUP_N=${BENCH_GROUP_N:-100000}
+LOG_N=${BENCH_LOG_N:-1000000}
+case $LOG_N in
+'' | *[!0-9]* | 0) echo "bench.sh: BENCH_LOG_N: a number of records, 1 or more" >&2; exit 2 ;;
+esac
 PY=/usr/bin/python3
 [ -x "$PY" ] && "$PY" -c 'import dirq' 2>/dev/null || PY=
 mkdir -p "$here/tmp"
@@ -597,6 +604,244 @@ bench_show() { # fs: mq-show of a 1 GiB message against cat of its file
 	rm -rf "$w"
 }
 
+# The spool's history, its counters (count.c) and its log (log.c): what
+# they cost the rates, against a build without them.  BENCH_HISTORY_BASE
+# is that build: a git revision, by default the parent of the commit that
+# added src/core/count.c, built once into bench/tmp/base; or the bin/ of a
+# build made elsewhere (for a tree without git).  HIST_BIN is its bin/,
+# empty when the rows are skipped (one note says why).
+HIST_BIN='' HIST_TRIED='' HIST_WHAT=''
+history_base() {
+	[ -z "$HIST_TRIED" ] || return 0
+	HIST_TRIED=1
+	_b=${BENCH_HISTORY_BASE:-}
+	if [ -n "$_b" ] && [ -d "$_b" ]; then
+		for _t in mq-send mq-recv mq-ack; do
+			if [ ! -x "$_b/$_t" ]; then
+				note "history: skipped: BENCH_HISTORY_BASE: $_b/$_t is missing"
+				return 0
+			fi
+		done
+		HIST_BIN=$(cd "$_b" && pwd)
+		HIST_WHAT=$HIST_BIN
+		return 0
+	fi
+	if ! command -v git >/dev/null 2>&1 ||
+	    ! git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		note "history: skipped: no git repository to build the baseline from (BENCH_HISTORY_BASE may name the bin/ of a build without counters and log)"
+		return 0
+	fi
+	if [ -z "$_b" ]; then
+		_b=$(git -C "$top" log --diff-filter=A --format=%H -- src/core/count.c | tail -n 1)
+		if [ -z "$_b" ]; then
+			note "history: skipped: no commit in the repository added src/core/count.c"
+			return 0
+		fi
+		_b=$_b^
+	fi
+	if ! _rev=$(git -C "$top" rev-parse -q --verify "$_b^{commit}"); then
+		note "history: skipped: revision $_b is not in the repository (a shallow clone?)"
+		return 0
+	fi
+	_dir=$here/tmp/base
+	if [ "$(cat "$_dir/.built" 2>/dev/null)" != "$_rev" ]; then
+		say "history: building the baseline $_rev in bench/tmp/base"
+		rm -rf "$_dir"
+		mkdir -p "$_dir"
+		if ! git -C "$top" archive "$_rev" | tar -x -C "$_dir" ||
+		    ! make -C "$_dir" bin/mq-send bin/mq-recv bin/mq-ack \
+		    >"$_dir/make.log" 2>&1; then
+			note "history: skipped: the baseline $_rev did not build (bench/tmp/base/make.log)"
+			return 0
+		fi
+		echo "$_rev" >"$_dir/.built"
+	fi
+	HIST_BIN=$_dir/bin
+	HIST_WHAT=$(git -C "$top" rev-parse --short "$_rev")
+}
+
+# hist_step W SIDE STEP SPOOL: one timed step of the history rows with the
+# binaries of SIDE (cur: this build; base: HIST_BIN), its rate onto
+# W/SIDE.STEP.t.  The claim loop finds mq-recv and mq-ack by name, in PATH.
+hist_step() {
+	_p=$PATH
+	[ "$2" = cur ] || _p=$HIST_BIN:$PATH
+	sync
+	case $3 in
+	durable | nosync)
+		_f=-l
+		[ "$3" = durable ] || _f=-lS
+		PATH=$_p MQ_DIR=$4 spawn -i "$1/lines" -o /dev/null 1 mq-send "$_f" |
+		    awk -v n="$N" '{ printf "%.0f\n", n / ($1 / 1e6) }'
+		;;
+	claim)
+		_s=$(now)
+		(PATH=$_p; claim_all "$4" 1000)
+		_e=$(now)
+		rate "$N" "$_s" "$_e"
+		;;
+	esac >>"$1/$2.$3.t"
+}
+
+bench_history() { # fs: the rates with counters and log, and without
+	history_base
+	[ -n "$HIST_BIN" ] || return 0
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	seq 1 "$N" >"$w/lines"
+	for r in $(seq 1 "$R"); do
+		say "$name: history, run $r of $R"
+		d=$(mktemp -d "$w/run.XXXXXX")
+		# Each step four times, the two builds in ABBA order (BAAB in
+		# even runs), so that a drift of the machine's speed within
+		# the run bills both alike; each into a spool of its own, which
+		# the claims drain in the same order.
+		order="base cur cur base"
+		[ $((r % 2)) -eq 1 ] || order="cur base base cur"
+		for step in durable nosync claim; do
+			seen=
+			for side in $order; do
+				i=1
+				case " $seen " in *" $side "*) i=2 ;; esac
+				seen="$seen $side"
+				q=$d/$side.d$i
+				[ "$step" != nosync ] || q=$d/$side.s$i
+				hist_step "$w" "$side" "$step" "$q"
+			done
+			# One figure of each build a run: 2N over its two
+			# steps' time.
+			for side in base cur; do
+				awk '{ t += 1 / $1 } END { printf "%.0f\n", NR / t }' \
+				    "$w/$side.$step.t" >>"$w/$side.$step"
+				rm -f "$w/$side.$step.t"
+			done
+			say "$name: history, run $r: $step: $(tail -n 1 "$w/cur.$step") msg/s, without: $(tail -n 1 "$w/base.$step")"
+		done
+		# That the two builds differ where they should: only this one
+		# keeps counters, and logs each send, claim and ack.
+		if [ "$r" -eq 1 ]; then
+			if [ -e "$d/base.d1/counters" ] || [ -e "$d/base.d1/log" ]; then
+				note "history: $name: the baseline ($HIST_WHAT) keeps counters or a log: not a build without them"
+			fi
+			[ -e "$d/cur.d1/counters" ] ||
+			    note "history: $name: this build kept no counters"
+			recs=$(cat "$d/cur.d1/log" "$d/cur.d1/log.1" 2>/dev/null | wc -l)
+			[ "$recs" -eq $((3 * N)) ] ||
+			    note "history: $name: this build logged $recs records for $N sends, claims and acks (not $((3 * N)))"
+		fi
+		rm -rf "$d"
+	done
+	paired "$name" "send, durable (mq-send -l), counted and logged" \
+	    "$w/cur.durable" msg/s "the same, built without (at $HIST_WHAT)" \
+	    "$w/base.durable" ">= 0.95"
+	paired "$name" "send, no sync (mq-send -l -S), counted and logged" \
+	    "$w/cur.nosync" msg/s "the same, built without (at $HIST_WHAT)" \
+	    "$w/base.nosync" ">= 0.95"
+	paired "$name" "claim+ack (mq-recv -n 1000 | mq-ack), counted, logged" \
+	    "$w/cur.claim" msg/s "the same, built without (at $HIST_WHAT)" \
+	    "$w/base.claim" ">= 0.95"
+	rm -rf "$w"
+}
+
+# A log of LOG_N records as log.c writes them, spread evenly over the 24
+# hours before END (ms since the epoch): a message's send (mq-send), claim
+# (mq-recv) and ack (mq-ack) one after another, a new process of each
+# every 1000 messages.  Times are formatted here (no strftime in POSIX
+# awk); the day's part once a second.
+hist_log() { # n, end ms
+	awk -v n="$1" -v end="$2" -v uid="$(id -u)" '
+	function two(v) { return v < 10 ? "0" v : v }
+	function iso(s,   z, era, doe, yoe, y, doy, mp, d, m, r) {
+		z = int(s / 86400) + 719468
+		r = s - int(s / 86400) * 86400
+		era = int(z / 146097)
+		doe = z - era * 146097
+		yoe = int((doe - int(doe / 1460) + int(doe / 36524) - int(doe / 146096)) / 365)
+		y = yoe + era * 400
+		doy = doe - (365 * yoe + int(yoe / 4) - int(yoe / 100))
+		mp = int((5 * doy + 2) / 153)
+		d = doy - int((153 * mp + 2) / 5) + 1
+		m = mp < 10 ? mp + 3 : mp - 9
+		if (m <= 2) y++
+		return y "-" two(m) "-" two(d) "T" two(int(r / 3600)) ":" \
+		    two(int(r % 3600 / 60)) ":" two(r % 60)
+	}
+	BEGIN {
+		start = end - 86400000
+		last = -1
+		pid = 20000
+		for (i = 0; i < n; i++) {
+			ms = start + int(i * 86400000 / n)
+			s = int(ms / 1000)
+			if (s != last) {
+				day = iso(s)
+				last = s
+			}
+			k = i % 3
+			if (k == 0) {
+				if (i % 3000 == 0) {
+					pid += 3
+					rnd = sprintf("%06x%06x", (pid * 7919) % 16777216, (i * 104729) % 16777216)
+				}
+				# The ID: the send time in ns, 16 hex digits.
+				ns = ms * 1000000
+				hi = int(ns / 4294967296)
+				id = sprintf("%08x%08x.%s.%s", hi, ns - hi * 4294967296, pid, rnd)
+			}
+			if (k == 0)
+				printf "%s.%03dZ\tsend\t%s\ttool=mq-send\tpid=%s\tuid=%s\n", day, ms - s * 1000, id, pid, uid
+			else if (k == 1)
+				printf "%s.%03dZ\tclaim\t%s\ttool=mq-recv\tpid=%s\tuid=%s\tattempt=1\n", day, ms - s * 1000, id, pid + 1, uid
+			else
+				printf "%s.%03dZ\tack\t%s\ttool=mq-ack\tpid=%s\tuid=%s\tattempt=1\n", day, ms - s * 1000, id, pid + 2, uid
+		}
+	}'
+}
+
+bench_history_log() { # fs: mq-log over a log of LOG_N records
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	say "$name: history: a log of $LOG_N records over the last 24 hours"
+	echo one | MQ_DIR="$w/q" mq-send >/dev/null
+	# A log-size that keeps such a log (what is read is the same).
+	MQ_DIR="$w/q" mq-conf log-size=1G
+	hist_log "$LOG_N" $(($(now) / 1000000)) >"$w/q/log"
+	for r in $(seq 1 "$R"); do
+		say "$name: history, mq-log, run $r of $R"
+		# The floor: the records of the last hour by their first field,
+		# which sorts as their time (ISO 8601, UTC, fixed width).
+		t=$(date -u -d "@$(($(now) / 1000000000 - 3600))" +%Y-%m-%dT%H:%M:%S.000Z)
+		order="floor since all"
+		k=$(((r - 1) % 3))
+		while [ "$k" -gt 0 ]; do
+			order="${order#* } ${order%% *}"
+			k=$((k - 1))
+		done
+		for x in $order; do
+			case $x in
+			floor) spawn -o /dev/null 1 awk -F '\t' -v T="$t" '$1 >= T' "$w/q/log" ;;
+			since) MQ_DIR="$w/q" spawn -o /dev/null 1 mq-log --since 1h ;;
+			all) MQ_DIR="$w/q" spawn -o /dev/null 1 mq-log ;;
+			esac | cut -d' ' -f1 >>"$w/$x.us"
+		done
+	done
+	shown=$(MQ_DIR="$w/q" mq-log --since 1h | wc -l)
+	floor=$(awk -F '\t' -v T="$t" '$1 >= T' "$w/q/log" | wc -l)
+	for x in floor since all; do
+		awk -v n="$LOG_N" '{ printf "%.0f\n", n / ($1 / 1e6) }' "$w/$x.us" >"$w/$x.rate"
+	done
+	paired "$name" "mq-log --since 1h, a log of $LOG_N records ($shown shown)" \
+	    "$w/since.us" us "awk -F'\\t' '\$1 >= T' of that log ($floor lines)" \
+	    "$w/floor.us" "-"
+	paired "$name" "mq-log --since 1h, records read a second" \
+	    "$w/since.rate" rec/s "awk -F'\\t' '\$1 >= T', records read a second" \
+	    "$w/floor.rate" "-"
+	paired "$name" "mq-log, all $LOG_N records" "$w/all.us" us \
+	    "awk -F'\\t' '\$1 >= T' of that log" "$w/floor.us" "-"
+	paired "$name" "mq-log, all records, records read a second" \
+	    "$w/all.rate" rec/s "awk -F'\\t' '\$1 >= T', records read a second" \
+	    "$w/floor.rate" "-"
+	rm -rf "$w"
+}
+
 # mq-relay against what it is built on (rabbitmq-c's own confirmed
 # publishing, bench/amqp-confirm) and against mq-send, on one RabbitMQ node
 # (tests/rabbit) started once for every file system, after every other
@@ -842,11 +1087,11 @@ bench_relay() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show relay"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history relay"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
-	for part in rates startup workers depth maxdepth; do
+	for part in rates startup workers depth maxdepth history; do
 		want $part && bench_$part "$fs"
 	done
 done
@@ -860,6 +1105,7 @@ want group && bench_group "$first"
 want prio && bench_prio "$first"
 want ls && bench_ls "$first"
 want show && bench_show "$first"
+want history && bench_history_log "$first"
 # Last, so that no other row shares the machine with the node.
 if want relay; then
 	relay_start
