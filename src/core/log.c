@@ -32,7 +32,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -186,8 +185,29 @@ put_time(struct pending *p, uint64_t ms)
 		last = t;
 	}
 	put(p, day, strlen(day));
-	snprintf(frac, sizeof(frac), ".%03uZ", (unsigned)(ms % 1000));
-	put(p, frac, strlen(frac));
+	frac[0] = '.';
+	frac[1] = (char)('0' + ms % 1000 / 100);
+	frac[2] = (char)('0' + ms % 100 / 10);
+	frac[3] = (char)('0' + ms % 10);
+	frac[4] = 'Z';
+	put(p, frac, 5);
+}
+
+/*
+ * A number in decimal.  By hand, as the time's milliseconds: a record
+ * is made for every message sent, claimed and acked, and snprintf(3)
+ * would be most of what one costs.
+ */
+static void
+put_u64(struct pending *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	put(p, d + sizeof(d) - n, n);
 }
 
 /*
@@ -230,42 +250,59 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 	put(p, prefix, strlen(prefix));
 }
 
+/* TAB key = */
+static void
+put_key(struct pending *p, const char *key)
+{
+	put(p, "\t", 1);
+	put(p, key, strlen(key));
+	put(p, "=", 1);
+}
+
 void
 mq_log_str(const char *key, const char *s, size_t len)
 {
+	static const char hex[] = "0123456789abcdef";
 	struct pending *p = open_rec;
-	char esc[VALUE_MAX * 4];
-	size_t i, n = 0;
+	char esc[4];
+	size_t i, from;
 	unsigned char c;
 
 	if (p == NULL)
 		return;
+	put_key(p, key);
 	if (len > VALUE_MAX)
 		len = VALUE_MAX;
-	for (i = 0; i < len; i++) {
+	/* Runs of plain bytes at once, each other byte as its escape. */
+	for (i = from = 0; i < len; i++) {
 		c = (unsigned char)s[i];
+		if (c >= 0x20 && c != 0x7f && c != '\\')
+			continue;
+		put(p, s + from, i - from);
+		from = i + 1;
+		esc[0] = '\\';
 		if (c == '\\' || c == '\t' || c == '\n') {
-			esc[n++] = '\\';
-			esc[n++] = c == '\\' ? '\\' : c == '\t' ? 't' : 'n';
-		} else if (c < 0x20 || c == 0x7f) {
-			snprintf(esc + n, 5, "\\x%02x", c);
-			n += 4;
-		} else
-			esc[n++] = (char)c;
+			esc[1] = c == '\\' ? '\\' : c == '\t' ? 't' : 'n';
+			put(p, esc, 2);
+		} else {
+			esc[1] = 'x';
+			esc[2] = hex[c >> 4];
+			esc[3] = hex[c & 15];
+			put(p, esc, 4);
+		}
 	}
-	put(p, "\t", 1);
-	put(p, key, strlen(key));
-	put(p, "=", 1);
-	put(p, esc, n);
+	put(p, s + from, len - from);
 }
 
 void
 mq_log_num(const char *key, uint64_t v)
 {
-	char num[24];
+	struct pending *p = open_rec;
 
-	snprintf(num, sizeof(num), "%" PRIu64, v);
-	mq_log_str(key, num, strlen(num));
+	if (p == NULL)
+		return;
+	put_key(p, key);
+	put_u64(p, v);
 }
 
 void
