@@ -41,7 +41,7 @@ relay() {
 
 # stat_of FIELD: that count of mq-stat --json for $MQ_DIR.
 stat_of() {
-	mq-stat --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"
+	mq-stat --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
 }
 
 # has_count QUEUE N: within 30 s the broker counts N messages in QUEUE
