@@ -44,7 +44,7 @@
 #define BUF_SIZE	32768
 #define VALUE_MAX	512	/* bytes of a value kept (a reason, a line) */
 /* The longest record: the fixed fields and a few escaped values. */
-#define RECORD_MAX	(256 + 4 * (VALUE_MAX * 4 + 64))
+#define RECORD_MAX	(512 + 4 * (VALUE_MAX * 4 + 64))
 
 const char *const mq_cause_word[MQ_CAUSES] = {
 	[MQ_CAUSE_ATTEMPTS] = "attempts",
@@ -74,6 +74,7 @@ static struct pending slots[SLOTS];
 static struct pending *open_rec;	/* the record being written */
 static int registered;
 static char prefix[96];		/* "\ttool=PROG\tpid=N\tuid=N" */
+static size_t prefix_len;
 
 static void
 rotate(struct pending *p, int fd, off_t end)
@@ -170,44 +171,29 @@ put(struct pending *p, const char *s, size_t n)
 	p->len += n;
 }
 
-/* TIME, to the millisecond; the date and second formatted once a second. */
-static void
-put_time(struct pending *p, uint64_t ms)
+/*
+ * TIME, to the millisecond, at q (MQ_LOG_TIME_LEN bytes); the date and
+ * second formatted once a second.
+ */
+static char *
+put_time(char *q, uint64_t ms)
 {
 	static time_t last = -1;
-	static char day[32];
+	static char day[32] = "1970-01-01T00:00:00";
 	time_t t = (time_t)(ms / 1000);
 	struct tm tm;
-	char frac[8];
 
 	if (t != last && gmtime_r(&t, &tm) != NULL) {
 		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
 		last = t;
 	}
-	put(p, day, strlen(day));
-	frac[0] = '.';
-	frac[1] = (char)('0' + ms % 1000 / 100);
-	frac[2] = (char)('0' + ms % 100 / 10);
-	frac[3] = (char)('0' + ms % 10);
-	frac[4] = 'Z';
-	put(p, frac, 5);
-}
-
-/*
- * A number in decimal.  By hand, as the time's milliseconds: a record
- * is made for every message sent, claimed and acked, and snprintf(3)
- * would be most of what one costs.
- */
-static void
-put_u64(struct pending *p, uint64_t v)
-{
-	char d[20];
-	size_t n = 0;
-
-	do
-		d[sizeof(d) - ++n] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	put(p, d + sizeof(d) - n, n);
+	memcpy(q, day, 19);
+	q[19] = '.';
+	q[20] = (char)('0' + ms % 1000 / 100);
+	q[21] = (char)('0' + ms % 100 / 10);
+	q[22] = (char)('0' + ms % 10);
+	q[23] = 'Z';
+	return q + 24;
 }
 
 /*
@@ -219,15 +205,18 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 {
 	const struct mq_conf *c;
 	struct pending *p;
+	size_t klen, ilen;
+	char *q;
 
 	if (!registered) {
 		registered = 1;
 		atexit(at_exit);
 	}
 	/* Once: no program of mq forks and goes on with the spool. */
-	if (prefix[0] == '\0')
-		snprintf(prefix, sizeof(prefix), "\ttool=%s\tpid=%ld\tuid=%ld",
-		    getprogname(), (long)getpid(), (long)getuid());
+	if (prefix_len == 0)
+		prefix_len = (size_t)snprintf(prefix, sizeof(prefix),
+		    "\ttool=%.32s\tpid=%ld\tuid=%ld", getprogname(),
+		    (long)getpid(), (long)getuid());
 	open_rec = NULL;
 	/*
 	 * log-size=0: no log.  The settings are read if the tool has not
@@ -242,12 +231,21 @@ mq_log_begin(struct mq_spool *sp, const char *kind, const char *id)
 	if (sizeof(p->buf) - p->len < RECORD_MAX)
 		flush(p);
 	open_rec = p;
-	put_time(p, mq_now_ms());
-	put(p, "\t", 1);
-	put(p, kind, strlen(kind));
-	put(p, "\t", 1);
-	put(p, id != NULL ? id : "-", id != NULL ? strlen(id) : 1);
-	put(p, prefix, strlen(prefix));
+	/*
+	 * Written in place, with no bound checked but this one: a record
+	 * begins with RECORD_MAX bytes free, more than these fields take.
+	 */
+	klen = strnlen(kind, 16);
+	ilen = id != NULL ? strnlen(id, MQ_NAME_MAX) : 1;
+	q = put_time(p->buf + p->len, mq_now_ms());
+	*q++ = '\t';
+	memcpy(q, kind, klen);
+	q += klen;
+	*q++ = '\t';
+	memcpy(q, id != NULL ? id : "-", ilen);
+	q += ilen;
+	memcpy(q, prefix, prefix_len);
+	p->len = (size_t)(q + prefix_len - p->buf);
 }
 
 /* TAB key = */
@@ -294,15 +292,34 @@ mq_log_str(const char *key, const char *s, size_t len)
 	put(p, s + from, len - from);
 }
 
+/*
+ * TAB key = the number.  In decimal by hand, as the time's milliseconds
+ * are: a record is made for each message sent, claimed and acked, and
+ * snprintf(3) would be most of what one costs.
+ */
 void
 mq_log_num(const char *key, uint64_t v)
 {
 	struct pending *p = open_rec;
+	size_t klen;
+	char d[20], *q;
+	size_t n = 0;
 
 	if (p == NULL)
 		return;
-	put_key(p, key);
-	put_u64(p, v);
+	klen = strlen(key);
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	if (klen + n + 2 > sizeof(p->buf) - p->len)
+		return;
+	q = p->buf + p->len;
+	*q++ = '\t';
+	memcpy(q, key, klen);
+	q += klen;
+	*q++ = '=';
+	memcpy(q, d + sizeof(d) - n, n);
+	p->len = (size_t)(q + n - p->buf);
 }
 
 void
