@@ -59,6 +59,13 @@ map(struct mq_spool *sp)
 		close(fd);
 		return;
 	}
+	/*
+	 * Made now (by this process or one just before): its name synced
+	 * into the root, once, so that a power cut cannot take the file
+	 * away, counters and all, after mq-stat has shown them.
+	 */
+	if (st.st_size < MQ_COUNTS_SIZE)
+		(void)mq_fsync_dir(sp->fd);
 	p = mmap(NULL, MQ_COUNTS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 	    0);
 	if (p != MAP_FAILED) {

@@ -181,8 +181,11 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 		goto fail;
 	if (create && mq_spool_need(sp, 1) == -1)
 		goto fail;
-	if (create)
+	if (create) {
 		mq_spool_spares(sp);
+		/* The counters made with the spool (count.c), not by a count. */
+		mq_count(sp, MQ_COUNT_SENT, 0);
+	}
 	return 0;
 fail:
 	mq_spool_close(sp);
