@@ -108,3 +108,17 @@ EDITS
 	run promtool check rules "$dest$installed"
 	assert_success
 }
+
+@test "alerting rules: every mq_ metric and label value they use is one mq-stat --prometheus prints" {
+	echo x | mq-send >/dev/null
+	mq-stat --prometheus >"$BATS_TEST_TMPDIR/metrics"
+	used=$(grep -oE 'mq_[a-z_]+' "$rules" | sort -u)
+	[ -n "$used" ]
+	for m in $used; do
+		grep -qE "^$m\{" "$BATS_TEST_TMPDIR/metrics" || fail "the rules use $m, which mq-stat --prometheus does not print"
+	done
+	# The states they match are mq-stat's words.
+	for s in $(grep -oE 'state=~?"[^"]*"' "$rules" | sed 's/.*"\(.*\)"/\1/' | tr '|' ' '); do
+		grep -qF "state=\"$s\"" "$BATS_TEST_TMPDIR/metrics" || fail "the rules match state $s, which mq-stat does not print"
+	done
+}
