@@ -86,7 +86,7 @@ now_ms() {
 @test "worker: exit 65 dead-letters at once with the status and the last line of stderr" {
 	echo bad | mq-send >/dev/null
 	run -5 --separate-stderr mq-recv -- sh -c 'echo first >&2; echo "cannot parse input" >&2; exit 65'
-	[[ $stderr == *"mq-recv: "*": dead-lettered: exit 65" ]]
+	[[ $stderr == *"mq-recv: "*": dead-lettered: exit 65 (ran "*" s)" ]]
 	# The job's own line is shown once, as it wrote it, not again in the report.
 	assert_equal "$(grep -c 'cannot parse input' <<<"$stderr")" 1
 	assert_equal "$(count dead)" 1
@@ -100,7 +100,7 @@ now_ms() {
 @test "worker: another exit status releases the message for a retry later, attempt kept" {
 	echo flaky | mq-send >/dev/null
 	run -5 --separate-stderr mq-recv --backoff 60 -- sh -c 'echo "disk full" >&2; exit 3'
-	[[ $stderr == *": exit 3; attempt 1 of 5, again in "*" s"* ]]
+	[[ $stderr =~ ": exit 3; attempt 1 of 5, again in "[0-9.]+" s (ran "[0-9.]+" s)" ]]
 	assert_equal "$(grep -c 'disk full' <<<"$stderr")" 1
 	assert_equal "$(count new)" 1
 	assert_equal "$(count cur)" 0
@@ -133,7 +133,7 @@ now_ms() {
 		mq-ack -r "$r"
 	done
 	run -5 --separate-stderr mq-recv -m 3 -- sh -c 'echo "still broken" >&2; exit 1'
-	[[ $stderr == *"dead-lettered: max attempts; last: exit 1" ]]
+	[[ $stderr == *"dead-lettered: max attempts; last: exit 1 (ran "*" s)" ]]
 	assert_equal "$(grep -c 'still broken' <<<"$stderr")" 1
 	run mq-dlq ls
 	[[ $output == *$'\t3\t'*$'\tmax attempts; last: exit 1: still broken\t'* ]]
@@ -345,12 +345,13 @@ e2"
 	assert_equal "$(count new)$(count cur)" 00
 }
 
-@test "worker -v: says on stderr when each job starts and is done" {
+@test "worker -v: says on stderr when each job starts and is done, and how long it ran" {
 	echo x | mq-send >"$W/id"
-	run --separate-stderr mq-recv -v -- true
+	run --separate-stderr mq-recv -v -- sh -c 'sleep 0.2'
 	assert_success
 	[[ $stderr == *"mq-recv: $(cat "$W/id"): attempt 1: started"* ]]
-	[[ $stderr == *"mq-recv: $(cat "$W/id"): done"* ]]
+	# About the 0.2 s it slept: 0.1 or more.
+	[[ $stderr =~ "mq-recv: $(cat "$W/id"): done in "(0\.[1-9][0-9]*|[1-9][0-9.]*)" s" ]]
 	run --separate-stderr mq-recv -- true
 	[ -z "$stderr" ]
 }

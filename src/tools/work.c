@@ -482,6 +482,13 @@ secs(char *buf, size_t size, uint64_t ms)
 	return buf;
 }
 
+/* How long j ran, as -v and the failure lines say it: "1.25". */
+static const char *
+ran(char *buf, size_t size, const struct worker *wk, const struct job *j)
+{
+	return secs(buf, size, wk->now - j->started);
+}
+
 /* Why a job failed, in words for the log and a dead letter's reason. */
 static void
 failure(const struct worker *wk, const struct job *j, int ws, char *buf,
@@ -505,11 +512,13 @@ bury(struct worker *wk, struct job *j, const char *reason, const char *shown,
 {
 	struct how h = { OP_BURY, 0, reason, NULL, 0, cause };
 	const char *why;
+	char t[32];
 	int st;
 
 	st = settle(wk, j, &h, &why);
 	if (settled(wk, j, st, why) == MQ_EX_OK)
-		warnx("%s: dead-lettered: %s", j->id, shown);
+		warnx("%s: dead-lettered: %s (ran %s s)", j->id, shown,
+		    ran(t, sizeof(t), wk, j));
 	return st;
 }
 
@@ -518,6 +527,7 @@ ack(struct worker *wk, struct job *j)
 {
 	struct how h = { OP_ACK, 0, NULL, NULL, 0, 0 };
 	const char *why;
+	char t[32];
 	int st;
 
 	st = settle(wk, j, &h, &why);
@@ -526,7 +536,7 @@ ack(struct worker *wk, struct job *j)
 		return st;
 	}
 	if (wk->opt->verbose)
-		warnx("%s: done", j->id);
+		warnx("%s: done in %s s", j->id, ran(t, sizeof(t), wk, j));
 	return st;
 }
 
@@ -578,7 +588,7 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 static void
 finish(struct worker *wk, struct job *j, int ws)
 {
-	char why[64], cause[sizeof(why) + 2 + MQ_JOB_LAST_MAX], t[32];
+	char why[64], cause[sizeof(why) + 2 + MQ_JOB_LAST_MAX], t[32], r[32];
 	char *reason, *shown;
 	size_t len;
 	uint64_t delay;
@@ -606,7 +616,8 @@ finish(struct worker *wk, struct job *j, int ws)
 	snprintf(cause, sizeof(cause), "%s%s%s", why,
 	    j->p.last[0] != '\0' ? ": " : "", j->p.last);
 	if (j->stopped) {
-		warnx("%s: stopped (%s); released", j->id, why);
+		warnx("%s: stopped (%s); released (ran %s s)", j->id, why,
+		    ran(r, sizeof(r), wk, j));
 		job_logged(wk, j, ws, release(wk, j, wk->now, NULL),
 		    "released");
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
@@ -628,8 +639,9 @@ finish(struct worker *wk, struct job *j, int ws)
 		free(shown);
 	} else {
 		delay = backoff(wk->opt, j->attempt);
-		warnx("%s: %s; attempt %u of %u, again in %s s", j->id, why,
-		    j->attempt, wk->max, secs(t, sizeof(t), delay));
+		warnx("%s: %s; attempt %u of %u, again in %s s (ran %s s)",
+		    j->id, why, j->attempt, wk->max, secs(t, sizeof(t), delay),
+		    ran(r, sizeof(r), wk, j));
 		job_logged(wk, j, ws, release(wk, j, wk->now + delay, cause),
 		    "released");
 	}
