@@ -339,6 +339,29 @@ e2"
 	assert_equal "${#lines[@]}" 4
 }
 
+# A job by its body: "ok" succeeds, "flaky" fails (released for a retry
+# later), "bad" is dead-lettered at once.
+outcomes_job='read -r b; case $b in ok) exit 0;; flaky) exit 3;; *) exit 65;; esac'
+
+@test "worker -v: a summary at exit counts the jobs done, retried and dead" {
+	printf 'ok\nflaky\nbad\nok\n' | mq-send -l >/dev/null
+	run -5 --separate-stderr timeout -k 5 30 mq-recv -v --backoff 60 -- sh -c "$outcomes_job"
+	[[ ${stderr_lines[-1]} =~ ^"mq-recv: 2 done, 1 retried, 1 dead in "[0-9.]+" s"$ ]] || fail "$stderr"
+	assert_equal "$(grep -c ' done, ' <<<"$stderr")" 1
+}
+
+@test "worker: the summary is said on a terminal without -v, and not into a pipe" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	printf 'ok\nflaky\n' | mq-send -l >/dev/null
+	out=$(timeout -k 5 30 script -qec "mq-recv --backoff 60 -- sh -c '$outcomes_job'" /dev/null </dev/null | tr -d '\r')
+	[[ $out =~ "mq-recv: 1 done, 1 retried, 0 dead in "[0-9.]+" s" ]] || fail "$out"
+	printf 'ok\nok\n' | mq-send -l >/dev/null
+	run -0 --separate-stderr timeout -k 5 30 mq-recv -- sh -c "$outcomes_job"
+	# Both run: only the flaky one, delayed, waits.
+	assert_equal "$(count new)$(count cur)" 10
+	assert_equal "$stderr" ""
+}
+
 @test "worker: a job that exits 0 after the second stop signal is acked, not released" {
 	seq 1 2 | mq-send -l >/dev/null
 	stop_twice 'trap "exit 0" TERM; touch "$W/started.$MQ_ID"; sleep 30 & wait'

@@ -120,6 +120,9 @@ struct worker {
 	int		 look;		/* claim at the next turn */
 	int		 empty;		/* the last claim found too few */
 	int		 claimed_any;
+	/* The jobs' outcomes, for the summary at exit. */
+	long long	 n_done, n_retried, n_dead, n_lost, n_jobs;
+	uint64_t	 began;
 };
 
 static int sigpipe[2] = { -1, -1 };
@@ -560,6 +563,15 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 		outcome = "lost";
 	else if (st != MQ_EX_OK)
 		outcome = "error";
+	wk->n_jobs++;
+	if (strcmp(outcome, "acked") == 0)
+		wk->n_done++;
+	else if (strcmp(outcome, "released") == 0)
+		wk->n_retried++;
+	else if (strcmp(outcome, "dead") == 0)
+		wk->n_dead++;
+	else if (strcmp(outcome, "lost") == 0)
+		wk->n_lost++;
 	mq_log_begin(wk->sp, "job", j->id);
 	mq_log_num("attempt", j->attempt);
 	mq_log_str("host", host, strlen(host));
@@ -873,7 +885,7 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	reread(wk);
 	if (wk->halt)
 		exit(MQ_EX_SYS);
-	wk->idle_since = wk->now;
+	wk->idle_since = wk->began = wk->now;
 }
 
 /* The settings read again when due; paused, nothing is claimable. */
@@ -1036,10 +1048,34 @@ wait_once(struct worker *wk, int64_t timeout)
 		wk->look = 1;
 }
 
+/*
+ * What became of the jobs, said at exit with -v or to a terminal, where
+ * someone reads it; never into a pipe or file unasked, which scripts
+ * compare.  A worker that ran no job has nothing to sum up (exit 1 is
+ * silent).  Jobs whose settling failed are in none of the counts: their
+ * errors were said.
+ */
+static void
+summary(struct worker *wk)
+{
+	char t[32], lost[40] = "";
+
+	if (wk->n_jobs == 0 || (!wk->opt->verbose && !isatty(STDERR_FILENO)))
+		return;
+	if (wk->n_lost > 0)
+		snprintf(lost, sizeof(lost), ", %lld lost", wk->n_lost);
+	wk->now = mq_now_ms();
+	/* To the tenth of a second, enough for a run's length. */
+	warnx("%lld done, %lld retried, %lld dead%s in %s s", wk->n_done,
+	    wk->n_retried, wk->n_dead, lost, secs(t, sizeof(t),
+	    (wk->now - wk->began) / 100 * 100));
+}
+
 /* Closes what worker_open opened; the worker's exit status. */
 static int
 worker_close(struct worker *wk)
 {
+	summary(wk);
 	mq_wait_close(&wk->w);
 	mq_receipt_close(&wk->rc);
 	mq_claimer_close(&wk->cl);
