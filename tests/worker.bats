@@ -18,17 +18,21 @@ due_of_new() {
 }
 
 # Runs the job script with -P 2 -w, and once two jobs have started sends
-# the worker two stop signals; the worker must then exit 0.
+# the worker SIGTERM, then the second signal $2 (default INT); the worker
+# must then exit as a shell killed by it would: 128 + its number.
 stop_twice() {
-	local pid st=0
+	local pid st=0 i=0 sig=${2:-INT}
 	mq-recv -P 2 -w -- sh -c "$1" &
 	pid=$!
-	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ]; do sleep 0.05; done
+	while [ "$(find "$W" -name 'started.*' | wc -l)" -lt 2 ] && [ $i -lt 400 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
 	kill -TERM "$pid"
 	sleep 0.2
-	kill -INT "$pid"
+	kill -"$sig" "$pid"
 	wait "$pid" || st=$?
-	assert_equal "$st" 0
+	assert_equal "$st" $((128 + $(kill -l "$sig")))
 }
 
 
@@ -360,6 +364,13 @@ outcomes_job='read -r b; case $b in ok) exit 0;; flaky) exit 3;; *) exit 65;; es
 	# Both run: only the flaky one, delayed, waits.
 	assert_equal "$(count new)$(count cur)" 10
 	assert_equal "$stderr" ""
+}
+
+@test "worker: a second SIGTERM exits 143 (128 + 15), as a second SIGINT exits 130" {
+	seq 1 2 | mq-send -l >/dev/null
+	stop_twice 'touch "$W/started.$MQ_ID"; sleep 30' TERM
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 2
 }
 
 @test "worker: a job that exits 0 after the second stop signal is acked, not released" {

@@ -102,6 +102,7 @@ struct worker {
 	int		 running;
 	long long	 claimed;
 	int		 stop;		/* stop signals received */
+	int		 killsig;	/* the second one's number, or 0 */
 	int		 halt;		/* claim no more: the command failed */
 	int		 failed;	/* a job did not succeed */
 	int		 status;	/* worst system status */
@@ -738,7 +739,7 @@ timers(struct worker *wk)
 }
 
 static void
-on_stop(struct worker *wk)
+on_stop(struct worker *wk, int sig)
 {
 	struct job *j;
 	int i;
@@ -751,6 +752,8 @@ on_stop(struct worker *wk)
 			    wk->running == 1 ? "it" : "them");
 		return;
 	}
+	if (wk->killsig == 0)
+		wk->killsig = sig;
 	for (i = 0; i < wk->opt->slots; i++) {
 		j = &wk->jobs[i];
 		if (j->p.pid == 0 || j->stopped)
@@ -774,7 +777,7 @@ signals_read(struct worker *wk, int *child)
 			if (buf[i] == SIGCHLD)
 				*child = 1;
 			else
-				on_stop(wk);
+				on_stop(wk, buf[i]);
 		}
 	} while (n == (ssize_t)sizeof(buf));	/* else it is empty now */
 }
@@ -1087,6 +1090,13 @@ worker_close(struct worker *wk)
 	free(wk->env.dir);
 	free(wk->jobs);
 	free(wk->pfd);
+	/*
+	 * Killed, as a shell would say it: whoever sent the second signal
+	 * wanted it over, and a caller tells this run from one that ended
+	 * by itself.
+	 */
+	if (wk->killsig != 0)
+		return 128 + wk->killsig;
 	if (wk->status != MQ_EX_OK)
 		return wk->status;
 	if (wk->stop)
