@@ -64,7 +64,7 @@ now_ms() {
 
 @test "worker: options of worker mode without a command, and -0 with one, are usage errors" {
 	mq-send -l </dev/null
-	for o in "-P 2" --tag "--timeout 1" "--backoff 1" "--backoff-max 1"; do
+	for o in "-P 2" --tag "--timeout 1" "--backoff 1" "--backoff-max 1" --drain; do
 		# shellcheck disable=SC2086 # the option and its argument
 		run -2 --separate-stderr mq-recv $o
 		[[ $stderr == *"needs a command"* ]]
@@ -695,4 +695,61 @@ b2 3"
 	[[ $stderr == *"mq-recv: cur/"*": reason not kept: No space left on device"* ]] || fail "$stderr"
 	assert_equal "$(count new)" 1
 	assert_equal "$(count cur)" 0
+}
+
+@test "worker --drain: waits for the retry of a job that failed once, and for a delayed message; exit 0" {
+	echo flaky | mq-send >/dev/null
+	echo later | mq-send -D 0.5 >/dev/null
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain --backoff 0.05 -- \
+	    sh -c 'b=$(cat); echo "$b $MQ_ATTEMPT" >>"$W/runs"; [ "$b" != flaky ] || [ "$MQ_ATTEMPT" -ge 2 ]'
+	assert_equal "$(sort "$W/runs" | tr '\n' ' ')" "flaky 1 flaky 2 later 1 "
+	assert_equal "$(count new)$(count cur)$(count dead)" 000
+	# Without --drain the same retry is left for the next run (exit 5).
+	echo flaky | mq-send >/dev/null
+	run -5 --separate-stderr timeout -k 5 30 mq-recv --backoff 0.05 -- \
+	    sh -c 'b=$(cat); [ "$MQ_ATTEMPT" -ge 2 ]'
+	assert_equal "$(count new)" 1
+}
+
+@test "worker --drain: a message that dies makes it exit 5, once the others are done" {
+	printf 'ok\nbad\nflaky\n' | mq-send -l >/dev/null
+	run -5 --separate-stderr timeout -k 5 30 mq-recv --drain -m 2 --backoff 0.05 -- sh -c "$outcomes_job"
+	assert_equal "$(count new)$(count cur)$(count dead)" 002
+}
+
+@test "worker --drain: an empty spool, or one of dead letters only, exits 0 at once without running anything" {
+	mq-send -l </dev/null
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain -- touch "$W/ran"
+	assert_equal "$stderr" ""
+	echo bad | mq-send >/dev/null
+	run -5 timeout -k 5 30 mq-recv -- sh -c 'exit 65'
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain -- touch "$W/ran"
+	assert_not_exist "$W/ran"
+	assert_equal "$(count dead)" 1
+}
+
+@test "worker --drain: waits for another's lease: acked there, it is not run; expired, it is claimed and run" {
+	echo theirs | mq-send >/dev/null
+	r=$(mq-recv -t 60)
+	(sleep 0.5; touch "$W/acking"; mq-ack "$r") &
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain -- touch "$W/ran"
+	# It ended after the ack began, not at once.
+	assert_exist "$W/acking"
+	wait
+	assert_not_exist "$W/ran"
+	assert_equal "$(count new)$(count cur)" 00
+	echo abandoned | mq-send >/dev/null
+	mq-recv -t 0.3 >/dev/null
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain -- sh -c 'cat >"$W/ran"'
+	assert_equal "$(cat "$W/ran")" abandoned
+	assert_equal "$(count new)$(count cur)" 00
+}
+
+@test "worker --drain with -w is a usage error, and nothing is run" {
+	echo x | mq-send >/dev/null
+	run -2 --separate-stderr mq-recv --drain -w -- touch "$W/ran"
+	[[ $stderr == "mq-recv: --drain and -w:"* ]] || fail "$stderr"
+	run -2 mq-recv -w 5 --drain -- touch "$W/ran"
+	assert_not_exist "$W/ran"
+	assert_equal "$(count new)" 1
 }

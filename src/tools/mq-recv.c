@@ -26,9 +26,9 @@ static int zflag;
 	"[-w [secs]]\n" \
 	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
 	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
-	"               [--backoff-max secs] -- command [arg ...]\n"
+	"               [--backoff-max secs] [--drain] -- command [arg ...]\n"
 
-enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX };
+enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN };
 
 /* What --help prints after the usage. */
 static const char help[] =
@@ -52,8 +52,11 @@ static const char help[] =
     "  --backoff secs      first retry delay (default 1), doubled "
     "per attempt\n"
     "  --backoff-max secs  longest retry delay (default 300)\n"
+    "  --drain  run until nothing is left but dead letters, waiting\n"
+    "           for retries and others' leases (not with -w)\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
-    "5: a job failed.\n"
+    "5: a job failed\n"
+    "(--drain: 0 when none of its messages died, else 5).\n"
     "A job exiting 65 is dead-lettered at once.\n"
     MQ_HELP_SECS
     "See mq-recv(1).\n";
@@ -159,6 +162,7 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "backoff", required_argument, NULL, OPT_BACKOFF },
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
+		{ "drain", no_argument, NULL, OPT_DRAIN },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_work *wo = &o->wo;
@@ -203,6 +207,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			wo->backoff_max_ms = xsecs("--backoff-max", optarg, 0);
 			o->worker_only = "--backoff-max";
 			break;
+		case OPT_DRAIN:
+			wo->drain = 1;
+			o->worker_only = "--drain";
+			break;
 		case 't':
 			o->lease = xsecs("-t", optarg, 1);
 			break;
@@ -225,6 +233,9 @@ parse(int argc, char *argv[], struct recv_opts *o)
 	 * A command needs "--" before it, so that a stray word (a typo in a
 	 * number for -w, say) is a usage error and is never run.
 	 */
+	if (wo->drain && o->wflag)
+		errx(MQ_EX_USAGE, "--drain and -w: one ends once the spool is "
+		    "drained, the other waits for more");
 	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
 	    argv[optind - 1] != lastarg;
 	if (optind < argc && !dashdash) {
@@ -344,8 +355,9 @@ work(struct recv_opts *o, char *argv[], uint64_t until)
 	wo->lease_ms = o->lease;
 	wo->max = o->max;
 	now = mq_now_ms();
-	wo->idle_ms = !o->wflag ? 0 : o->wsecs == NULL ? UINT64_MAX :
-	    until > now ? until - now : 0;
+	/* --drain's end is the spool's, not a time idle. */
+	wo->idle_ms = wo->drain ? UINT64_MAX : !o->wflag ? 0 :
+	    o->wsecs == NULL ? UINT64_MAX : until > now ? until - now : 0;
 	status = mq_work(&sp, wo);
 	mq_spool_close(&sp);
 	mq_stdout_close();

@@ -49,6 +49,7 @@
 #define KILL_GRACE_MS	5000	/* from SIGTERM to SIGKILL */
 #define NEVER		UINT64_MAX
 #define CONF_GAP_MS	100	/* the least time between two conf reads */
+#define DRAIN_GAP_MS	1000	/* --drain: the least time between counts */
 
 struct job {
 	struct mq_job	 p;	/* its process; p.pid 0: a free slot */
@@ -121,6 +122,7 @@ struct worker {
 	int		 look;		/* claim at the next turn */
 	int		 empty;		/* the last claim found too few */
 	int		 claimed_any;
+	uint64_t	 drain_due;	/* --drain: count the spool again then */
 	/* The jobs' outcomes, for the summary at exit. */
 	long long	 n_done, n_retried, n_dead, n_lost, n_jobs;
 	uint64_t	 began;
@@ -850,7 +852,7 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	memset(wk, 0, sizeof(*wk));
 	wk->opt = opt;
 	wk->sp = sp;
-	wk->wake = NEVER;
+	wk->wake = wk->drain_due = NEVER;
 	wk->look = 1;
 	mq_receipt_init(&wk->rc);
 	mq_placer_release_init(&wk->pl, sp);
@@ -930,12 +932,46 @@ claim_some(struct worker *wk)
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 	}
-	if (got > 0)
+	if (got > 0) {
 		wk->claimed_any = 1;
+		/* Its jobs change the spool: count it as soon as they end. */
+		wk->drain_due = NEVER;
+	}
 	wk->empty = got < n;
 	/* A claim whose job could not start leaves its slot free. */
 	wk->look = !wk->empty && wk->running < opt->slots && !wk->halt;
 	wk->now = mq_now_ms();
+}
+
+/*
+ * --drain, with no job running and nothing claimable: 1 when nothing is
+ * left in the spool but dead letters, counted as mq-stat counts them.
+ * Others' leases and the delays due later keep it waiting; the delays
+ * wake it when due (the claim's wake), an ack elsewhere rings nothing, so
+ * the spool is counted again after DRAIN_GAP_MS, or ten times as long as
+ * the count took, which keeps a deep spool's counting to a tenth of the
+ * time.
+ */
+static int
+drained(struct worker *wk)
+{
+	struct mq_stats st;
+	uint64_t took, gap;
+
+	if (wk->drain_due != NEVER && wk->drain_due > wk->now)
+		return 0;
+	if (mq_stat(wk->sp, wk->now, wk->sp->conf.ttl_ms, 0, &st) == -1) {
+		warn("%s", wk->sp->path);
+		wk->status = MQ_EX_SYS;
+		return 1;
+	}
+	if (st.ready + st.delayed + st.in_flight + st.expired +
+	    st.blocked == 0)
+		return 1;
+	took = mq_now_ms() - wk->now;
+	gap = took * 10 > DRAIN_GAP_MS ? took * 10 : DRAIN_GAP_MS;
+	wk->drain_due = wk->now + gap;
+	return 0;
 }
 
 /* With no job running: 1 when the worker is done. */
@@ -948,7 +984,10 @@ worker_done(struct worker *wk)
 		return 1;
 	if (opt->limit > 0 && wk->claimed >= opt->limit)
 		return 1;
-	if (wk->empty && wk->now - wk->idle_since >= opt->idle_ms)
+	if (opt->drain) {
+		if (wk->empty && drained(wk))
+			return 1;
+	} else if (wk->empty && wk->now - wk->idle_since >= opt->idle_ms)
 		return 1;
 	/*
 	 * The bucket of the last lease settled goes once idle: while busy,
@@ -969,6 +1008,8 @@ next_wake(struct worker *wk)
 		next = wk->wake;
 	if (wk->conf_due < next)
 		next = wk->conf_due;
+	if (wk->running == 0 && wk->empty && wk->drain_due < next)
+		next = wk->drain_due;
 	if (wk->running == 0 && wk->empty && wk->opt->idle_ms != NEVER &&
 	    wk->idle_since + wk->opt->idle_ms < next)
 		next = wk->idle_since + wk->opt->idle_ms;
@@ -1049,6 +1090,9 @@ wait_once(struct worker *wk, int64_t timeout)
 	}
 	if (wk->empty && wk->wake != NEVER && wk->now >= wk->wake)
 		wk->look = 1;
+	/* What the count found may be claimable by now. */
+	if (wk->drain_due != NEVER && wk->now >= wk->drain_due)
+		wk->look = 1;
 }
 
 /*
@@ -1101,6 +1145,13 @@ worker_close(struct worker *wk)
 		return wk->status;
 	if (wk->stop)
 		return MQ_EX_OK;
+	/*
+	 * Drained, what counts is how its messages ended: a job that failed
+	 * and whose message then succeeded is no failure; one dead or lost
+	 * (someone else's now, its end unknown) is.
+	 */
+	if (wk->opt->drain)
+		return wk->n_dead + wk->n_lost > 0 ? MQ_EX_FAILED : MQ_EX_OK;
 	if (!wk->claimed_any)
 		return MQ_EX_NONE;
 	return wk->failed ? MQ_EX_FAILED : MQ_EX_OK;
