@@ -19,6 +19,12 @@
  * receipt of its current lease; once a heartbeat finds the lease gone, the
  * message belongs to someone else and is left alone.
  *
+ * It ends, with no job running, when nothing is visible, with -w once
+ * idle long enough, and with --drain once the spool holds nothing but
+ * dead letters (drained): a retry it scheduled, another's lease or a
+ * delay is still work to wait for, which a count of the spool tells and
+ * the doorbell does not.
+ *
  * Pausing (mq-conf paused=yes) stops the claiming and nothing else: jobs
  * run on and are settled.  mq-conf rings the doorbell after its write, so
  * the doorbell stays in the poll set even while every slot is busy, and
