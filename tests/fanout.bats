@@ -251,10 +251,11 @@ readonly_dir() {
 	run -2 --separate-stderr mq-send -d a -d b -d ./a <<<x
 	assert_output ""
 	[[ $stderr == *"a, ./a: the same spool"* ]]
-	assert_equal "$(find a b -type f ! -name ".*" | wc -l)" 0
+	# No message: a spool's own files (its counters) are at its top.
+	assert_equal "$(find a b -mindepth 2 -type f ! -name ".*" | wc -l)" 0
 	ln -s a link
 	run -2 --separate-stderr mq-send -d a -d link <<<x
-	assert_equal "$(find a b -type f ! -name ".*" | wc -l)" 0
+	assert_equal "$(find a b -mindepth 2 -type f ! -name ".*" | wc -l)" 0
 }
 
 @test "fanout: -v says for each message which input it came from and which spools have it" {
