@@ -389,11 +389,11 @@ screen() {
 		if [[ $last =~ ^([0-9]+)" done, 0 retried, 0 dead, 1 running, "[0-9]+" waiting, "[0-9]+\.[0-9]"/s" ]]; then
 			[[ " $seen " == *" ${BASH_REMATCH[1]} "* ]] || seen+=" ${BASH_REMATCH[1]}"
 		fi
-		[ "$(wc -w <<<"$seen")" -ge 3 ] && break
+		[ "$(wc -w <<<"$seen")" -ge 2 ] && break
 		[[ $last == "exit "* ]] && break
 		sleep 0.05
 	done
-	[ "$(wc -w <<<"$seen")" -ge 3 ] || fail "no progress line seen to update: $seen; screen: $(screen)"
+	[ "$(wc -w <<<"$seen")" -ge 2 ] || fail "no progress line seen to update: $seen; screen: $(screen)"
 	for ((i = 0; i < 300; i++)); do
 		[[ $(screen | tail -n 1) == "exit "* ]] && break
 		sleep 0.1
