@@ -16,7 +16,8 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 # (completion), e2fsprogs/mount (full file-system tests on loop mounts),
 # xfsprogs (tests/powercut.bats: mkfs.xfs, and xfs_io, which cuts the power
 # of an ext4 or xfs loop mount) and eatmydata (the same cuts with fsync
-# made a no-op, which must be seen to lose messages),
+# made a no-op, which must be seen to lose messages), tmux (a real
+# terminal for mq-recv --progress),
 # man-db (pages as man shows them), sqlite3 (the outbox-relay example's
 # test), prometheus (for promtool, which checks mq-stat --prometheus;
 # its server is not run), time (GNU time: a program's peak memory, as
@@ -32,7 +33,7 @@ build="make gcc libc6-dev pkg-config libbsd-dev"
 test="$build bats bats-support bats-assert bats-file mandoc strace gdb python3
     faketime valgrind clang libclang-rt-14-dev shellcheck systemd zsh
     e2fsprogs mount xfsprogs eatmydata man-db sqlite3 prometheus time jq
-    librabbitmq-dev rabbitmq-server openssl dpkg-dev debhelper lintian"
+    librabbitmq-dev rabbitmq-server openssl dpkg-dev debhelper lintian tmux"
 relay="$build librabbitmq-dev"
 bench="$test python3-dirq"
 need=$test

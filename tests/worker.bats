@@ -9,6 +9,11 @@ setup() {
 	export W
 }
 
+# A tmux server a test started and left, when it failed.
+teardown() {
+	[ ! -S "$BATS_TEST_TMPDIR/tmux" ] || tmux -S "$BATS_TEST_TMPDIR/tmux" kill-server 2>/dev/null || true
+}
+
 # The leaf key (visibility time, ms) of the one message in new/.
 due_of_new() {
 	local f
@@ -64,7 +69,7 @@ now_ms() {
 
 @test "worker: options of worker mode without a command, and -0 with one, are usage errors" {
 	mq-send -l </dev/null
-	for o in "-P 2" --tag "--timeout 1" "--backoff 1" "--backoff-max 1" --drain; do
+	for o in "-P 2" --tag "--timeout 1" "--backoff 1" "--backoff-max 1" --drain --progress; do
 		# shellcheck disable=SC2086 # the option and its argument
 		run -2 --separate-stderr mq-recv $o
 		[[ $stderr == *"needs a command"* ]]
@@ -364,6 +369,84 @@ outcomes_job='read -r b; case $b in ok) exit 0;; flaky) exit 3;; *) exit 65;; es
 	# Both run: only the flaky one, delayed, waits.
 	assert_equal "$(count new)$(count cur)" 10
 	assert_equal "$stderr" ""
+}
+
+# The screen of the tmux session of the test: its history too, blank
+# lines left out.
+screen() {
+	tmux -S "$BATS_TEST_TMPDIR/tmux" capture-pane -p -S - -t progress | grep -v '^$' || true
+}
+
+@test "worker --progress: on a terminal, one line redrawn in place that the jobs' lines do not break, gone at exit" {
+	command -v tmux >/dev/null || fail "tmux is not installed"
+	seq 1 20 | mq-send -l >/dev/null
+	tmux -S "$BATS_TEST_TMPDIR/tmux" new-session -d -s progress -x 100 -y 20 \
+	    "env PATH='$PATH' MQ_DIR='$MQ_DIR' mq-recv --progress -- sh -c 'read -r b; sleep 0.2; echo \"job \$b out\"'; echo \"exit \$?\"; sleep 60"
+	local i seen=
+	# The progress line is the screen's last, its count of done growing.
+	for ((i = 0; i < 300; i++)); do
+		last=$(screen | tail -n 1)
+		if [[ $last =~ ^([0-9]+)" done, 0 retried, 0 dead, 1 running, "[0-9]+" waiting, "[0-9]+\.[0-9]"/s" ]]; then
+			[[ " $seen " == *" ${BASH_REMATCH[1]} "* ]] || seen+=" ${BASH_REMATCH[1]}"
+		fi
+		[ "$(wc -w <<<"$seen")" -ge 2 ] && break
+		[[ $last == "exit "* ]] && break
+		sleep 0.05
+	done
+	[ "$(wc -w <<<"$seen")" -ge 2 ] || fail "no progress line seen to update: $seen; screen: $(screen)"
+	for ((i = 0; i < 300; i++)); do
+		[[ $(screen | tail -n 1) == "exit "* ]] && break
+		sleep 0.1
+	done
+	out=$(screen)
+	tmux -S "$BATS_TEST_TMPDIR/tmux" kill-server
+	[[ $(tail -n 1 <<<"$out") == "exit 0" ]] || fail "$out"
+	[[ $(tail -n 2 <<<"$out" | head -n 1) =~ ^"mq-recv: 20 done, 0 retried, 0 dead in "[0-9.]+" s"$ ]] || fail "$out"
+	# No progress line left, nor a piece of one.
+	! grep -e running -e waiting -e /s <<<"$out" || fail "$out"
+	# Each job's line whole, on a line of its own.
+	assert_equal "$(grep -c . <<<"$out")" 22
+	assert_equal "$(grep -vx -e 'job [0-9]* out' -e 'mq-recv: .*' -e 'exit 0' <<<"$out")" ""
+	assert_equal "$(grep -x 'job [0-9]* out' <<<"$out" | sort -u | wc -l)" 20
+}
+
+@test "worker --progress: the line is cut to the terminal's width" {
+	command -v tmux >/dev/null || fail "tmux is not installed"
+	seq 1 10 | mq-send -l >/dev/null
+	tmux -S "$BATS_TEST_TMPDIR/tmux" new-session -d -s progress -x 30 -y 20 \
+	    "env PATH='$PATH' MQ_DIR='$MQ_DIR' mq-recv --progress -- sleep 0.2; echo \"exit \$?\"; sleep 60"
+	local i last=
+	for ((i = 0; i < 200; i++)); do
+		last=$(screen | tail -n 1)
+		[[ $last == *" done, "* ]] && break
+		sleep 0.05
+	done
+	out=$(screen)
+	tmux -S "$BATS_TEST_TMPDIR/tmux" kill-server
+	[[ $last == *" done, "* ]] || fail "$out"
+	# 29 columns: the last one is left, and nothing is wrapped onto a second line.
+	[ "${#last}" -le 29 ] || fail "$last"
+	assert_equal "$(grep -c . <<<"$out")" 1
+}
+
+@test "worker --progress: the bytes on a terminal are the line, a carriage return and erase to the end of the line, nothing else" {
+	command -v script >/dev/null || fail "script (bsdutils) is not installed"
+	seq 1 3 | mq-send -l >/dev/null
+	timeout -k 5 30 script -qec "mq-recv --progress -- sh -c 'sleep 0.2'" /dev/null </dev/null >"$W/out"
+	grep -q $'\r\033\\[K' "$W/out" || fail "$(od -c "$W/out")"
+	grep -q $'\r[0-9]* done, [0-9]* retried, 0 dead, [01] running' "$W/out" || fail "$(od -c "$W/out")"
+	# No other escape sequence, and plain ASCII.
+	! sed $'s/\033\\[K//g' "$W/out" | grep -q $'\033' || fail "$(od -c "$W/out")"
+	! LC_ALL=C grep -q '[^[:print:][:space:]]' < <(sed $'s/\033\\[K//g' "$W/out") || fail "$(od -c "$W/out")"
+	# The summary comes last, on a line of its own, after the line erased.
+	[[ $(tr -d '\n' <"$W/out") =~ $'\r\033[K'"mq-recv: 3 done, 0 retried, 0 dead in "[0-9.]+" s"$'\r'?$ ]] || fail "$(od -c "$W/out")"
+}
+
+@test "worker --progress: into a pipe it writes nothing more, and the jobs' output is untouched" {
+	seq 1 3 | mq-send -l >/dev/null
+	run -0 --separate-stderr timeout -k 5 30 mq-recv --progress -- sh -c 'read -r b; echo "job $b"'
+	assert_equal "$stderr" ""
+	assert_equal "$output" "$(printf 'job %s\n' 1 2 3)"
 }
 
 @test "worker: a second SIGTERM exits 143 (128 + 15), as a second SIGINT exits 130" {

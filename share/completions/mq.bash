@@ -10,7 +10,7 @@
 _mq_options() {
 	case $1 in
 	mq-send) echo "-0 -l -S -v -d -D -g -k -p -w --ttl -h --help -V --version" ;;
-	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max --drain -h --help -V --version" ;;
+	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max --drain --progress -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
 	mq-dlq) echo "-0 -v -d -w --to --all --json --raw --reason --older-than --newer-than --rate -h --help -V --version" ;;

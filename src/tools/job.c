@@ -7,9 +7,11 @@
  *
  * Each job is in a process group of its own, so that a Ctrl-C meant for
  * the worker lets jobs finish and a signal for a job reaches whatever it
- * started.  Its stderr (and stdout with --tag) comes through a pipe and is
- * passed on a line at a time, so that the lines of parallel jobs never
- * mix; the last line on stderr is kept for the reason of a failure.
+ * started.  Its stderr (and stdout with --tag, or when the worker asks)
+ * comes through a pipe and is passed on a line at a time, so that the
+ * lines of parallel jobs never mix, and the worker may clear a line of
+ * its own before each (before); the last line on stderr is kept for the
+ * reason of a failure.
  *
  * Everything a job's start needs is made before it (mq_command_init,
  * mq_command_find), because the child of vfork may make nothing (child).
@@ -302,8 +304,8 @@ mq_job_start(struct mq_command *c, struct mq_job *p, int body,
 	for (tries = 0;; tries++) {
 		if (c->path == NULL && mq_command_find(c) == -1)
 			return -1;
-		/* Its stdout is its own but when tagged or kept. */
-		if ((tag != NULL || p->keep != NULL) &&
+		/* Its stdout is its own but when tagged, kept or passed on. */
+		if ((tag != NULL || p->keep != NULL || p->pass_out) &&
 		    cloexec_pipe(outp, 1) == -1)
 			return -1;
 		if (cloexec_pipe(errp, 1) == -1) {
@@ -423,6 +425,8 @@ emit(struct mq_job *p, struct mq_job_stream *s, const char *buf, size_t len,
 		iov[n].iov_base = "\n";
 		iov[n++].iov_len = 1;
 	}
+	if (p->before != NULL)
+		p->before(s->to);
 	write_all(s->to, iov, n);
 	if (p->keep != NULL) {
 		p->keep(p->keep_arg, buf, len);

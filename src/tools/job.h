@@ -50,6 +50,9 @@ struct mq_job {
 	/* Each line passed on, also given to keep (untagged); NULL: none. */
 	void	(*keep)(void *, const char *, size_t);
 	void	*keep_arg;
+	/* Called with the fd before each piece passed on; NULL: none. */
+	void	(*before)(int);
+	int	 pass_out;	/* its stdout is passed on too, untagged */
 	struct mq_job_stream out, err;
 	char	 last[MQ_JOB_LAST_MAX];	/* its last line on stderr */
 };

@@ -26,9 +26,11 @@ static int zflag;
 	"[-w [secs]]\n" \
 	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
 	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
-	"               [--backoff-max secs] [--drain] -- command [arg ...]\n"
+	"               [--backoff-max secs] [--drain] [--progress] " \
+	"-- command [arg ...]\n"
 
-enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN };
+enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN,
+    OPT_PROGRESS };
 
 /* What --help prints after the usage. */
 static const char help[] =
@@ -54,6 +56,8 @@ static const char help[] =
     "  --backoff-max secs  longest retry delay (default 300)\n"
     "  --drain  run until nothing is left but dead letters, waiting\n"
     "           for retries and others' leases (not with -w)\n"
+    "  --progress  on a terminal, a line of jobs done, failed, running,\n"
+    "           waiting, their rate and an ETA, kept up to date\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
     "5: a job failed\n"
     "(--drain: 0 when none of its messages died, else 5).\n"
@@ -163,6 +167,7 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		{ "backoff", required_argument, NULL, OPT_BACKOFF },
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ "drain", no_argument, NULL, OPT_DRAIN },
+		{ "progress", no_argument, NULL, OPT_PROGRESS },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_work *wo = &o->wo;
@@ -210,6 +215,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		case OPT_DRAIN:
 			wo->drain = 1;
 			o->worker_only = "--drain";
+			break;
+		case OPT_PROGRESS:
+			wo->progress = 1;
+			o->worker_only = "--progress";
 			break;
 		case 't':
 			o->lease = xsecs("-t", optarg, 1);

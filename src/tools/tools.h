@@ -135,6 +135,7 @@ struct mq_work {
 	uint64_t backoff_ms, backoff_max_ms;
 	int	 tag;		/* prefix each line of output with the ID */
 	int	 drain;		/* until nothing is left but dead letters */
+	int	 progress;	/* a line of progress on a terminal's stderr */
 	int	 verbose;
 };
 int	 mq_work(struct mq_spool *, const struct mq_work *);

@@ -31,7 +31,13 @@
  * the settings are read again when it rings, not once a claim; as a busy
  * spool rings often (sends, and claims under max-depth), reads are spaced
  * by CONF_GAP_MS at least, which bounds their cost and the delay alike.
+ *
+ * --progress keeps one line at the foot of a terminal's stderr, drawn in
+ * place ("\r", the line, "\033[K"); anything else written there, the
+ * worker's own lines or a job's, erases it first (bar_erase), and the loop
+ * draws it again before its next wait.
  */
+#include <sys/ioctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -56,6 +62,50 @@
 #define NEVER		UINT64_MAX
 #define CONF_GAP_MS	100	/* the least time between two conf reads */
 #define DRAIN_GAP_MS	1000	/* --drain: the least time between counts */
+#define BAR_GAP_MS	500	/* --progress: drawn again at least this often */
+#define COUNT_GAP_MS	1000	/* --progress: the least time between counts */
+#define BAR_MAX		160	/* the longest line it draws */
+
+/*
+ * The progress line, one per process as stderr is; a static, as what
+ * writes to stderr (warn, job.c) must erase it and knows no worker.
+ */
+static struct bar {
+	int	 on;		/* --progress, and stderr is a terminal */
+	int	 out_tty;	/* stdout is one too: jobs' stdout passed on */
+	int	 shown;		/* on the screen now */
+	int	 dirty;		/* a job was settled since it was drawn */
+	uint64_t due;		/* draw it again then */
+	uint64_t count_due;	/* count the spool again then */
+	int	 counted;	/* waiting is known */
+	uint64_t waiting;	/* ready, delayed and blocked */
+} bar;
+
+/*
+ * Erases the line before something else is written to fd: stderr, or
+ * stdout when it is the same terminal's too.
+ */
+static void
+bar_erase(int fd)
+{
+	static const char erase[] = "\r\033[K";
+
+	if (!bar.shown || (fd != STDERR_FILENO && !bar.out_tty))
+		return;
+	bar.shown = 0;
+	if (write(STDERR_FILENO, erase, sizeof(erase) - 1) == -1) {
+		/* An if, as in on_signal: a line left is no error. */
+	}
+}
+
+/*
+ * Every line the worker writes to stderr erases the progress line first;
+ * these are err(3)'s own, the line being the only thing added.
+ */
+#define warn(...)	(bar_erase(STDERR_FILENO), warn(__VA_ARGS__))
+#define warnx(...)	(bar_erase(STDERR_FILENO), warnx(__VA_ARGS__))
+#define err(...)	(bar_erase(STDERR_FILENO), err(__VA_ARGS__))
+#define errx(...)	(bar_erase(STDERR_FILENO), errx(__VA_ARGS__))
 
 struct job {
 	struct mq_job	 p;	/* its process; p.pid 0: a free slot */
@@ -395,6 +445,10 @@ start(void *arg, const char *rcpt, const char *id)
 
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->out.dir = -1;
+	if (bar.on) {
+		j->p.before = bar_erase;
+		j->p.pass_out = bar.out_tty;
+	}
 	strlcpy(j->id, id, sizeof(j->id));
 	if (strlcpy(j->receipt, rcpt, sizeof(j->receipt)) >=
 	    sizeof(j->receipt)) {
@@ -573,6 +627,7 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 	else if (st != MQ_EX_OK)
 		outcome = "error";
 	wk->n_jobs++;
+	bar.dirty = 1;
 	if (strcmp(outcome, "acked") == 0)
 		wk->n_done++;
 	else if (strcmp(outcome, "released") == 0)
@@ -897,6 +952,9 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	if (wk->halt)
 		exit(MQ_EX_SYS);
 	wk->idle_since = wk->began = wk->now;
+	/* A pipe or a file gets no progress line: scripts compare them. */
+	bar.on = opt->progress && isatty(STDERR_FILENO);
+	bar.out_tty = bar.on && isatty(STDOUT_FILENO);
 }
 
 /* The settings read again when due; paused, nothing is claimable. */
@@ -1019,6 +1077,8 @@ next_wake(struct worker *wk)
 	if (wk->running == 0 && wk->empty && wk->opt->idle_ms != NEVER &&
 	    wk->idle_since + wk->opt->idle_ms < next)
 		next = wk->idle_since + wk->opt->idle_ms;
+	if (bar.on && bar.due < next)
+		next = bar.due;
 	return next;
 }
 
@@ -1102,6 +1162,108 @@ wait_once(struct worker *wk, int64_t timeout)
 }
 
 /*
+ * --progress: the messages waiting in the spool (ready, delayed, blocked),
+ * counted as mq-stat counts them, once a COUNT_GAP_MS at most, or ten
+ * times as long as a count took, as drained() does.  A count that fails
+ * leaves them out of the line; the jobs go on.
+ */
+static void
+bar_count(struct worker *wk)
+{
+	struct mq_stats st;
+	uint64_t took, gap;
+
+	if (bar.count_due > wk->now)
+		return;
+	bar.counted = mq_stat(wk->sp, wk->now, wk->sp->conf.ttl_ms, 0,
+	    &st) == 0;
+	if (bar.counted)
+		bar.waiting = st.ready + st.delayed + st.blocked;
+	took = mq_now_ms() - wk->now;
+	gap = took * 10 > COUNT_GAP_MS ? took * 10 : COUNT_GAP_MS;
+	bar.count_due = wk->now + gap;
+}
+
+/* Seconds to come, as "47 s", "3:07" or "1:03:07". */
+static const char *
+eta(char *buf, size_t size, uint64_t s)
+{
+	if (s < 60)
+		snprintf(buf, size, "%" PRIu64 " s", s);
+	else if (s < 3600)
+		snprintf(buf, size, "%" PRIu64 ":%02" PRIu64, s / 60, s % 60);
+	else
+		snprintf(buf, size, "%" PRIu64 ":%02" PRIu64 ":%02" PRIu64,
+		    s / 3600, s / 60 % 60, s % 60);
+	return buf;
+}
+
+/*
+ * --progress: the line drawn again when a job was settled, when it was
+ * erased, and every BAR_GAP_MS for the rate and the count; cut to the
+ * terminal's width, asked each time, so that a resized terminal gets
+ * lines that fit from the next on.  The rate is of messages done over
+ * the run, and the ETA is the waiting ones at that rate.
+ */
+static void
+bar_draw(struct worker *wk)
+{
+	char line[BAR_MAX + 1], part[64], t[32], out[BAR_MAX + 8];
+	struct winsize ws;
+	uint64_t ms = wk->now - wk->began, tenths;
+	double left;
+	size_t cols;
+	int i;
+
+	if (!bar.on || (bar.shown && !bar.dirty && wk->now < bar.due))
+		return;
+	bar.due = wk->now + BAR_GAP_MS;
+	/* Not over a job's line half passed on: once it is whole. */
+	for (i = 0; i < wk->opt->slots; i++)
+		if (wk->jobs[i].p.pid != 0 && (wk->jobs[i].p.out.midline ||
+		    wk->jobs[i].p.err.midline))
+			return;
+	bar_count(wk);
+	snprintf(line, sizeof(line), "%lld done, %lld retried, %lld dead",
+	    wk->n_done, wk->n_retried, wk->n_dead);
+	if (wk->n_lost > 0) {
+		snprintf(part, sizeof(part), ", %lld lost", wk->n_lost);
+		strlcat(line, part, sizeof(line));
+	}
+	snprintf(part, sizeof(part), ", %d running", wk->running);
+	strlcat(line, part, sizeof(line));
+	if (bar.counted) {
+		snprintf(part, sizeof(part), ", %" PRIu64 " waiting",
+		    bar.waiting);
+		strlcat(line, part, sizeof(line));
+	}
+	if (ms > 0) {
+		tenths = (uint64_t)wk->n_done * 10000 / ms;
+		snprintf(part, sizeof(part), ", %" PRIu64 ".%" PRIu64 "/s",
+		    tenths / 10, tenths % 10);
+		strlcat(line, part, sizeof(line));
+	}
+	if (bar.counted && bar.waiting > 0 && wk->n_done > 0) {
+		/* In whole seconds, rounded up: "0 s" would say it is over. */
+		left = (double)bar.waiting * ms / wk->n_done / 1000;
+		snprintf(part, sizeof(part), ", ETA %s", eta(t, sizeof(t),
+		    (uint64_t)left + (left > (uint64_t)left)));
+		strlcat(line, part, sizeof(line));
+	}
+	/* Short of the last column, where some terminals wrap at once. */
+	cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ?
+	    ws.ws_col - 1u : 79;
+	if (strlen(line) > cols)
+		line[cols] = '\0';
+	snprintf(out, sizeof(out), "\r%s\033[K", line);
+	bar.shown = 1;
+	bar.dirty = 0;
+	if (write(STDERR_FILENO, out, strlen(out)) == -1) {
+		/* A line not drawn is drawn again later. */
+	}
+}
+
+/*
  * What became of the jobs, said at exit with -v or to a terminal, where
  * someone reads it; never into a pipe or file unasked, which scripts
  * compare.  A worker that ran no job has nothing to sum up (exit 1 is
@@ -1128,6 +1290,7 @@ summary(struct worker *wk)
 static int
 worker_close(struct worker *wk)
 {
+	bar_erase(STDERR_FILENO);
 	summary(wk);
 	mq_wait_close(&wk->w);
 	mq_receipt_close(&wk->rc);
@@ -1178,6 +1341,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 				break;
 		} else
 			wk.idle_since = wk.now;
+		bar_draw(&wk);
 		wait_once(&wk, until(next_wake(&wk), wk.now));
 	}
 	return worker_close(&wk);
