@@ -83,7 +83,7 @@ fresh() {
 # checker's status in $cst (0 kept, 1 violations, anything else a failure
 # of the harness) and the workload's in $wst.
 round() {
-	local fs=$1 seed=$2
+	local fs=$1 seed=$2 f pid
 	shift 2
 	dir="$BATS_TEST_TMPDIR/$fs.$seed"
 	mkdir -p "$dir"
@@ -93,10 +93,23 @@ round() {
 	    --seed "$seed" --steps 40 --work "$dir" \
 	    --cut "xfs_io -x -c shutdown $(printf %q "$MNT")" \
 	    >"$dir/workload.out" 2>&1 || wst=$?
-	# The workload killed what it cut; the mount is left to nobody.
-	if ! timeout 20 umount "$MNT"; then
-		fuser -vm "$MNT" >&2 || true
-		fail "round $seed: $MNT is still busy after the cut"
+	# The workload killed what it cut; the mount is left to nobody once
+	# the killed have exited (a worker's job, in a process group of its
+	# own, may take a moment more to end on the shut-down file system).
+	for _ in $(seq 40); do
+		timeout 20 umount "$MNT" 2>/dev/null && break
+		sleep 0.25
+	done
+	if mountpoint -q "$MNT"; then
+		# Who holds it (fuser is in no package the tests need).
+		for f in /proc/[0-9]*/cwd /proc/[0-9]*/fd/*; do
+			case $(readlink "$f" 2>/dev/null) in
+			"$MNT"*)
+				pid=${f#/proc/}
+				echo "# $MNT held by $f: $(tr '\0' ' ' <"/proc/${pid%%/*}/cmdline" 2>/dev/null)" >&2 ;;
+			esac
+		done
+		fail "round $seed: $MNT is still busy 10 s after the cut"
 	fi
 	timeout 20 mount -o "$OPTS" "$DEV" "$MNT" ||
 	    fail "round $seed: $fs does not mount again after the cut"
