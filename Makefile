@@ -41,7 +41,7 @@ TOOLS = src/tools
 RELAY = src/relay
 LIBMQ = $(CORE)/libmq.a
 LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/count.o $(CORE)/dead.o $(CORE)/depth.o \
-	$(CORE)/enqueue.o $(CORE)/find.o $(CORE)/group.o $(CORE)/history.o \
+	$(CORE)/enqueue.o $(CORE)/find.o $(CORE)/group.o $(CORE)/history.o $(CORE)/holder.o \
 	$(CORE)/key.o $(CORE)/land.o $(CORE)/leave.o $(CORE)/log.o $(CORE)/look.o \
 	$(CORE)/name.o $(CORE)/output.o $(CORE)/place.o $(CORE)/reap.o $(CORE)/receipt.o \
 	$(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \

@@ -126,7 +126,7 @@ purge"
 
 @test "completion (bash): mq-ls -s completes the states" {
 	run complete_bash mq-ls -s ""
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "expired ready delayed blocked inflight dead "
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "expired ready delayed blocked inflight orphaned dead "
 	run complete_bash mq-ls -l -s in
 	assert_output inflight
 	run complete_bash mq-ls --j
@@ -135,7 +135,7 @@ purge"
 
 @test "completion (zsh): mq-ls -s offers the states" {
 	command -v zsh >/dev/null || skip "zsh is not installed"
-	grep -qF -- "'*-s[only this state]:state:(expired ready delayed blocked inflight dead)'" "$comp_zsh"
+	grep -qF -- "'*-s[only this state]:state:(expired ready delayed blocked inflight orphaned dead)'" "$comp_zsh"
 }
 
 @test "completion (zsh): mq-send -p offers the priorities 0 to 9" {

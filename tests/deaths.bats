@@ -226,7 +226,7 @@ assert [d["reason"] for d in o["deaths"]] == [big, "second", "third"]
 	[[ $name == *",gG,d1" ]] || fail "$name"
 	# Killed after the turn passed on (none to promote) and before the
 	# unlink: groups/G/leaving.NAME.ack, NAME as in new/.
-	IFS=, read -r rid _ rest <<<"$name"
+	IFS=, read -r rid _ rest <<<"$(unheld <<<"$name")"
 	mv "$r" "$MQ_DIR/groups/G/leaving.$rid,$rest.ack"
 	rm "$MQ_DIR/groups/G/turn"
 	run --separate-stderr mq-sweep -v

@@ -129,7 +129,7 @@ bury() {
 	mapfile -t rs < <(mq-recv -n 3)
 	assert_equal "$(cat "${rs[@]}" | tr -d '\n')" abc
 	# ID,DEADLINE,ATTEMPT and, since a redrive enqueues anew, ,SENT,TTL
-	IFS=, read -r _ _ attempt _ <<<"${rs[0]##*/}"
+	IFS=, read -r _ _ attempt _ <<<"$(unheld <<<"${rs[0]##*/}")"
 	assert_equal "$attempt" 1
 }
 

@@ -163,3 +163,9 @@ ahead() {
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 	    NO_FAKE_STAT=1 faketime -f "+${secs}s" "$@"
 }
+
+# Names of cur/ (receipts too) without their holder field (,hK..., see
+# mq-spool(5)), from stdin: ID,DEADLINE,ATTEMPT... as before it existed.
+unheld() {
+	sed -E 's/,h[wr][0-9a-f]{8}\.[0-9a-f]+\.[0-9a-f]+\.[0-9a-f]+\.[0-9a-f]+,/,/'
+}

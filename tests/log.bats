@@ -247,7 +247,7 @@ release b tool=mq-ack attempt=1"
 	assert_output "claim a tool=mq-recv attempt=1
 claim b tool=mq-recv attempt=1"
 	run -2 --separate-stderr mq-log --kind ack,nope
-	assert_equal "$stderr" "mq-log: --kind nope: not a kind (send, claim, ack, release, expire, dead, redrive, remove, purge, conf, job)"
+	assert_equal "$stderr" "mq-log: --kind nope: not a kind (send, claim, ack, release, orphan, expire, dead, redrive, remove, purge, conf, job)"
 	run -2 mq-log --kind ,
 	run -1 mq-log --kind dead
 	assert_output ""

@@ -347,7 +347,7 @@ for i, (n, b) in enumerate(names):
     os.mkdir(os.path.join(cur, str(s)))
     f = n.split(",")
     os.rename(os.path.join(cur, b, n),
-              os.path.join(cur, str(s), "%s,%d.500,%s" % (f[0], s - 1, f[2])))
+              os.path.join(cur, str(s), "%s,%d.500,%s" % (f[0], s - 1, f[-1])))
     print(f[0])
 PY
 	run --separate-stderr mq-ls -s inflight

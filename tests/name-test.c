@@ -224,11 +224,73 @@ main(void)
 		memset(nm.keyhash, 'f', MQ_KEYHASH_LEN);
 		nm.keyhash[MQ_KEYHASH_LEN] = '\0';
 		nm.deaths = MQ_DEATHS_MAX;
+		nm.holder.kind = MQ_HOLDER_BOUND;
+		nm.holder.space = 0xffffffffu;
+		nm.holder.pid = 0xfffffffu;
+		nm.holder.start = 0xffffffffffULL;
+		nm.holder.uid = 0xffffffffu;
+		nm.holder.since = 0xfffffffffULL;
 		ok(strlen(nm.id) == MQ_ID_LEN &&
 		    mq_name_format(big, sizeof(big), MQ_CUR, &nm) == 0 &&
 		    mq_name_parse(big, MQ_CUR, &nm) == 0 &&
 		    strlen(big) == MQ_NAME_MAX - 1,
 		    "the longest cur name fits MQ_NAME_MAX and parses");
+		ok(nm.holder.kind == MQ_HOLDER_BOUND &&
+		    nm.holder.space == 0xffffffffu &&
+		    nm.holder.pid == 0xfffffffu &&
+		    nm.holder.start == 0xffffffffffULL &&
+		    nm.holder.uid == 0xffffffffu &&
+		    nm.holder.since == 0xfffffffffULL,
+		    "its holder at its widest parses back");
+		nm.holder.start = 0x10000000000ULL;
+		ok(mq_name_format(big, sizeof(big), MQ_CUR, &nm) == 0 &&
+		    strstr(big, ",h") == NULL,
+		    "a holder too wide for a name is not recorded");
+	}
+	{
+		struct mq_name h;
+		char b[MQ_NAME_MAX];
+		const char *bad[] = {
+			/* upper case, a leading zero, a short space, no kind */
+			"18ec9688cb923ac3.2475.fd4836da3b66,1795975895.000,"
+			    "hw0a1B2c3d.1f.2a.0.5f,1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,1795975895.000,"
+			    "hw0a1b2c3d.01f.2a.0.5f,1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,1795975895.000,"
+			    "hwa1b2c3d.1f.2a.0.5f,1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,1795975895.000,"
+			    "h0a1b2c3d.1f.2a.0.5f,1",
+			"18ec9688cb923ac3.2475.fd4836da3b66,1795975895.000,"
+			    "hw0a1b2c3d.1f.2a.0,1",
+		};
+		size_t i;
+		int all_bad = 1;
+
+		ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,"
+		    "1795975895.000,hr0a1b2c3d.1f.2a.0.5f,1,p3", MQ_CUR,
+		    &h) == 0 && h.prio == 3 &&
+		    h.holder.kind == MQ_HOLDER_RECEIPT &&
+		    h.holder.space == 0x0a1b2c3du && h.holder.pid == 0x1f &&
+		    h.holder.start == 0x2a && h.holder.uid == 0 &&
+		    h.holder.since == 0x5f &&
+		    mq_name_format(b, sizeof(b), MQ_CUR, &h) == 0 &&
+		    strcmp(b, "18ec9688cb923ac3.2475.fd4836da3b66,"
+		    "1795975895.000,hr0a1b2c3d.1f.2a.0.5f,1,p3") == 0,
+		    "a cur name's holder parses and formats back");
+		ok(mq_name_format(b, sizeof(b), MQ_NEW, &h) == 0 &&
+		    strstr(b, ",h") == NULL &&
+		    mq_name_format(b, sizeof(b), MQ_DEAD, &h) == 0 &&
+		    strstr(b, ",h") == NULL,
+		    "new/ and dead/ names carry no holder");
+		ok(mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,"
+		    "hr0a1b2c3d.1f.2a.0.5f,1", MQ_NEW, &h) == -1 &&
+		    mq_name_parse("18ec9688cb923ac3.2475.fd4836da3b66,"
+		    "1795975895,hr0a1b2c3d.1f.2a.0.5f,1", MQ_DEAD, &h) == -1,
+		    "a holder in a new/ or dead/ name is malformed");
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			if (mq_name_parse(bad[i], MQ_CUR, &h) == 0)
+				all_bad = 0;
+		ok(all_bad, "malformed holders are rejected");
 	}
 
 	memset(&nm, 0, sizeof(nm));

@@ -329,9 +329,10 @@ now_ms() {
 	echo old >"$leaf/$id,1"
 	r=$(mq-recv)
 	assert_equal "$(cat "$r")" old
-	# Claimed and released, it keeps the short form.
-	[[ ${r##*/} == "$id",*,2 ]]
-	assert_equal "$(tr -cd , <<<"${r##*/}")" ,,
+	# Claimed and released, it keeps the short form: ID, deadline,
+	# holder, attempt.
+	[[ ${r##*/} == "$id",*,h*,2 ]]
+	assert_equal "$(tr -cd , <<<"${r##*/}")" ,,,
 	mq-ack -r "$r"
 	assert_equal "$(only_name new)" "$id,2"
 	# An hour's ttl: it was sent two hours ago.

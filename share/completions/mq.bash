@@ -83,14 +83,14 @@ _mq() {
 		return ;;
 	-s)
 		# mq-ls's states.
-		[ "$cmd" = mq-ls ] && mapfile -t COMPREPLY < <(compgen -W "expired ready delayed blocked inflight dead" -- "$cur")
+		[ "$cmd" = mq-ls ] && mapfile -t COMPREPLY < <(compgen -W "expired ready delayed blocked inflight orphaned dead" -- "$cur")
 		return ;;
 	-p)
 		# mq-send's priorities, 0 (the default) to 9.
 		[ "$cmd" = mq-send ] && mapfile -t COMPREPLY < <(compgen -W "0 1 2 3 4 5 6 7 8 9" -- "$cur")
 		return ;;
 	--kind)
-		[ "$cmd" = mq-log ] && mapfile -t COMPREPLY < <(compgen -W "send claim ack release expire dead redrive remove purge conf job" -- "$cur")
+		[ "$cmd" = mq-log ] && mapfile -t COMPREPLY < <(compgen -W "send claim ack release orphan expire dead redrive remove purge conf job" -- "$cur")
 		return ;;
 	-n | -m | -w | -i | -D | -g | -k | -r | -e | -x | -P | -q | -o | -a | --max-bytes | --timeout | --backoff | --backoff-max | --ttl | --since)
 		return ;;

@@ -94,6 +94,7 @@ claim_one(struct run *c, int from, const char *name,
 		return -1;
 	nm.ms = c->deadline;
 	nm.attempts = old->attempts + (c->cl->uncounted ? 0 : 1);
+	mq_holder_self(&nm.holder, c->now);
 	if (mq_lease(c->sp, from, name, &nm, c->bucket, newname,
 	    sizeof(newname)) == -1)
 		return errno == ENOENT ? 0 : -1;
@@ -478,10 +479,14 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	t.arg = &c;
 	t.now = c.now;
 	/*
-	 * cur/ is listed first, at every claim: a lease made or shortened
-	 * by another process since the last claim is known only to a
-	 * listing, and expired leases go first.
+	 * The leases of holders gone end first (a failure to look costs
+	 * only their wait for their deadline); then cur/ is listed, at every
+	 * claim: a lease made or shortened by another process since the
+	 * last claim is known only to a listing, and expired leases go
+	 * first.
 	 */
+	mq_holder_enter(sp);
+	(void)mq_orphans(sp, c.now, 0, 0);
 	r = expired(&c, want);
 	if (r != -1 && c.got < c.want && cl->leaf != -1) {
 		if (kept_usable(&c))
@@ -510,6 +515,10 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	if (cl->ring && (c.got > 0 || c.moved))
 		(void)mq_ring(sp);
 	mq_reaper_end(&c.reaper);
+	/* A holder alive now may be gone in a moment: looked at again. */
+	if (sp->holders_live > 0 && c.wake != UINT64_MAX &&
+	    c.wake > c.now + MQ_ORPHANS_EVERY_MS)
+		c.wake = c.now + MQ_ORPHANS_EVERY_MS;
 	*wake = c.wake;
 	return r == -1 ? -1 : c.got;
 }

@@ -95,13 +95,28 @@ mq_die_with_parent(void)
 #endif
 
 /*
- * The bodies of the three functions above, compiled once, in util.c, which
+ * Whether a process still lives, and which one a pid names (holder.c):
+ * Linux tells a process' start (clock ticks after boot) and whether it is
+ * a zombie (/proc/PID/stat), the boot (its boot_id) and the pid namespace
+ * a pid means something in; elsewhere -1 with ENOSYS, and no holder is
+ * ever judged gone there (its lease runs to its end).
+ */
+int	mq_proc_start(long, unsigned long long *, int *);
+int	mq_proc_space(char *, size_t, unsigned long long *);
+int	mq_boot_ms(unsigned long long *);
+
+/*
+ * The bodies of the functions above, compiled once, in util.c, which
  * defines MQ_COMPAT_BODIES and _GNU_SOURCE before any header (syncfs,
  * renameat2 and pipe2 are GNU extensions on glibc).
  */
 #ifdef MQ_COMPAT_BODIES
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Makes every file of dirfd's file system durable. */
@@ -140,6 +155,120 @@ mq_pipe_cloexec(int p[2])
 	fcntl(p[0], F_SETFD, FD_CLOEXEC);
 	fcntl(p[1], F_SETFD, FD_CLOEXEC);
 	return 0;
+#endif
+}
+int
+mq_proc_start(long pid, unsigned long long *start, int *zombie)
+{
+#ifdef __linux__
+	char path[64], buf[1024], *p, *end;
+	unsigned long long v;
+	ssize_t n;
+	int fd, i, saved;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command, field 2, may hold spaces and parentheses. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		goto bad;
+	p += 2;
+	*zombie = *p == 'Z' || *p == 'X';
+	/* Field 22, starttime: 19 fields after the state. */
+	for (i = 0; i < 19; i++)
+		if ((p = strchr(p, ' ')) == NULL)
+			goto bad;
+		else
+			p++;
+	errno = 0;
+	v = strtoull(p, &end, 10);
+	if (errno != 0 || end == p)
+		goto bad;
+	*start = v;
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+#else
+	(void)pid;
+	(void)start;
+	(void)zombie;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int
+mq_proc_space(char *boot, size_t size, unsigned long long *pidns)
+{
+#ifdef __linux__
+	struct stat st;
+	ssize_t n;
+	int fd, saved;
+
+	if ((fd = open("/proc/sys/kernel/random/boot_id",
+	    O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, boot, size - 1);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (n <= 0)
+		return -1;
+	while (n > 0 && (boot[n - 1] == '\n' || boot[n - 1] == ' '))
+		n--;
+	boot[n] = '\0';
+	if (stat("/proc/self/ns/pid", &st) == -1)
+		return -1;
+	*pidns = st.st_ino;
+	return 0;
+#else
+	(void)boot;
+	(void)size;
+	(void)pidns;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* When this host booted, in ms after the epoch, and clock ticks a second. */
+int
+mq_boot_ms(unsigned long long *ms)
+{
+#ifdef __linux__
+	char buf[8192], *p;
+	ssize_t n;
+	long hz;
+	int fd, saved;
+
+	if ((hz = sysconf(_SC_CLK_TCK)) <= 0)
+		return -1;
+	if ((fd = open("/proc/stat", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((p = strstr(buf, "\nbtime ")) == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	*ms = strtoull(p + 7, NULL, 10) * 1000;
+	return 0;
+#else
+	(void)ms;
+	errno = ENOSYS;
+	return -1;
 #endif
 }
 #endif /* MQ_COMPAT_BODIES */

@@ -49,7 +49,8 @@
 #include "mq.h"
 
 static const char *const state_names[MQ_LOOK_NSTATES] = {
-	"expired", "ready", "delayed", "blocked", "inflight", "dead"
+	"expired", "ready", "delayed", "blocked", "inflight", "orphaned",
+	"dead"
 };
 
 /* Where past-ttl messages were met, to be handed out with the dead. */
@@ -74,6 +75,7 @@ struct look {
 	int		 type;		/* of the entries handed out (DT_*) */
 	char		 dir[MQ_NAME_MAX * 2];
 	enum mq_look_in	 in;		/* where dir is */
+	struct mq_judge	 judge;		/* of the holders met in cur/ */
 };
 
 const char *
@@ -468,7 +470,15 @@ cur_one(void *arg, int dirfd, const char *name)
 	if ((s = mq_state_leased(&nm, l->lk->now, l->lk->ttl_ms, &ms)) ==
 	    MQ_LOOK_DEAD)
 		l->seen |= AREA_CUR;
-	return s == l->pass ? hand(l, s, dirfd, name, &nm, ms) : 0;
+	if (s != l->pass)
+		return 0;
+	/* The in-flight pass hands out the orphaned too, as they come. */
+	if (s == MQ_LOOK_INFLIGHT && mq_holder_gone(&l->judge, l->sp,
+	    &nm.holder))
+		s = MQ_LOOK_ORPHANED;
+	if (!(l->lk->states & BIT(s)))
+		return 0;
+	return hand(l, s, dirfd, name, &nm, ms);
 }
 
 /*
@@ -677,7 +687,7 @@ mq_look(struct mq_spool *sp, const struct mq_looker *lk)
 		r = new_pass(&l, MQ_LOOK_DELAYED, 0);
 	if (r == 0 && s & BIT(MQ_LOOK_BLOCKED))
 		r = groups_pass(&l, MQ_LOOK_BLOCKED);
-	if (r == 0 && s & BIT(MQ_LOOK_INFLIGHT))
+	if (r == 0 && s & (BIT(MQ_LOOK_INFLIGHT) | BIT(MQ_LOOK_ORPHANED)))
 		r = cur_pass(&l, MQ_LOOK_INFLIGHT);
 	if (r == 0 && s & BIT(MQ_LOOK_DEAD))
 		r = dead_pass(&l);

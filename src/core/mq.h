@@ -97,9 +97,10 @@
  * The longest name is one of cur/ with everything: ID (40), ",DEADLINE"
  * (12 digits, '.', 3: 17), ",ATTEMPT" (8), ",SENT" (15 digits: 16),
  * ",TTL" (13 digits: 14), ",pN" (3), ",gGROUP" (66), ",kHASH" (34), ",dN"
- * (6 digits: 8): 206 bytes and a NUL.
+ * (6 digits: 8), ",hHOLDER" (49: see struct mq_holder): 255 bytes, the
+ * most a name may have, and a NUL.
  */
-#define MQ_NAME_MAX	207
+#define MQ_NAME_MAX	256
 #define MQ_BUCKET_MAX	24	/* a cur/ bucket's name: decimal seconds */
 #define MQ_RECEIPT_MAX	4096
 
@@ -228,6 +229,32 @@ struct mq_spool {
 	int	 conf_ready;	/* conf holds the defaults, at least */
 	uint64_t *counts;	/* the counters, mapped when first counted */
 	int	 counts_fd;
+	int	 holders;	/* holders/, opened when first needed */
+	int	 holder_entered;	/* mq_holder_enter done */
+	uint64_t orphans_looked;	/* when mq_orphans last looked */
+	unsigned holders_live;	/* other bound holders it found alive */
+};
+
+/*
+ * Who holds a lease (cur/ names only, ",hKSPACE.PID.START.UID.SINCE"
+ * between the deadline and the attempt, which stays the last field of a
+ * plain message's name; the numbers in lower-case hex; holder.c): a process that holds what it
+ * claims while it lives (kind MQ_HOLDER_BOUND: a worker, mq-relay push)
+ * or one that printed receipts for others to settle (MQ_HOLDER_RECEIPT:
+ * mq-recv); where its pid means something (space: a hash of the boot and
+ * the pid namespace; 0: not known), its pid and start (clock ticks after
+ * boot), its user, and when this attempt was claimed (seconds after the
+ * epoch).  kind 0: none recorded (a claim of an older release).
+ */
+#define MQ_HOLDER_BOUND		'w'
+#define MQ_HOLDER_RECEIPT	'r'
+struct mq_holder {
+	char	 kind;
+	uint32_t space;
+	uint32_t pid;
+	uint64_t start;
+	uint32_t uid;
+	uint64_t since;
 };
 
 /*
@@ -240,7 +267,7 @@ struct mq_spool {
  * the key itself is kept in keys/, under its hash); every state keeps
  * them ("" and 0: none).  deaths is how many past deaths its history,
  * deaths/ID, records (history.c); a dead letter's own death is not one
- * of them.
+ * of them.  holder: cur/'s only.
  */
 struct mq_name {
 	char	 id[MQ_ID_LEN + 1];
@@ -252,6 +279,7 @@ struct mq_name {
 	char	 group[MQ_GROUP_MAX + 1];
 	char	 keyhash[MQ_KEYHASH_LEN + 1];
 	unsigned deaths;
+	struct mq_holder holder;
 };
 
 /*
@@ -548,6 +576,34 @@ typedef int (*mq_expired_fn)(void *, int, const char *,
 int	 mq_expired_scan(struct mq_spool *, uint64_t, int, mq_expired_fn,
 	    void *, uint64_t *);
 
+/* holder.c: who holds a lease; leases of holders gone */
+#define MQ_JUDGE_MAX	64
+struct mq_judge {		/* verdicts kept: {0} to begin */
+	size_t	 n, next;
+	struct {
+		uint32_t space, pid;
+		uint64_t start;
+		int	 gone;
+	} v[MQ_JUDGE_MAX];
+};
+struct mq_holder_info {
+	uint64_t started_ms;	/* the process' start; 0: not known */
+	char	 host[256];
+	char	 tool[32];
+	char	 command[512];
+};
+/* A claimer waiting while other holders live looks again this often. */
+#define MQ_ORPHANS_EVERY_MS	1000
+void	 mq_holder_bind(const char *, const char *);
+void	 mq_holder_self(struct mq_holder *, uint64_t);
+void	 mq_holder_enter(struct mq_spool *);
+void	 mq_holder_leave(struct mq_spool *);
+int	 mq_holder_gone(struct mq_judge *, struct mq_spool *,
+	    const struct mq_holder *);
+void	 mq_holder_describe(struct mq_spool *, const struct mq_holder *,
+	    struct mq_holder_info *);
+int	 mq_orphans(struct mq_spool *, uint64_t, int, int);
+
 /* depth.c: messages waiting in new/, for max-depth */
 int	 mq_depth(struct mq_spool *, uint64_t, int, uint64_t *);
 typedef void (*mq_drop_fn)(void *, const char *);
@@ -783,6 +839,7 @@ enum mq_look_state {
 	MQ_LOOK_DELAYED,
 	MQ_LOOK_BLOCKED,	/* parked behind the head of its group */
 	MQ_LOOK_INFLIGHT,
+	MQ_LOOK_ORPHANED,	/* in flight, its bound holder gone (holder.c) */
 	MQ_LOOK_DEAD,		/* dead/, or waiting past its time to live */
 	MQ_LOOK_NSTATES
 };

@@ -268,6 +268,67 @@ mq_group_valid(const char *s)
 	return n > 0 && s[n] == '\0';
 }
 
+/* Lower-case hex, 1 to digits of them, no leading zero but for 0. */
+static const char *
+hexnum(const char *s, size_t digits, uint64_t *v)
+{
+	size_t i;
+
+	*v = 0;
+	for (i = 0; i < digits && lowerhex((unsigned char)s[i]); i++)
+		*v = *v << 4 | (uint64_t)(digit((unsigned char)s[i]) ?
+		    s[i] - '0' : s[i] - 'a' + 10);
+	if (i == 0 || (s[0] == '0' && i > 1))
+		return NULL;
+	return s + i;
+}
+
+/*
+ * The holder of a lease, ",hKSPACE.PID.START.UID.SINCE" after the
+ * deadline: 8 hex digits of space, at most 7, 10, 8 and 9 for the rest, so
+ * that a name with everything still fits NAME_MAX (a holder with a value
+ * larger than that is not written: holder_fits).
+ */
+#define HOLDER_PID_DIGITS	7
+#define HOLDER_START_DIGITS	10
+#define HOLDER_UID_DIGITS	8
+#define HOLDER_SINCE_DIGITS	9
+
+static const char *
+holder_parse(const char *p, struct mq_holder *h)
+{
+	uint64_t v;
+
+	if (p[0] != MQ_HOLDER_BOUND && p[0] != MQ_HOLDER_RECEIPT)
+		return NULL;
+	h->kind = p[0];
+	/* space: always 8 digits. */
+	if (!all(p + 1, 8, lowerhex) || p[9] != '.')
+		return NULL;
+	h->space = strtoul(p + 1, NULL, 16);
+	p += 10;
+	if ((p = hexnum(p, HOLDER_PID_DIGITS, &v)) == NULL || *p++ != '.')
+		return NULL;
+	h->pid = v;
+	if ((p = hexnum(p, HOLDER_START_DIGITS, &h->start)) == NULL ||
+	    *p++ != '.')
+		return NULL;
+	if ((p = hexnum(p, HOLDER_UID_DIGITS, &v)) == NULL || *p++ != '.')
+		return NULL;
+	h->uid = v;
+	return hexnum(p, HOLDER_SINCE_DIGITS, &h->since);
+}
+
+/* Whether h can be written in a name: kind set, every value in bounds. */
+static int
+holder_fits(const struct mq_holder *h)
+{
+	return (h->kind == MQ_HOLDER_BOUND || h->kind == MQ_HOLDER_RECEIPT) &&
+	    h->pid < (1ULL << 4 * HOLDER_PID_DIGITS) &&
+	    h->start < (1ULL << 4 * HOLDER_START_DIGITS) &&
+	    h->since < (1ULL << 4 * HOLDER_SINCE_DIGITS);
+}
+
 /*
  * The tagged fields after the numbers: ",pN", ",gGROUP", ",kHASH", ",dN",
  * in that order, each at most once.  Returns the end, or NULL.
@@ -315,6 +376,7 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 {
 	const char *comma, *p;
 	uint64_t v, ms = 0, sent = 0, ttl = 0;
+	struct mq_holder holder = { 0 };
 	size_t idlen;
 
 	if ((comma = strchr(s, ',')) == NULL || id_span(s, comma) == 0)
@@ -331,6 +393,10 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 			ms += (p[1] - '0') * 100 + (p[2] - '0') * 10 +
 			    (p[3] - '0');
 			p += 4;
+			/* Before the attempt, which stays the last field. */
+			if (p[0] == ',' && p[1] == 'h' &&
+			    (p = holder_parse(p + 2, &holder)) == NULL)
+				return -1;
 		}
 		if (*p++ != ',')
 			return -1;
@@ -355,6 +421,7 @@ mq_name_parse(const char *s, enum mq_state st, struct mq_name *n)
 	if ((p = tagged(p, n)) == NULL || *p != '\0')
 		return -1;
 	n->ms = ms;
+	n->holder = holder;
 	n->attempts = v;
 	n->sent = sent != 0 ? sent : mq_id_ms(n->id);
 	n->ttl = ttl;
@@ -373,8 +440,17 @@ mq_name_format(char *buf, size_t size, enum mq_state st,
 		len = snprintf(buf, size, "%s,%u", n->id, n->attempts);
 		break;
 	case MQ_CUR:
-		len = snprintf(buf, size, "%s,%" PRIu64 ".%03u,%u", n->id,
-		    n->ms / 1000, (unsigned)(n->ms % 1000), n->attempts);
+		if (holder_fits(&n->holder))
+			len = snprintf(buf, size, "%s,%" PRIu64 ".%03u,h%c%08"
+			    PRIx32 ".%" PRIx32 ".%" PRIx64 ".%" PRIx32 ".%"
+			    PRIx64 ",%u", n->id, n->ms / 1000,
+			    (unsigned)(n->ms % 1000), n->holder.kind,
+			    n->holder.space, n->holder.pid, n->holder.start,
+			    n->holder.uid, n->holder.since, n->attempts);
+		else
+			len = snprintf(buf, size, "%s,%" PRIu64 ".%03u,%u",
+			    n->id, n->ms / 1000, (unsigned)(n->ms % 1000),
+			    n->attempts);
 		break;
 	default:
 		len = snprintf(buf, size, "%s,%" PRIu64 ",%u", n->id,
@@ -411,6 +487,7 @@ mq_name_format(char *buf, size_t size, enum mq_state st,
 		more = snprintf(buf + len, size - len, ",d%u", n->deaths);
 		len = more < 0 ? more : len + more;
 	}
+
 	if (len < 0 || (size_t)len >= size) {
 		errno = ENAMETOOLONG;
 		return -1;

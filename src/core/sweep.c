@@ -116,12 +116,19 @@ mq_reclaim(struct mq_spool *sp, unsigned max,
 {
 	struct reclaimer rc;
 	uint64_t wake = UINT64_MAX;
-	int r, saved;
+	int r, saved, orphans;
 
 	reclaimer_init(&rc, sp, max, report);
 	mq_placer_release_init(&rc.pl, sp);
+	/* The leases of holders gone end now, and are reclaimed with these. */
+	orphans = mq_orphans(sp, rc.reaper.now, 1, 1);
+	saved = errno;
 	r = mq_expired_scan(sp, rc.reaper.now, INT32_MAX, reclaim_one, &rc,
 	    &wake);
+	if (orphans == -1 && r != -1) {
+		r = -1;
+		errno = saved;
+	}
 	if (mq_placer_flush(&rc.pl) == -1)
 		r = -1;
 	saved = errno;

@@ -1198,6 +1198,8 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 		exit(MQ_EX_SYS);	/* said */
 	mq_broker_default_queue(b, &p.sp);
 	mq_claimer_init(&p.cl, 1);
+	/* What it claims it holds while it lives (holder.c). */
+	mq_holder_bind(getprogname(), "push");
 	p.cl.uncounted = 1;
 	p.cl.max = MQ_REAP_EXPIRY;	/* no attempts: only expiry buries */
 	p.cl.ring = p.sp.conf.max_depth > 0;
@@ -1238,6 +1240,7 @@ done:
 	free(p.q[0].m);
 	free(p.q[1].m);
 	free(p.body);
+	mq_holder_leave(&p.sp);
 	mq_spool_close(&p.sp);
 	/* Stopping, a close the broker does not answer is cut (guard). */
 	if (b->conn != NULL) {

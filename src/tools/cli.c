@@ -14,6 +14,7 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -692,6 +693,91 @@ mq_message_json(FILE *fp, struct mq_spool *sp, const struct mq_message *m)
 		fprintf(fp, ",\"size\":%jd,\"body\":", (intmax_t)m->size);
 		mq_json_string(fp, m->body, m->blen);
 	}
+	if (m->holder != NULL && nm.holder.kind != 0) {
+		fputs(",\"holder\":", fp);
+		mq_holder_json(fp, &nm.holder, m->holder);
+	}
 	fputs("}\n", fp);
 	return r;
+}
+
+/* The name of the user uid, or NULL; the last one asked is kept. */
+const char *
+mq_user_name(uint32_t uid)
+{
+	static char name[64];
+	static uint32_t known = UINT32_MAX;
+	struct passwd *pw;
+
+	if (uid != known) {
+		known = uid;
+		name[0] = '\0';
+		if ((pw = getpwuid(uid)) != NULL)
+			strlcpy(name, pw->pw_name, sizeof(name));
+	}
+	return name[0] != '\0' ? name : NULL;
+}
+
+/* A lease's holder for people: USER@HOST:PID, escaped ("?": unknown). */
+void
+mq_holder_print(FILE *fp, const struct mq_holder *h,
+    const struct mq_holder_info *info)
+{
+	const char *user = mq_user_name(h->uid);
+
+	if (h->kind == 0) {
+		putc('-', fp);
+		return;
+	}
+	if (user != NULL)
+		mq_escape(fp, user, strlen(user));
+	else
+		fprintf(fp, "%" PRIu32, h->uid);
+	putc('@', fp);
+	if (info->host[0] != '\0')
+		mq_escape(fp, info->host, strlen(info->host));
+	else
+		putc('?', fp);
+	fprintf(fp, ":%" PRIu32, h->pid);
+}
+
+/*
+ * A lease's holder as JSON: host (null: not known), pid, uid, user, since
+ * (this attempt's claim), bound (it holds while it lives: a worker,
+ * mq-relay push), started (the process'), tool and command (a bound one's).
+ */
+void
+mq_holder_json(FILE *fp, const struct mq_holder *h,
+    const struct mq_holder_info *info)
+{
+	const char *user = mq_user_name(h->uid);
+	char iso[32];
+
+	fputs("{\"host\":", fp);
+	if (info->host[0] != '\0')
+		mq_json_string(fp, info->host, strlen(info->host));
+	else
+		fputs("null", fp);
+	fprintf(fp, ",\"pid\":%" PRIu32 ",\"uid\":%" PRIu32 ",\"user\":",
+	    h->pid, h->uid);
+	if (user != NULL)
+		mq_json_string(fp, user, strlen(user));
+	else
+		fputs("null", fp);
+	mq_time_iso(iso, sizeof(iso), h->since * 1000);
+	fprintf(fp, ",\"since\":\"%s\",\"bound\":%s", iso,
+	    h->kind == MQ_HOLDER_BOUND ? "true" : "false");
+	if (info->started_ms != 0) {
+		mq_time_iso(iso, sizeof(iso), info->started_ms);
+		fprintf(fp, ",\"started\":\"%s\"", iso);
+	}
+	if (info->tool[0] != '\0') {
+		fputs(",\"tool\":", fp);
+		mq_json_string(fp, info->tool, strlen(info->tool));
+	}
+	if (info->command[0] != '\0') {
+		fputs(",\"command\":", fp);
+		mq_json_string(fp, info->command, strlen(info->command));
+	}
+	putc('}', fp);
 }

@@ -24,9 +24,9 @@
 
 static const char help[] =
     "The spool's log: what the tools did (send, claim, ack, release,\n"
-    "expire, dead, redrive, remove, purge, conf) and the jobs workers\n"
-    "ran (job), oldest first; of these IDs only (or prefixes of 8 or\n"
-    "more).\n"
+    "orphan, expire, dead, redrive, remove, purge, conf) and the jobs\n"
+    "workers ran (job), oldest first; of these IDs only (or prefixes\n"
+    "of 8 or more).\n"
     "  -f             then follow: print records as they come\n"
     "  -v             say on stderr which spool and files were read\n"
     "  --json         one JSON object a line\n"
@@ -42,7 +42,8 @@ static const char help[] =
 enum { OPT_JSON = 256, OPT_SINCE, OPT_KIND };
 
 static const char *const kinds[] = { "send", "claim", "ack", "release",
-    "expire", "dead", "redrive", "remove", "purge", "conf", "job" };
+    "orphan", "expire", "dead", "redrive", "remove", "purge", "conf",
+    "job" };
 #define NKINDS	(sizeof(kinds) / sizeof(kinds[0]))
 
 /* Fields whose values are numbers in JSON. */
@@ -77,8 +78,8 @@ kinds_parse(const char *arg)
 				break;
 		if (i == NKINDS)
 			errx(MQ_EX_USAGE, "--kind %s: not a kind (send, claim, "
-			    "ack, release, expire, dead, redrive, remove, purge, "
-			    "conf, job)", k);
+			    "ack, release, orphan, expire, dead, redrive, remove, "
+			    "purge, conf, job)", k);
 		kind_on[i] = any_kind = 1;
 	}
 	free(copy);

@@ -30,6 +30,7 @@ struct lister {
 	struct mq_keys	 keys;
 	uint64_t	 isosec;	/* the second iso holds */
 	char		 iso[32];
+	struct mq_holder_info hinfo;
 };
 
 /* What --help prints after the usage. */
@@ -38,9 +39,10 @@ static const char help[] =
     "state, attempts, time, priority (tab-separated).\n"
     "  -d dir     the spool, also as the operand dir (default $MQ_DIR,\n"
     "             else $XDG_STATE_HOME/mq, else ~/.local/state/mq)\n"
-    "  -l         also the size and the start of the body\n"
+    "  -l         also the size, the start of the body and, of a\n"
+    "             lease, its holder (user@host:pid)\n"
     "  -s state   only these (repeatable): expired ready delayed\n"
-    "             blocked inflight dead\n"
+    "             blocked inflight orphaned dead\n"
     "  --json     one JSON object per message and line\n"
     "  -v         say on stderr the spool, where it was found (-d,\n"
     "             $MQ_DIR...) and how many were listed in each state\n"
@@ -57,15 +59,32 @@ iso(struct lister *ls, uint64_t ms)
 	return ls->iso;
 }
 
+/* A lease's holder, described (what holders/ knows of it); else NULL. */
+static const struct mq_holder_info *
+holder(struct lister *ls, const struct mq_look *m)
+{
+	if (m->in != MQ_IN_CUR || m->n.holder.kind == 0)
+		return NULL;
+	mq_holder_describe(ls->keys.sp, &m->n.holder, &ls->hinfo);
+	return &ls->hinfo;
+}
+
 static void
 text(struct lister *ls, const struct mq_look *m, const char *body,
     size_t blen, off_t size)
 {
+	const struct mq_holder_info *h;
+
 	printf("%s\t%s\t%u\t%s\t%u", m->n.id, mq_look_state_name(m->state),
 	    m->n.attempts, iso(ls, m->ms), m->n.prio);
 	if (ls->lflag) {
 		printf("\t%jd\t", (intmax_t)size);
 		mq_escape(stdout, body, blen);
+		putchar('\t');
+		if ((h = holder(ls, m)) != NULL)
+			mq_holder_print(stdout, &m->n.holder, h);
+		else
+			putchar('-');
 	}
 	putchar('\n');
 }
@@ -115,6 +134,7 @@ json(struct lister *ls, const struct mq_look *m, const char *body,
 		msg.blen = blen;
 		msg.size = size;
 	}
+	msg.holder = holder(ls, m);
 	if (mq_message_json(stdout, sp, &msg) == -1) {
 		warn("%s/%s", MQ_DIR_DEATHS, m->n.id);
 		ls->status = MQ_EX_SYS;
@@ -213,7 +233,7 @@ main(int argc, char *argv[])
 		case 's':
 			if ((s = mq_look_state_parse(optarg)) == -1)
 				errx(MQ_EX_USAGE, "-s %s: no such state (expired,"
-				    " ready, delayed, blocked, inflight, dead)",
+				    " ready, delayed, blocked, inflight, orphaned, dead)",
 				    optarg);
 			lk.states |= 1u << s;
 			break;

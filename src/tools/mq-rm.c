@@ -25,7 +25,8 @@
 
 /* What --help prints after the usage. */
 static const char help[] =
-    "Removes waiting (ready, delayed, blocked, expired lease) and\n"
+    "Removes waiting (ready, delayed, blocked, a lease expired or\n"
+    "orphaned) and\n"
     "dead messages by ID (or a unique prefix of 8 or more characters;\n"
     "-: IDs on stdin, one a line, -0: NUL-terminated); --all: every\n"
     "waiting one.  In flight: exit 3 unless -f.  -v: each removed on\n"
@@ -100,7 +101,8 @@ rm_all(struct mq_spool *sp)
 {
 	struct all a = { sp, MQ_EX_OK };
 	unsigned mask = 1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY |
-	    1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED;
+	    1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED |
+	    1u << MQ_LOOK_ORPHANED;
 
 	if (fflag)
 		mask |= 1u << MQ_LOOK_INFLIGHT;

@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "compat.h"
@@ -23,12 +24,13 @@
 /* What --help prints after the usage. */
 static const char help[] =
     "The body of the message with this ID, in any state (ready,\n"
-    "delayed, blocked, inflight, expired, dead), as it was sent; of\n"
-    "several, each in turn.  An ID may be a unique prefix of 8 or more\n"
-    "characters; -: IDs on stdin, one a line (-0: NUL-terminated).\n"
+    "delayed, blocked, inflight, orphaned, expired, dead), as it was\n"
+    "sent; of several, each in turn.  An ID may be a unique prefix of\n"
+    "8 or more characters; -: IDs on stdin, one a line (-0: NUL-\n"
+    "terminated).\n"
     "On a terminal, control characters are escaped; --raw writes them\n"
-    "raw.  -v: its state on stderr.  Exit 1: no such message.  See\n"
-    "mq-show(1).\n"
+    "raw.  -v: its state (a lease's holder too) on stderr.  Exit 1:\n"
+    "no such message.  See mq-show(1).\n"
     "The spool: -d dir, else $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "else ~/.local/state/mq.\n";
 
@@ -77,6 +79,37 @@ open_message(struct mq_spool *sp, const char *id, struct mq_found *f,
 static int rawflag, vflag, zflag;
 
 /*
+ * -v: its state on stderr; a lease's holder too, and since when it holds
+ * it: "ID: inflight, held by USER@HOST:PID (TOOL: COMMAND) since TIME".
+ */
+static void
+said(struct mq_spool *sp, const char *id, const struct mq_found *f)
+{
+	struct mq_holder_info info;
+	const struct mq_holder *h = &f->n.holder;
+	char iso[32];
+
+	fprintf(stderr, "%s: ", getprogname());
+	mq_escape(stderr, id, strlen(id));
+	fprintf(stderr, ": %s", mq_look_state_name(f->state));
+	if (f->in == MQ_IN_CUR && h->kind != 0) {
+		mq_holder_describe(sp, h, &info);
+		fputs(", held by ", stderr);
+		mq_holder_print(stderr, h, &info);
+		if (info.tool[0] != '\0') {
+			fputs(" (", stderr);
+			mq_escape(stderr, info.tool, strlen(info.tool));
+			fputs(": ", stderr);
+			mq_escape(stderr, info.command, strlen(info.command));
+			putc(')', stderr);
+		}
+		mq_time_iso(iso, sizeof(iso), h->since * 1000);
+		fprintf(stderr, " since %s", iso);
+	}
+	putc('\n', stderr);
+}
+
+/*
  * Writes one body: its status.  What fails to be written to stdout ends
  * the program, as no later body could be told apart from it.
  */
@@ -98,7 +131,7 @@ show(struct mq_spool *sp, const char *id)
 		status = MQ_EX_SYS;
 	} else {
 		if (vflag)
-			warnx("%s: %s", id, mq_look_state_name(f.state));
+			said(sp, id, &f);
 		/* Byte for byte, but nothing of it takes over a terminal. */
 		if (!rawflag && isatty(STDOUT_FILENO)) {
 			if (mq_copy_escaped(fd, stdout) == -1)

@@ -68,8 +68,14 @@ struct mq_message {
 	const char	*body;		/* the start of its body, or NULL */
 	size_t		 blen;
 	off_t		 size;
+	const struct mq_holder_info *holder;	/* a lease's, described */
 };
 int	 mq_message_json(FILE *, struct mq_spool *, const struct mq_message *);
+const char	*mq_user_name(uint32_t);
+void	 mq_holder_print(FILE *, const struct mq_holder *,
+	    const struct mq_holder_info *);
+void	 mq_holder_json(FILE *, const struct mq_holder *,
+	    const struct mq_holder_info *);
 
 /*
  * fan.c: what one mq-send call adds to: one spool or several (-d A -d B),

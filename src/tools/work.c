@@ -905,6 +905,24 @@ rung(struct worker *wk)
  * restarted on failure would otherwise spend an attempt of the messages
  * at the head of the queue.
  */
+/*
+ * A worker holds its leases while it lives: once it is gone, the next
+ * claim or sweep takes them back (holder.c).  Its command, for whoever
+ * looks at them.
+ */
+static void
+holder_bind(char *const *argv)
+{
+	char command[512];
+	size_t len = 0;
+
+	command[0] = '\0';
+	for (; *argv != NULL && len < sizeof(command); argv++)
+		len += snprintf(command + len, sizeof(command) - len, "%s%s",
+		    len > 0 ? " " : "", *argv);
+	mq_holder_bind(getprogname(), command);
+}
+
 static void
 worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 {
@@ -921,6 +939,7 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	/* One claim per free slot: list each leaf once, not once a claim. */
 	mq_claimer_init(&wk->cl, 1);
 	wk->cl.lazy = 1;
+	holder_bind(opt->argv);
 	wk->jobs = xreallocarray(NULL, opt->slots, sizeof(*wk->jobs));
 	memset(wk->jobs, 0, opt->slots * sizeof(*wk->jobs));
 	wk->pfd = xreallocarray(NULL, 2 + 2 * (size_t)opt->slots,
@@ -1292,6 +1311,7 @@ worker_close(struct worker *wk)
 {
 	bar_erase(STDERR_FILENO);
 	summary(wk);
+	mq_holder_leave(wk->sp);
 	mq_wait_close(&wk->w);
 	mq_receipt_close(&wk->rc);
 	mq_claimer_close(&wk->cl);
