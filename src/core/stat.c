@@ -225,22 +225,33 @@ keep(struct counter *c, const struct mq_stat_leaf *l)
 	k->next[k->nnext++] = *l;
 }
 
-/* A leaf counted as kept: due at its key, its oldest ready since then. */
+/*
+ * A leaf counted as kept: its messages, none past its time to live, all
+ * in the state look.c gives a message of it (the earliest sent stands for
+ * them), the oldest ready since its send or the leaf's key.
+ */
 static void
 count_kept(struct counter *c, const struct mq_stat_leaf *e)
 {
-	uint64_t t;
+	struct mq_name nm;
+	uint64_t ms, t;
 
 	if (c->bytes)
 		c->st->bytes += e->bytes;
-	if (e->key > c->now) {
-		c->st->delayed += e->n;
+	if (e->n == 0)
 		return;
+	memset(&nm, 0, sizeof(nm));
+	nm.sent = e->base;
+	switch (mq_state_waiting(&nm, 0, e->key, c->now, 0, &ms)) {
+	case MQ_LOOK_DELAYED:
+		c->st->delayed += e->n;
+		break;
+	default:
+		c->st->ready += e->n;
+		t = e->base > e->key ? e->base : e->key;
+		if (t < c->st->oldest_ready_ms)
+			c->st->oldest_ready_ms = t;
 	}
-	c->st->ready += e->n;
-	t = e->base > e->key ? e->base : e->key;
-	if (e->n > 0 && t < c->st->oldest_ready_ms)
-		c->st->oldest_ready_ms = t;
 }
 
 /* A leaf of new/ with a cache: counted as kept, or listed (and kept). */

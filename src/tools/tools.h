@@ -146,4 +146,14 @@ struct mq_work {
 };
 int	 mq_work(struct mq_spool *, const struct mq_work *);
 
+/* top.c: mq-top's live view */
+struct mq_top_opt {
+	const char	**dirs;		/* the spools */
+	size_t		 ndirs;
+	uint64_t	 interval_ms;
+	long long	 frames;	/* then exit; 0: until q */
+	int		 batch;		/* frames as text (-b) */
+};
+int	 mq_top(const struct mq_top_opt *);
+
 #endif
