@@ -7,14 +7,16 @@
 #include <err.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "compat.h"
 #include "mq.h"
 #include "tools.h"
 
-#define USAGE "usage: mq-top [-b] [-i secs] [-n frames] [-d dir ...] " \
+#define USAGE "usage: mq-top [-bv] [-i secs] [-n frames] [-d dir ...] " \
     "[dir ...]\n"
 
 /* What --help prints after the usage. */
@@ -29,17 +31,24 @@ static const char help[] =
     "  -d dir     a spool (more than one -d, or dir operands, for more\n"
     "             spools; default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
     "             else ~/.local/state/mq)\n"
+    "  -v         say on stderr each spool watched and where it was\n"
+    "             found (-d, $MQ_DIR...), before the first frame\n"
     MQ_HELP_SECS
     "See mq-top(1).\n";
 
 /* A spool that cannot be watched is said before the screen is taken. */
 static void
-check(const char *dir, int defaulted)
+check(const char *dir, const char *whence, int defaulted, int vflag)
 {
 	struct mq_spool sp;
 
 	if (mq_spool_open(&sp, dir, 0) == 0) {
 		mq_spool_close(&sp);
+		if (vflag) {
+			fprintf(stderr, "%s: ", getprogname());
+			mq_escape(stderr, dir, strlen(dir));
+			fprintf(stderr, " (from %s)\n", whence);
+		}
 		return;
 	}
 	if (errno == ENOTDIR)
@@ -58,12 +67,13 @@ main(int argc, char *argv[])
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_top_opt opt = { .interval_ms = 2000 };
-	const char *path;
+	const char *path, **whence;
 	size_t i;
-	int ch, defaulted = 0, status;
+	int ch, defaulted = 0, status, vflag = 0;
 
 	opt.dirs = xreallocarray(NULL, argc + 1, sizeof(*opt.dirs));
-	while ((ch = getopt_long(argc, argv, MQ_OPTS("bd:i:n:hV"), longopts,
+	whence = xreallocarray(NULL, argc + 1, sizeof(*whence));
+	while ((ch = getopt_long(argc, argv, MQ_OPTS("bd:i:n:vhV"), longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'b':
@@ -72,6 +82,7 @@ main(int argc, char *argv[])
 		case 'd':
 			if (*optarg == '\0')
 				errx(MQ_EX_USAGE, "-d: empty spool name");
+			whence[opt.ndirs] = "-d";
 			opt.dirs[opt.ndirs++] = optarg;
 			break;
 		case 'i':
@@ -80,8 +91,12 @@ main(int argc, char *argv[])
 		case 'n':
 			opt.frames = xnumber("-n", optarg, 1, INT_MAX);
 			break;
+		case 'v':
+			vflag = 1;
+			break;
 		default:
 			free(opt.dirs);
+			free(whence);
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
@@ -89,6 +104,7 @@ main(int argc, char *argv[])
 	for (; optind < argc; optind++) {
 		if (*argv[optind] == '\0')
 			errx(MQ_EX_USAGE, "empty spool name");
+		whence[opt.ndirs] = "an operand";
 		opt.dirs[opt.ndirs++] = argv[optind];
 	}
 	if (!opt.batch && !isatty(STDOUT_FILENO))
@@ -97,13 +113,15 @@ main(int argc, char *argv[])
 	if (opt.ndirs == 0) {
 		if ((path = mq_spool_dir(NULL)) == NULL)
 			err(MQ_EX_SYS, "no spool: set MQ_DIR or HOME");
+		whence[opt.ndirs] = mq_spool_origin(NULL);
 		opt.dirs[opt.ndirs++] = path;
 		defaulted = mq_spool_whence(NULL) != NULL;
 	}
 	for (i = 0; i < opt.ndirs; i++)
-		check(opt.dirs[i], defaulted);
+		check(opt.dirs[i], whence[i], defaulted, vflag);
 	status = mq_top(&opt);
 	free(opt.dirs);
+	free(whence);
 	if (opt.batch)
 		mq_stdout_close();
 	return status;
