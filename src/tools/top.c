@@ -402,7 +402,9 @@ lrate(struct line *l, const struct spool *s, const char *name, int count)
 /*
  * The depth over the last frames, newest on the right, in as many
  * columns as are left: eighths of a cell on a UTF-8 terminal, else five
- * ASCII steps; scaled to the highest shown.
+ * ASCII steps; scaled from the lowest shown to the highest, so that a
+ * deep queue's ups and downs show (one that does not move, half way; an
+ * empty one, at the bottom).
  */
 static void
 sparkline(struct screen *sc, struct line *l, const struct spool *s,
@@ -412,7 +414,7 @@ sparkline(struct screen *sc, struct line *l, const struct spool *s,
 	    "\u2584", "\u2585", "\u2586", "\u2587", "\u2588" };
 	static const char ascii[] = "_.-=#";
 	char age[32];
-	uint64_t max = 0, v;
+	uint64_t max = 0, min = UINT64_MAX, v;
 	size_t k, i, room;
 	int levels = sc->utf8 ? 8 : 5, lv;
 
@@ -424,20 +426,26 @@ sparkline(struct screen *sc, struct line *l, const struct spool *s,
 		v = s->spark[(s->sparkend + SPARK_MAX - k + i) % SPARK_MAX];
 		if (v > max)
 			max = v;
+		if (v < min)
+			min = v;
 	}
 	for (i = 0; i < k; i++) {
 		v = s->spark[(s->sparkend + SPARK_MAX - k + i) % SPARK_MAX];
-		lv = max == 0 ? 0 : (int)((v * (levels - 1) + max / 2) / max);
+		if (max == min)
+			lv = max == 0 ? 0 : (levels - 1) / 2;
+		else
+			lv = (int)(((v - min) * (levels - 1) + (max - min) / 2) /
+			    (max - min));
 		if (sc->utf8)
 			lstr(l, blocks[lv]);
 		else
 			lput(l, &ascii[lv], 1);
 	}
 	if (k > 1)
-		lprintf(l, "  max %" PRIu64 " over %s", max,
+		lprintf(l, "  %" PRIu64 "-%" PRIu64 " over %s", min, max,
 		    mq_human_age(age, sizeof(age), 0, (k - 1) * interval));
-	else
-		lprintf(l, "  max %" PRIu64, max);
+	else if (k == 1)
+		lprintf(l, "  %" PRIu64, max);
 }
 
 /* The block of one spool: its name, then five lines of figures. */
@@ -815,6 +823,8 @@ pause_toggle(struct top *t, struct spool *s)
 	mq_conf_unlock(&sp);
 	if (changed) {
 		mq_conf_logged(&sp, &c, was);
+		/* Now: mq-top runs on, its records are not left for its exit. */
+		mq_log_flush();
 		s->conf.paused = c.paused;
 		strlcpy(s->conf.value[MQ_CONF_PAUSED],
 		    c.value[MQ_CONF_PAUSED], sizeof(c.value[0]));
