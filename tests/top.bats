@@ -282,3 +282,28 @@ normalized() {
 	assert_equal "$(normalized <<<"$readme")" "$(normalized <<<"$frame")"
 	[ "$(wc -L <<<"$readme")" -le 80 ] || fail "$readme"
 }
+
+@test "mq-top -b: leaves kept from frame to frame: a changed leaf counted anew, a kept one turns ready when due" {
+	seq 1 3000 | mq-send -l >/dev/null
+	echo later | mq-send -D 2 >/dev/null
+	# Leaves as old as a quiet spool's: each frame may keep their counts.
+	find "$MQ_DIR/new" -mindepth 1 -type d -exec touch -d '-1 hour' {} +
+	mq-top -b -n 8 -i 0.5 >"$BATS_TEST_TMPDIR/frames" &
+	top=$!
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q '^in flight' "$BATS_TEST_TMPDIR/frames" && break
+		sleep 0.05
+	done
+	grep -q '  ready 3000  delayed 1 ' "$BATS_TEST_TMPDIR/frames" || fail "$(cat "$BATS_TEST_TMPDIR/frames")"
+	# A claim takes 5 from the oldest leaf: its mtime changes.
+	mq-recv -n 5 >/dev/null
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$top" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$top"
+	last=$(tac "$BATS_TEST_TMPDIR/frames" | sed '/^mq-top  /q' | tac)
+	grep -q '  ready 2996  delayed 0  inflight 5 ' <<<"$last" || fail "$last"
+	[[ $(mq-stat --json) == *'"ready":2996,"delayed":0,'* ]] || fail "$(mq-stat --json)"
+}
