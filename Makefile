@@ -48,14 +48,16 @@ LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/count.o $(CORE)/dead.o $(CORE)/d
 	$(CORE)/util.o $(CORE)/wait.o
 # mq, the front command, runs the others (mq send ... is mq-send ...).
 PROGS = mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
-	mq-show mq-rm mq-log
+	mq-show mq-rm mq-log mq-top
 BIN = bin/mq bin/mq-send bin/mq-recv bin/mq-ack bin/mq-sweep bin/mq-dlq \
-	bin/mq-stat bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm bin/mq-log
+	bin/mq-stat bin/mq-conf bin/mq-ls bin/mq-show bin/mq-rm bin/mq-log \
+	bin/mq-top
 MAN1 = share/man/man1/mq.1 share/man/man1/mq-send.1 share/man/man1/mq-recv.1 \
 	share/man/man1/mq-ack.1 share/man/man1/mq-sweep.1 \
 	share/man/man1/mq-dlq.1 share/man/man1/mq-stat.1 \
 	share/man/man1/mq-conf.1 share/man/man1/mq-ls.1 \
-	share/man/man1/mq-show.1 share/man/man1/mq-rm.1 share/man/man1/mq-log.1
+	share/man/man1/mq-show.1 share/man/man1/mq-rm.1 share/man/man1/mq-log.1 \
+	share/man/man1/mq-top.1
 # mq-relay (RabbitMQ) is built only when pkg-config finds librabbitmq
 # (rabbitmq-c); its objects are in no other program and not in libmq.a.
 RELAYOBJ = $(RELAY)/mq-relay.o $(RELAY)/broker.o $(RELAY)/push.o \
@@ -105,7 +107,7 @@ build-deps:
 TOOLOBJ = $(TOOLS)/mq.o $(TOOLS)/mq-send.o $(TOOLS)/mq-recv.o $(TOOLS)/mq-ack.o \
 	$(TOOLS)/mq-sweep.o $(TOOLS)/mq-dlq.o $(TOOLS)/mq-stat.o \
 	$(TOOLS)/mq-conf.o $(TOOLS)/mq-ls.o $(TOOLS)/mq-show.o $(TOOLS)/mq-rm.o $(TOOLS)/mq-log.o \
-	$(TOOLS)/fan.o $(TOOLS)/work.o $(TOOLS)/job.o $(TOOLS)/cli.o
+	$(TOOLS)/mq-top.o $(TOOLS)/fan.o $(TOOLS)/top.o $(TOOLS)/work.o $(TOOLS)/job.o $(TOOLS)/cli.o
 $(LIBOBJ) $(TOOLOBJ): $(CORE)/mq.h $(CORE)/compat.h
 $(TOOLOBJ): $(TOOLS)/tools.h
 $(TOOLS)/work.o $(TOOLS)/job.o: $(TOOLS)/job.h
@@ -114,8 +116,8 @@ $(LIBMQ): $(LIBOBJ)
 	rm -f $@
 	$(AR) -rc $@ $(LIBOBJ)
 
-# Each program is its main, cli.c and the core; mq-send and mq-recv their
-# engine.
+# Each program is its main, cli.c and the core; mq-send, mq-recv and
+# mq-top their engine.
 bin/mq: $(TOOLS)/mq.o
 bin/mq-send: $(TOOLS)/mq-send.o $(TOOLS)/fan.o
 bin/mq-recv: $(TOOLS)/mq-recv.o $(TOOLS)/work.o $(TOOLS)/job.o
@@ -128,8 +130,10 @@ bin/mq-ls: $(TOOLS)/mq-ls.o
 bin/mq-show: $(TOOLS)/mq-show.o
 bin/mq-rm: $(TOOLS)/mq-rm.o
 bin/mq-log: $(TOOLS)/mq-log.o
+bin/mq-top: $(TOOLS)/mq-top.o $(TOOLS)/top.o
 ENGINE_mq-send = $(TOOLS)/fan.o
 ENGINE_mq-recv = $(TOOLS)/work.o $(TOOLS)/job.o
+ENGINE_mq-top = $(TOOLS)/top.o
 $(BIN): $(TOOLS)/cli.o $(LIBMQ)
 	@mkdir -p bin
 	$(CC) $(LDFLAGS) $(SAN_FLAGS) -o $@ $(TOOLS)/$(@F).o $(ENGINE_$(@F)) \

@@ -6,7 +6,8 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio ls show history relay), BENCH_GROUP_N (messages parked
+# expired maxdepth overshoot group prio ls show history top relay),
+# BENCH_TOP_FRAMES (frames of each mq-top run, 10), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
 # limit), BENCH_RELAY_N (messages per relay run, 10000), BENCH_RELAY_SIZE
@@ -571,6 +572,37 @@ bench_ls() { # fs: mq-ls of BENCH_DEPTH messages against find, and its memory
 	rm -rf "$w"
 }
 
+# mq-top watching a deep spool at the default interval: the CPU time it
+# takes (user + sys) over the time it runs, as it is a share of a core,
+# its first frame (which lists every leaf) included; still, then with a
+# sender and a consumer changing the spool while it watches.
+bench_top() { # fs
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	frames=${BENCH_TOP_FRAMES:-10}
+	say "$name: top: filling a spool of $DEPTH messages"
+	seq 1 "$DEPTH" | MQ_DIR="$w/q" mq-send -S -l >/dev/null
+	seq 1 100 >"$w/hundred"
+	for r in $(seq 1 "$R"); do
+		say "$name: top, run $r of $R"
+		/usr/bin/time -f '%U %S %e' -o "$w/time" \
+		    mq-top -b -n "$frames" -i 2 -d "$w/q" >/dev/null
+		awk '{ printf "%.2f\n", ($1 + $2) / $3 * 100 }' "$w/time" >>"$w/still"
+		MQ_DIR="$w/q" sh -c 'while :; do mq-send -S -l <"$1" >/dev/null;
+		    mq-recv -n 100 -t 600 | mq-ack; sleep 0.1; done' sh "$w/hundred" &
+		busy=$!
+		/usr/bin/time -f '%U %S %e' -o "$w/time" \
+		    mq-top -b -n "$frames" -i 2 -d "$w/q" >/dev/null
+		kill "$busy"
+		wait "$busy" 2>/dev/null || :
+		awk '{ printf "%.2f\n", ($1 + $2) / $3 * 100 }' "$w/time" >>"$w/busy"
+	done
+	row "$name" "mq-top -b -n $frames -i 2, $DEPTH messages: CPU / wall" \
+	    "$(median <"$w/still")" "%" "10% of one core" 10 "<= 1"
+	row "$name" "the same, 100 sent and 100 acked every 0.1 s meanwhile" \
+	    "$(median <"$w/busy")" "%" "10% of one core" 10 "<= 1"
+	rm -rf "$w"
+}
+
 bench_memory() { # fs
 	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
 	say "$name: memory, a 1 GiB message"
@@ -1087,7 +1119,7 @@ bench_relay() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history relay"}
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history top relay"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
@@ -1106,6 +1138,7 @@ want prio && bench_prio "$first"
 want ls && bench_ls "$first"
 want show && bench_show "$first"
 want history && bench_history_log "$first"
+want top && bench_top "$first"
 # Last, so that no other row shares the machine with the node.
 if want relay; then
 	relay_start

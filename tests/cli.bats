@@ -1,6 +1,6 @@
 load helper
 
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-top"
 
 @test "every tool: -h and --help print usage on stdout, exit 0, create no spool" {
 	for t in $tools; do

@@ -2,7 +2,7 @@ load helper
 
 comp_bash="$BATS_TEST_DIRNAME/../share/completions/mq.bash"
 comp_zsh="$BATS_TEST_DIRNAME/../share/completions/_mq"
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-top"
 
 # Every option a tool's usage names: bundles such as -0lSv split up.
 options_of() {
@@ -227,11 +227,11 @@ pull"
 
 @test "completion (bash): mq completes its tools and help, mq help the tools, mq - its options" {
 	run complete_bash mq ""
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay help "
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log top relay help "
 	run complete_bash mq re
 	assert_equal "$(echo "$output" | tr '\n' ' ')" "recv relay "
 	run complete_bash mq help ""
-	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay "
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log top relay "
 	run complete_bash mq help recv ""
 	assert_output ""
 	run complete_bash mq -
@@ -276,9 +276,9 @@ pull"
 	command -v zsh >/dev/null || skip "zsh is not installed"
 	run -0 complete_zsh mq ""
 	assert_line --index 0 "_describe mq tool"
-	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay help "
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log top relay help "
 	run -0 complete_zsh mq help ""
-	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log relay "
+	assert_equal "$(sed 1d <<<"$output" | cut -d: -f1 | tr '\n' ' ')" "send recv ack sweep dlq stat conf ls show rm log top relay "
 	run -0 complete_zsh mq -
 	for o in -h --help -V --version; do
 		[[ $output == *"\\)${o}\\["* ]] || fail "mq - does not offer $o: $output"

@@ -4,7 +4,7 @@ load helper
 
 top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
-tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log"
+tools="mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-top"
 
 in_git() {
 	git -C "$top" rev-parse --git-dir >/dev/null 2>&1

@@ -2,7 +2,7 @@
 load helper
 
 top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-all_tools="send recv ack sweep dlq stat conf ls show rm log relay"
+all_tools="send recv ack sweep dlq stat conf ls show rm log top relay"
 
 # A directory holding only a copy of mq (no tool beside it), and an empty
 # one for a PATH where nothing is found.
@@ -104,7 +104,7 @@ lone_mq() {
 	for t in $all_tools; do
 		grep -qE "^  $t +[a-z]" <<<"$list" || fail "mq does not list $t: $list"
 	done
-	assert_equal "$(grep -cE '^  [a-z]+ +[a-z]' <<<"$list")" 12
+	assert_equal "$(grep -cE '^  [a-z]+ +[a-z]' <<<"$list")" 13
 	for a in help --help -h; do
 		run -0 --separate-stderr mq "$a"
 		assert_equal "$output" "$list"

@@ -13,7 +13,7 @@ if [ -n "${MQ_VALGRIND:-}" ]; then
 	vg="$BATS_RUN_TMPDIR/valgrind-bin"
 	if [ ! -d "$vg" ]; then
 		mkdir -p "$vg"
-		for t in mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-relay; do
+		for t in mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-top mq-relay; do
 			printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite %s "$@"\n' \
 			    "$(cd "$BATS_TEST_DIRNAME/../bin" && pwd)/$t" >"$vg/$t"
 			chmod +x "$vg/$t"

@@ -10,7 +10,7 @@ installed_tree() { # root
 	dest=$BATS_TEST_TMPDIR/dest
 	make -s -C "$top" install DESTDIR="$dest" >/dev/null
 	expected=$(
-		for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
+		for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep mq-top; do
 			echo "./usr/local/bin/$p"
 			echo "./usr/local/share/man/man1/$p.1"
 			echo "./usr/local/share/bash-completion/completions/$p"
@@ -38,7 +38,7 @@ installed_tree() { # root
 	)
 	assert_equal "$(installed_tree "$dest")" "$(sort <<<"$expected")"
 	cmp "$top/share/prometheus/mq-alerts.yml" "$dest/usr/local/share/doc/mq/prometheus/mq-alerts.yml"
-	for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
+	for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep mq-top; do
 		run "$dest/usr/local/bin/$p" --version
 		assert_success
 	done

@@ -7,7 +7,7 @@ load helper
 }
 
 @test "man pages: one per tool, plus mq-spool(5) and mq(7)" {
-	for t in mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-relay; do
+	for t in mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls mq-show mq-rm mq-log mq-top mq-relay; do
 		assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man1/$t.1"
 	done
 	assert_file_exist "$BATS_TEST_DIRNAME/../share/man/man5/mq-spool.5"

@@ -81,7 +81,7 @@ files_of() {
 
 @test "package: mq has the tools, pages, completions, units, examples and alerting rules where Debian expects them; mq-relay the relay alone" {
 	files=$(files_of "$mq_deb")
-	for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep; do
+	for p in mq mq-ack mq-conf mq-dlq mq-log mq-ls mq-recv mq-rm mq-send mq-show mq-stat mq-sweep mq-top; do
 		grep -qx "/usr/bin/$p" <<<"$files" || fail "no /usr/bin/$p"
 		grep -qx "/usr/share/man/man1/$p.1.gz" <<<"$files" || fail "no page of $p"
 		grep -qx "/usr/share/bash-completion/completions/$p" <<<"$files" || fail "no completion of $p"

@@ -20,6 +20,7 @@ _mq_options() {
 	mq-rm) echo "-0 -f -v -d --all -h --help -V --version" ;;
 	mq-ls) echo "-l -v -d -s --json -h --help -V --version" ;;
 	mq-log) echo "-f -v -d -o -a --json --since --kind -h --help -V --version" ;;
+	mq-top) echo "-b -v -i -n -d -h --help -V --version" ;;
 	mq-relay) echo "-1 -v -d -n -q --max-bytes -h --help -V --version" ;;
 	esac
 }
@@ -152,13 +153,13 @@ _mq() {
 	mq-show | mq-rm | mq-log)
 		mapfile -t COMPREPLY < <(compgen -W "$(mq-ls "${spool[@]}" 2>/dev/null | cut -f 1)" -- "$cur") ;;
 	# Spools as operands, as -d.
-	mq-stat | mq-ls) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
+	mq-stat | mq-ls | mq-top) mapfile -t COMPREPLY < <(compgen -d -- "$cur") ;;
 	esac
 }
 
 # mq TOOL ...: completed as mq-TOOL ... is, the words shifted by one.
 _mq_front() {
-	local tools="send recv ack sweep dlq stat conf ls show rm log relay"
+	local tools="send recv ack sweep dlq stat conf ls show rm log top relay"
 	local cur=${COMP_WORDS[COMP_CWORD]} tool=${COMP_WORDS[1]}
 	COMPREPLY=()
 	if [ "$COMP_CWORD" -eq 1 ]; then
@@ -182,5 +183,5 @@ _mq_front() {
 }
 
 complete -F _mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
-    mq-show mq-rm mq-log mq-relay
+    mq-show mq-rm mq-log mq-top mq-relay
 complete -F _mq_front mq

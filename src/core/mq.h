@@ -919,6 +919,33 @@ struct mq_stats {
 };
 int	 mq_stat(struct mq_spool *, uint64_t, uint64_t, int,
 	    struct mq_stats *);
+/*
+ * What a directory of messages held when it was last listed (a leaf of
+ * new/, or dead/), kept by the caller between counts (mq-top) so that
+ * only the directories changed since are listed again (stat.c).
+ */
+struct mq_stat_leaf {
+	unsigned prio;
+	uint64_t key;		/* when due */
+	ino_t	 ino;
+	struct timespec mtime, ctime;
+	uint64_t n;
+	uint64_t base;		/* the earliest send (dead/: death); or max */
+	uint64_t own;		/* the earliest own expiry; or max */
+	uint64_t bytes;
+	int	 with_bytes;
+};
+struct mq_stat_cache {
+	dev_t	 dev;		/* the spool's */
+	ino_t	 ino;
+	struct mq_stat_leaf *v, *next;	/* v by priority and key */
+	size_t	 n, nnext, capnext;
+	struct mq_stat_leaf dead;
+	int	 have_dead;
+};
+int	 mq_stat_kept(struct mq_spool *, struct mq_stat_cache *, uint64_t,
+	    uint64_t, int, struct mq_stats *);
+void	 mq_stat_cache_free(struct mq_stat_cache *);
 
 /* The most messages one batch holds: a send's, a pull's. */
 #define MQ_BATCH_MAX	MQ_LEAF_MAX

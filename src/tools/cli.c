@@ -6,7 +6,8 @@
  * death, the settings' errors said, stdout checked at the end; the IDs an
  * operator names, read and looked for (a prefix for the one it begins);
  * and what a listing writes: text escaped for a terminal, JSON strings,
- * a message's deaths as JSON.  Linked into every program (src/tools,
+ * a message's deaths as JSON; ages and rates for people (mq-stat,
+ * mq-top), a change of the settings logged (mq-conf, mq-top).  Linked into every program (src/tools,
  * src/relay), never into libmq.a.
  */
 #include <sys/stat.h>
@@ -331,6 +332,93 @@ mq_stdout_close(void)
 {
 	if (fflush(stdout) == EOF || ferror(stdout))
 		err(MQ_EX_SYS, "stdout");
+}
+
+/* An age for people: 45s, 3m12s, 2h05m, 3d04h; "-" for UINT64_MAX. */
+const char *
+mq_human_age(char *buf, size_t size, uint64_t then, uint64_t now)
+{
+	uint64_t s;
+
+	if (then == UINT64_MAX)
+		return "-";
+	s = then >= now ? 0 : (now - then) / 1000;
+	if (s < 60)
+		snprintf(buf, size, "%" PRIu64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60,
+		    s % 60);
+	else if (s < 86400)
+		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
+		    s % 3600 / 60);
+	else
+		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400,
+		    s % 86400 / 3600);
+	return buf;
+}
+
+/* A counter's value (count.c), or with MQ_COUNTED_DEAD every death's sum. */
+uint64_t
+mq_counted(const uint64_t *v, int count)
+{
+	uint64_t sum = 0;
+	int c;
+
+	if (count != MQ_COUNTED_DEAD)
+		return v[count];
+	for (c = 0; c < MQ_CAUSES; c++)
+		sum += v[mq_count_dead(c)];
+	return sum;
+}
+
+/*
+ * Per second, of a counter between two readings of the counters (then at
+ * then_ms, now at now_ms); -1 when there is no reading before.  A counter
+ * that went back (a spool made anew) is 0.
+ */
+double
+mq_rate(const uint64_t *now, uint64_t now_ms, const uint64_t *then,
+    uint64_t then_ms, int count)
+{
+	uint64_t a = mq_counted(now, count), b = mq_counted(then, count);
+
+	if (then_ms == 0 || now_ms <= then_ms)
+		return -1;
+	return a < b ? 0.0 : (double)(a - b) * 1000 / (now_ms - then_ms);
+}
+
+/*
+ * A change of the settings in the spool's log (mq-log): what was set,
+ * what it was (was, each key's value before), and by whom (a name, as an
+ * operator reads it; the uid where there is none).
+ */
+void
+mq_conf_logged(struct mq_spool *sp, const struct mq_conf *c,
+    char was[][sizeof(c->value[0])])
+{
+	struct passwd *pw = getpwuid(getuid());
+	char set[MQ_CONF_NKEYS * 80], old[MQ_CONF_NKEYS * 80], uid[24];
+	size_t sn = 0, on = 0;
+	int k;
+
+	set[0] = old[0] = '\0';
+	for (k = 0; k < MQ_CONF_NKEYS; k++) {
+		if (strcmp(was[k], mq_conf_value(c, k)) == 0)
+			continue;
+		sn += snprintf(set + sn, sizeof(set) - sn, "%s%s=%s",
+		    sn > 0 ? " " : "", mq_conf_name(k), mq_conf_value(c, k));
+		on += snprintf(old + on, sizeof(old) - on, "%s%s=%s",
+		    on > 0 ? " " : "", mq_conf_name(k), was[k]);
+	}
+	if (sn == 0)
+		return;
+	snprintf(uid, sizeof(uid), "%ld", (long)getuid());
+	mq_log_begin(sp, "conf", NULL);
+	mq_log_str("user", pw != NULL ? pw->pw_name : uid,
+	    strlen(pw != NULL ? pw->pw_name : uid));
+	mq_log_str("set", set, strlen(set));
+	mq_log_str("was", old, strlen(old));
+	mq_log_end();
 }
 
 /* Says on stderr why mq_conf_read failed: where the file is wrong. */

@@ -6,7 +6,6 @@
 #include <err.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,39 +130,6 @@ confirm(struct mq_spool *sp, const char *setting, uint64_t ttl_ms,
 	    n == 1 ? "" : "s");
 }
 
-/*
- * The change in the spool's log (mq-log): what was set, what it was, and
- * by whom (a name, as an operator reads it; the uid where there is none).
- */
-static void
-logged(struct mq_spool *sp, const struct mq_conf *c,
-    char was[][sizeof(c->value[0])])
-{
-	struct passwd *pw = getpwuid(getuid());
-	char set[MQ_CONF_NKEYS * 80], old[MQ_CONF_NKEYS * 80], uid[24];
-	size_t sn = 0, on = 0;
-	int k;
-
-	set[0] = old[0] = '\0';
-	for (k = 0; k < MQ_CONF_NKEYS; k++) {
-		if (strcmp(was[k], mq_conf_value(c, k)) == 0)
-			continue;
-		sn += snprintf(set + sn, sizeof(set) - sn, "%s%s=%s",
-		    sn > 0 ? " " : "", mq_conf_name(k), mq_conf_value(c, k));
-		on += snprintf(old + on, sizeof(old) - on, "%s%s=%s",
-		    on > 0 ? " " : "", mq_conf_name(k), was[k]);
-	}
-	if (sn == 0)
-		return;
-	snprintf(uid, sizeof(uid), "%ld", (long)getuid());
-	mq_log_begin(sp, "conf", NULL);
-	mq_log_str("user", pw != NULL ? pw->pw_name : uid,
-	    strlen(pw != NULL ? pw->pw_name : uid));
-	mq_log_str("set", set, strlen(set));
-	mq_log_str("was", old, strlen(old));
-	mq_log_end();
-}
-
 static void
 set(const char *dir, int argc, char *argv[], int verbose, int force)
 {
@@ -229,7 +195,7 @@ set(const char *dir, int argc, char *argv[], int verbose, int force)
 	else if (!changed)
 		err(MQ_EX_SYS, "%s/%s: nothing changed", sp.path, MQ_CONF);
 	mq_conf_unlock(&sp);
-	logged(&sp, &c, was);
+	mq_conf_logged(&sp, &c, was);
 	for (k = 0; verbose && k < MQ_CONF_NKEYS; k++)
 		if (strcmp(was[k], mq_conf_value(&c, k)) != 0)
 			warnx("%s: %s=%s (was %s)", sp.path, mq_conf_name(k),

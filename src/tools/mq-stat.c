@@ -76,29 +76,6 @@ age(uint64_t then, uint64_t now)
 	return then >= now ? 0 : (now - then) / 1000.0;
 }
 
-/* An age for people: 45s, 3m12s, 2h05m, 3d04h. */
-static const char *
-human_age(char *buf, size_t size, uint64_t then, uint64_t now)
-{
-	uint64_t s;
-
-	if (then == UINT64_MAX)
-		return "-";
-	s = then >= now ? 0 : (now - then) / 1000;
-	if (s < 60)
-		snprintf(buf, size, "%" PRIu64 "s", s);
-	else if (s < 3600)
-		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60,
-		    s % 60);
-	else if (s < 86400)
-		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600,
-		    s % 3600 / 60);
-	else
-		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400,
-		    s % 86400 / 3600);
-	return buf;
-}
-
 /*
  * The settings that differ from the defaults as one word, key=value
  * joined by commas (no value has a space or a comma), or "-".  paused
@@ -131,39 +108,25 @@ static int with_rates;
 /* The rates -i shows: a counter's, or the sum of the deaths'. */
 static const struct {
 	const char	*head;
-	int		 count;	/* -1: every death */
+	int		 count;	/* or MQ_COUNTED_DEAD */
 } rates[] = {
 	{ "SENT/S", MQ_COUNT_SENT }, { "CLAIMED/S", MQ_COUNT_CLAIMED },
 	{ "ACKED/S", MQ_COUNT_ACKED }, { "RELEASED/S", MQ_COUNT_RELEASED },
-	{ "DEAD/S", -1 },
+	{ "DEAD/S", MQ_COUNTED_DEAD },
 };
 #define NRATES	(sizeof(rates) / sizeof(rates[0]))
-
-static uint64_t
-counted(const uint64_t *v, int count)
-{
-	uint64_t sum = 0;
-	int c;
-
-	if (count != -1)
-		return v[count];
-	for (c = 0; c < MQ_CAUSES; c++)
-		sum += v[mq_count_dead(c)];
-	return sum;
-}
 
 /* Per second since the round before; "-" in the first. */
 static void
 rate(const struct result *r, int count, int width)
 {
-	uint64_t now = counted(r->counts, count), then = counted(r->before,
+	double v = mq_rate(r->counts, r->now_ms, r->before, r->before_ms,
 	    count);
 
-	if (r->before_ms == 0 || r->now_ms <= r->before_ms)
+	if (v < 0)
 		printf(" %*s", width, "-");
 	else
-		printf(" %*.1f", width, now < then ? 0.0 :
-		    (double)(now - then) * 1000 / (r->now_ms - r->before_ms));
+		printf(" %*.1f", width, v);
 }
 
 static void
@@ -190,8 +153,8 @@ table(const struct result *r, size_t n, uint64_t now)
 		    " %7" PRIu64 " %7" PRIu64 " %13s %12s",
 		    r[i].st.ready, r[i].st.delayed, r[i].st.blocked,
 		    r[i].st.in_flight, r[i].st.expired, r[i].st.dead,
-		    human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
-		    human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now));
+		    mq_human_age(a, sizeof(a), r[i].st.oldest_ready_ms, now),
+		    mq_human_age(b, sizeof(b), r[i].st.oldest_dead_ms, now));
 		if (with_bytes)
 			printf(" %12" PRIu64, r[i].st.bytes);
 		for (k = 0; with_rates && k < NRATES; k++)

@@ -42,6 +42,7 @@ static const struct {
 	{ "show", "print the body of a message without claiming it" },
 	{ "rm", "remove messages by ID, or every waiting one" },
 	{ "log", "what happened: the spool's log, job by job" },
+	{ "top", "a live view of spools" },
 	{ "relay", "carry messages between hosts through RabbitMQ" },
 };
 #define NTOOLS	(sizeof(tools) / sizeof(tools[0]))

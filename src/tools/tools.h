@@ -50,6 +50,12 @@ void	 mq_conf_warn(const struct mq_spool *, int, const char *);
 void	 mq_conf_xread(struct mq_spool *, struct mq_conf *);
 const struct mq_conf	*mq_settings_xread(struct mq_spool *);
 int	 mq_settings_reread(struct mq_spool *);
+void	 mq_conf_logged(struct mq_spool *, const struct mq_conf *,
+	    char [][32]);
+const char	*mq_human_age(char *, size_t, uint64_t, uint64_t);
+#define MQ_COUNTED_DEAD	(-1)	/* every death: mq_counted, mq_rate */
+uint64_t mq_counted(const uint64_t *, int);
+double	 mq_rate(const uint64_t *, uint64_t, const uint64_t *, uint64_t, int);
 void	 mq_escape(FILE *, const char *, size_t);
 int	 mq_copy_escaped(int, FILE *);
 void	 mq_json_string(FILE *, const char *, size_t);
@@ -145,5 +151,15 @@ struct mq_work {
 	int	 verbose;
 };
 int	 mq_work(struct mq_spool *, const struct mq_work *);
+
+/* top.c: mq-top's live view */
+struct mq_top_opt {
+	const char	**dirs;		/* the spools */
+	size_t		 ndirs;
+	uint64_t	 interval_ms;
+	long long	 frames;	/* then exit; 0: until q */
+	int		 batch;		/* frames as text (-b) */
+};
+int	 mq_top(const struct mq_top_opt *);
 
 #endif
