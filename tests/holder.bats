@@ -259,3 +259,15 @@ hold_as() {
 	h2=${h2%%,*}
 	assert_equal "$h2" "$h"
 }
+
+@test "holder: mq-top shows each lease's holder, and marks an orphaned one with !" {
+	worker_holding
+	pid=$(cat "$BATS_TEST_TMPDIR/worker.pid")
+	id=$(cat "$BATS_TEST_TMPDIR/id")
+	run -0 env COLUMNS=100 mq-top -b -n 1
+	assert_line --regexp "^ $id +1/5 +[0-9]+s +[0-9]+m[0-9]+s $(id -un)@$(uname -n):$pid\$"
+	kill -9 "$pid"
+	wait "$pid" || true
+	run -0 env COLUMNS=100 mq-top -b -n 1
+	assert_line --regexp "^!$id +1/5 +[0-9]+s +[0-9]+m[0-9]+s $(id -un)@$(uname -n):$pid\$"
+}

@@ -115,9 +115,11 @@ json_number() {
 	grep -qE "  dead letters $(json_number "$stat" dead)  died of attempts 0 rejected 1 ttl 0 maxlen 0\$" <<<"$output" || fail "$output"
 	waiting=$(($(json_number "$stat" ready) + $(json_number "$stat" delayed)))
 	grep -qF "  depth $waiting/10 ($((waiting * 10))%)  paused no  oldest ready " <<<"$output" || fail "$output"
-	# Each message in flight a row: its ID, attempt 1 of 5, lease left.
-	for id in $(mq-ls -s inflight | cut -f 1); do
-		grep -qE "^ $id +1/5 +[0-9]+s +[0-9]+s -\$" <<<"$output" || fail "$id: $output"
+	# Each message in flight a row: its ID (cut to 34 columns at 80),
+	# attempt 1 of 5, running for, lease left, its holder as mq-ls -l
+	# names it.
+	mq-ls -l -s inflight | cut -f 1,8 | while IFS=$'\t' read -r id holder; do
+		grep -qE "^ ${id:0:34} +1/5 +[0-9]+s +[0-9]+s $holder\$" <<<"$output" || fail "$id $holder: $output"
 	done
 	assert_equal "$(grep -c '1/5' <<<"$output")" 2
 	[ "$(wc -L <<<"$output")" -le 80 ] || fail "$output"
@@ -206,8 +208,8 @@ json_number() {
 	# The time part of an ID: one sender's IDs differ there.
 	tm send-keys -t top / "${id:0:16}" Enter
 	await "^in flight: 2, 1 with \"${id:0:16}\" in the ID"
-	screen | grep -q "^ $id " || fail "$(screen)"
-	! screen | grep -q "^ $other " || fail "$(screen)"
+	screen | grep -q "^ ${id:0:34} " || fail "$(screen)"
+	! screen | grep -q "^ ${other:0:34} " || fail "$(screen)"
 	tm send-keys -t top Escape
 	await "^in flight: 2, by ID"
 	tm send-keys -t top '?'
@@ -233,10 +235,10 @@ json_number() {
 	screen | tail -n 1 | grep -q '^q quit' || fail "$(screen)"
 	tm resize-window -t top -x 80 -y 24
 	for ((i = 0; i < 200; i++)); do
-		screen | grep -qE '^ ID {39}ATTEMPT' && break
+		screen | grep -qE '^ ID {33}ATTEMPT' && break
 		sleep 0.05
 	done
-	screen | grep -qE '^ ID {39}ATTEMPT' || fail "$(screen)"
+	screen | grep -qE '^ ID {33}ATTEMPT' || fail "$(screen)"
 	[ "$(screen | wc -L)" -le 80 ] || fail "$(screen)"
 	tm send-keys -t top q
 	assert_given_back 0
@@ -261,9 +263,10 @@ json_number() {
 }
 
 # The README's picture of mq-top is a frame of this spool: its lines the
-# same but for numbers, IDs, times, the sparkline and the spool's name.
+# same but for numbers, IDs, holders, times, the sparkline and the spool's name.
 normalized() {
-	sed -E -e 's/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]{12}/ID/g' \
+	sed -E -e 's/[0-9a-f]{16}\.[0-9]+\.[0-9a-f]*/ID/g' \
+	    -e 's/[^ ]+@[^ ]+:[0-9]+$/HOLDER/' \
 	    -e 's/^  depth [^ ]+  ([0-9]+-[0-9]+ over)/  depth SPARK  \1/' \
 	    -e 's/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z/TIME/' \
 	    -e 's/\b([0-9]+[dhm][0-9]+[hms]|[0-9]+m?s)\b/DUR/g' \

@@ -18,11 +18,12 @@
  * signal's handler restores it and raises the signal again, so that the
  * parent sees mq-top killed by it.
  *
- * How long a message has run is not in its name: the first frame that
- * sees a lease takes the change time of its file, which its claim set
- * (a renewal of the lease too: for one already in flight when mq-top
- * started, the time since its last renewal), and later frames keep the
- * time first seen for that ID and attempt.
+ * How long a message has run, and who runs it, are in its lease's name
+ * (its holder: holder.c).  A lease of an older release, without one:
+ * the first frame that sees it takes the change time of its file, which
+ * its claim set (a renewal of the lease too: for one already in flight
+ * when mq-top started, the time since its last renewal), and later
+ * frames keep the time first seen for that ID and attempt.
  */
 /* wcwidth(3) is of the X/Open System Interfaces. */
 #define _XOPEN_SOURCE 700
@@ -66,6 +67,7 @@ static const char *const sort_name[NSORTS] = {
 struct flight {
 	struct mq_look	 m;
 	uint64_t	 since;		/* running since (see the head) */
+	char		 holder[96];	/* user@host:pid, escaped; "-": none */
 };
 
 struct spool {
@@ -248,12 +250,29 @@ flight_cmp_id(const void *a, const void *b)
 /* The in-flight messages being gathered, and those of the frame before. */
 struct gathering {
 	struct spool	*s;
+	struct mq_spool	*sp;
 	struct flight	*prev;
 	size_t		 nprev;
 	uint64_t	 now;
 	int		 failed;	/* a directory of cur/ not read */
 	int		 err;
 };
+
+/* A lease's holder as the HOLDER column shows it. */
+static void
+holder_text(struct mq_spool *sp, const struct mq_look *m, char *buf,
+    size_t size)
+{
+	struct mq_holder_info info;
+	FILE *f;
+
+	strlcpy(buf, "-", size);
+	if (m->n.holder.kind == 0 || (f = fmemopen(buf, size, "w")) == NULL)
+		return;
+	mq_holder_describe(sp, &m->n.holder, &info);
+	mq_holder_print(f, &m->n.holder, &info);
+	fclose(f);
+}
 
 static int
 gather(void *arg, const struct mq_look *m)
@@ -268,8 +287,11 @@ gather(void *arg, const struct mq_look *m)
 	f.m.dirfd = -1;
 	f.m.dir = NULL;
 	f.m.name = NULL;
+	holder_text(g->sp, m, f.holder, sizeof(f.holder));
 	seen = bsearch(&f, g->prev, g->nprev, sizeof(f), flight_cmp_id);
-	if (seen != NULL)
+	if (m->n.holder.kind != 0)
+		f.since = m->n.holder.since * 1000;
+	else if (seen != NULL)
 		f.since = seen->since;
 	else if (fstatat(m->dirfd, m->name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
 		f.since = (uint64_t)sb.st_ctim.tv_sec * 1000 +
@@ -307,13 +329,14 @@ flights(struct spool *s, struct mq_spool *sp, uint64_t now)
 
 	memset(&g, 0, sizeof(g));
 	g.s = s;
+	g.sp = sp;
 	g.prev = s->fl;
 	g.nprev = s->nfl;
 	g.now = now;
 	s->fl = NULL;
 	s->nfl = s->capfl = 0;
 	memset(&lk, 0, sizeof(lk));
-	lk.states = 1u << MQ_LOOK_INFLIGHT;
+	lk.states = 1u << MQ_LOOK_INFLIGHT | 1u << MQ_LOOK_ORPHANED;
 	lk.now = now;
 	lk.ttl_ms = s->conf.ttl_ms;
 	lk.fn = gather;
@@ -548,24 +571,12 @@ spool_line(struct top *t, struct screen *sc, size_t i)
 	}
 }
 
-/*
- * Whose lease it is: the holder's host and pid, once look.c gives them,
- * with a mark for one whose holder is gone (orphaned); nothing until
- * then.
- */
-static const char *
-holder(const struct mq_look *m, int *orphaned)
-{
-	(void)m;
-	*orphaned = 0;
-	return "-";
-}
-
 /* The width of the ID column: the whole ID when the line has room. */
 static int
 id_width(int width)
 {
-	int w = width - 32;
+	/* 26 for the other columns, 20 for a holder (user@host:pid). */
+	int w = width - 46;
 
 	return w > MQ_ID_LEN ? MQ_ID_LEN : w < 8 ? 8 : w;
 }
@@ -583,18 +594,19 @@ flight_head(struct line *l)
 
 /* One message in flight: the one place a column of a lease is added. */
 static void
-flight_row(struct line *l, const struct mq_look *m, uint64_t since,
-    unsigned max, uint64_t now)
+flight_row(struct line *l, const struct flight *f, unsigned max,
+    uint64_t now)
 {
+	const struct mq_look *m = &f->m;
 	char att[32], run[32], left[32];
-	const char *h;
-	int idw = id_width(l->width), orphaned;
+	int idw = id_width(l->width);
 
-	h = holder(m, &orphaned);
+	/* '!': orphaned, its holder gone (the next claim takes it). */
 	snprintf(att, sizeof(att), "%u/%u", m->n.attempts, max);
-	lprintf(l, "%c%-*.*s %7s %7s %7s %s", orphaned ? '!' : ' ', idw, idw,
-	    m->n.id, att, mq_human_age(run, sizeof(run), since, now),
-	    mq_human_age(left, sizeof(left), now, m->ms), h);
+	lprintf(l, "%c%-*.*s %7s %7s %7s %s",
+	    m->state == MQ_LOOK_ORPHANED ? '!' : ' ', idw, idw, m->n.id, att,
+	    mq_human_age(run, sizeof(run), f->since, now),
+	    mq_human_age(left, sizeof(left), now, m->ms), f->holder);
 }
 
 static enum sort sort_by;
@@ -661,8 +673,8 @@ flight_list(struct top *t, struct screen *sc, const struct spool *s,
 	if (rows != 0 && n > (size_t)rows - 2)
 		shown = rows - 3;
 	for (i = 0; i < shown; i++)
-		flight_row(newline(sc), &v[i]->m, v[i]->since,
-		    s->conf.max_attempts, s->now_ms);
+		flight_row(newline(sc), v[i], s->conf.max_attempts,
+		    s->now_ms);
 	if (shown < n)
 		lprintf(newline(sc), " ... %zu more", n - shown);
 	free(v);
