@@ -32,9 +32,15 @@ teardown() {
 	detach
 }
 
+# Whether $MNT is mounted, as the kernel's table says: a stat of a file
+# system shut down fails (EIO), and mountpoint(1) would say no.
+mounted() {
+	awk -v m="$MNT" '$2 == m { found = 1 } END { exit !found }' /proc/self/mounts
+}
+
 # Unmounts $MNT and detaches its loop device, whatever state they are in.
 detach() {
-	if mountpoint -q "$MNT" 2>/dev/null; then
+	if mounted; then
 		timeout 20 umount "$MNT" || timeout 20 umount -l "$MNT" || true
 	fi
 	if [ -n "$DEV" ]; then
@@ -100,7 +106,7 @@ round() {
 		timeout 20 umount "$MNT" 2>/dev/null && break
 		sleep 0.25
 	done
-	if mountpoint -q "$MNT"; then
+	if mounted; then
 		# Who holds it (fuser is in no package the tests need).
 		for f in /proc/[0-9]*/cwd /proc/[0-9]*/fd/*; do
 			case $(readlink "$f" 2>/dev/null) in

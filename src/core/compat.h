@@ -97,13 +97,14 @@ mq_die_with_parent(void)
 /*
  * Whether a process still lives, and which one a pid names (holder.c):
  * Linux tells a process' start (clock ticks after boot) and whether it is
- * a zombie (/proc/PID/stat), the boot (its boot_id) and the pid namespace
- * a pid means something in; elsewhere -1 with ENOSYS, and no holder is
- * ever judged gone there (its lease runs to its end).
+ * a zombie (/proc/PID/stat), the boot (its boot_id) and the pid and time
+ * namespaces a pid and a start mean something in, and when a start was;
+ * elsewhere -1 with ENOSYS, and no holder is ever judged gone there (its
+ * lease runs to its end).
  */
 int	mq_proc_start(long, unsigned long long *, int *);
-int	mq_proc_space(char *, size_t, unsigned long long *);
-int	mq_boot_ms(unsigned long long *);
+int	mq_proc_space(char *, size_t, unsigned long long [2]);
+int	mq_proc_started_ms(unsigned long long, unsigned long long *);
 
 /*
  * The bodies of the functions above, compiled once, in util.c, which
@@ -117,6 +118,7 @@ int	mq_boot_ms(unsigned long long *);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Makes every file of dirfd's file system durable. */
@@ -206,13 +208,26 @@ bad:
 }
 
 int
-mq_proc_space(char *boot, size_t size, unsigned long long *pidns)
+mq_proc_space(char *boot, size_t size, unsigned long long ns[2])
 {
 #ifdef __linux__
 	struct stat st;
+	char self[32], link[32];
 	ssize_t n;
 	int fd, saved;
 
+	/*
+	 * A /proc mounted for another pid namespace would tell of other
+	 * processes than kill(2) does: then no pid of it is judged.
+	 */
+	snprintf(self, sizeof(self), "%ld", (long)getpid());
+	if ((n = readlink("/proc/self", link, sizeof(link) - 1)) <= 0)
+		return -1;
+	link[n] = '\0';
+	if (strcmp(link, self) != 0) {
+		errno = ESRCH;
+		return -1;
+	}
 	if ((fd = open("/proc/sys/kernel/random/boot_id",
 	    O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
@@ -227,45 +242,40 @@ mq_proc_space(char *boot, size_t size, unsigned long long *pidns)
 	boot[n] = '\0';
 	if (stat("/proc/self/ns/pid", &st) == -1)
 		return -1;
-	*pidns = st.st_ino;
+	ns[0] = st.st_ino;
+	/* A time namespace shifts the start times /proc shows (5.6 on). */
+	ns[1] = stat("/proc/self/ns/time", &st) == 0 ? st.st_ino : 0;
 	return 0;
 #else
 	(void)boot;
 	(void)size;
-	(void)pidns;
+	(void)ns;
 	errno = ENOSYS;
 	return -1;
 #endif
 }
 
-/* When this host booted, in ms after the epoch, and clock ticks a second. */
+/*
+ * When a process started, in ms after the epoch, from its start in clock
+ * ticks after boot: the boot's time is now less the time since it.
+ */
 int
-mq_boot_ms(unsigned long long *ms)
+mq_proc_started_ms(unsigned long long ticks, unsigned long long *ms)
 {
 #ifdef __linux__
-	char buf[8192], *p;
-	ssize_t n;
+	struct timespec real, boot;
 	long hz;
-	int fd, saved;
 
-	if ((hz = sysconf(_SC_CLK_TCK)) <= 0)
+	if ((hz = sysconf(_SC_CLK_TCK)) <= 0 ||
+	    clock_gettime(CLOCK_REALTIME, &real) == -1 ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot) == -1)
 		return -1;
-	if ((fd = open("/proc/stat", O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	saved = errno;
-	close(fd);
-	errno = saved;
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((p = strstr(buf, "\nbtime ")) == NULL) {
-		errno = EINVAL;
-		return -1;
-	}
-	*ms = strtoull(p + 7, NULL, 10) * 1000;
+	*ms = (unsigned long long)real.tv_sec * 1000 + real.tv_nsec / 1000000 -
+	    ((unsigned long long)boot.tv_sec * 1000 + boot.tv_nsec / 1000000) +
+	    ticks * 1000 / hz;
 	return 0;
 #else
+	(void)ticks;
 	(void)ms;
 	errno = ENOSYS;
 	return -1;

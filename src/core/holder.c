@@ -5,27 +5,31 @@
  * it costs the claim no system call, and a lease whose name one rename
  * made can never say another holder.  Which process that is: its pid and
  * its start (clock ticks after boot, which a pid used again does not
- * share), in which pid space (a hash of the boot's ID and the pid
- * namespace: where that pid means that process), its user, and when this
- * attempt was claimed.
+ * share), in which pid space (a hash of the boot's ID and of the pid and
+ * time namespaces: where that pid and that start mean that process), its
+ * user, and when this attempt was claimed.
  *
  * A worker or mq-relay push holds what it claims while it lives (bound,
  * mq_holder_bind): when it is gone (no such pid, another process under
- * that pid, a zombie, or its host booted since) so is its hold, and the
- * next claim or sweep ends those leases at once (mq_orphans), as if they
- * had run out.  mq-recv hands its receipts to whoever reads them: its
- * leases run to their end whatever becomes of it.  A holder in another
- * pid space of this boot (a container's pid namespace), or on another
- * host, is never judged: its lease runs to its end.
+ * that pid, a zombie) and so are the process groups of the jobs it ran
+ * (a job's children outlive its first process), its hold is gone too, and
+ * the next claim or sweep ends those leases at once (mq_orphans), as if
+ * they had run out.  mq-recv hands its receipts to whoever reads them: its
+ * leases run to their end whatever becomes of it.  A holder of another pid
+ * space (a container's pid namespace, another host, another boot) is
+ * never judged: its lease runs to its end.  Nor is anything where this
+ * process cannot tell (no /proc, or one of another pid namespace).
  *
  * holders/ in the spool root holds what a name has no room for:
- *	holders/SPACE			a pid space: host=, boot=, pidns=
- *	holders/SPACE.PID.START		a bound holder: tool=, command=
- * (the numbers in hex, as in the name).  A bound holder's file is the
- * claims' index of whom to look at: made before its first claim,
+ *	holders/SPACE			a pid space: host=, boot=, pidns=, timens=
+ *	holders/SPACE.PID.START		a bound holder: tool=, command=, jobs=
+ * (the numbers in hex, as in the name; jobs: the process groups of the
+ * jobs it runs).  A bound holder's file is the claims' index of whom to
+ * look at: made before its first claim, written again as its jobs start,
  * removed at its exit (mq_holder_leave), or once it is gone and its
- * leases were ended.  The files are not synced: after a power cut a
- * holder unknown is judged by mq-sweep's look at every lease.
+ * leases were ended.  Files are written whole (tmp/ID,holder, then a
+ * rename) and not synced: after a power cut a holder unknown is judged
+ * by mq-sweep's look at every lease.
  */
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -46,6 +50,10 @@
 #define HOLDERS		"holders"
 /* The gone holders one look deals with; the rest, the next. */
 #define GONE_MAX	64
+/* The jobs a bound holder's file names. */
+#define JOBS_MAX	64
+/* Holders described that a listing keeps (mq-ls, mq-top). */
+#define DESCRIBED_MAX	16
 
 /* This process, as a holder. */
 static struct {
@@ -53,10 +61,12 @@ static struct {
 	struct mq_holder h;	/* since: 0 */
 	char	 host[256];
 	char	 boot[64];
-	unsigned long long pidns;
+	unsigned long long ns[2];	/* pid, time namespaces */
 	int	 bound;
 	char	 tool[32];
 	char	 command[512];
+	long	 jobs[JOBS_MAX];
+	size_t	 njobs;
 } self;
 
 /* FNV-1a: the pid space's name, 32 bits. */
@@ -70,12 +80,15 @@ fnv1a(const char *s, uint32_t h)
 	return h;
 }
 
+/*
+ * This process: pid, user, start, and its pid space, known only where
+ * its own start is: a space says that its holders' starts can be judged.
+ */
 static void
 self_init(void)
 {
-	struct utsname u;
 	unsigned long long start;
-	char ns[32];
+	char ns[64];
 	int zombie;
 
 	if (self.ready)
@@ -84,16 +97,24 @@ self_init(void)
 	self.h.kind = self.bound ? MQ_HOLDER_BOUND : MQ_HOLDER_RECEIPT;
 	self.h.pid = getpid();
 	self.h.uid = getuid();
-	if (uname(&u) == 0)
+	if (mq_proc_start(self.h.pid, &start, &zombie) == -1 ||
+	    mq_proc_space(self.boot, sizeof(self.boot), self.ns) == -1)
+		return;
+	self.h.start = start;
+	snprintf(ns, sizeof(ns), ":%llu:%llu", self.ns[0], self.ns[1]);
+	self.h.space = fnv1a(ns, fnv1a(self.boot, 2166136261u));
+	if (self.h.space == 0)
+		self.h.space = 1;
+}
+
+static const char *
+self_host(void)
+{
+	struct utsname u;
+
+	if (self.host[0] == '\0' && uname(&u) == 0)
 		strlcpy(self.host, u.nodename, sizeof(self.host));
-	if (mq_proc_start(self.h.pid, &start, &zombie) == 0)
-		self.h.start = start;
-	if (mq_proc_space(self.boot, sizeof(self.boot), &self.pidns) == 0) {
-		snprintf(ns, sizeof(ns), ":%llu", self.pidns);
-		self.h.space = fnv1a(ns, fnv1a(self.boot, 2166136261u));
-		if (self.h.space == 0)
-			self.h.space = 1;
-	}
+	return self.host;
 }
 
 /*
@@ -124,9 +145,10 @@ mq_holder_self(struct mq_holder *h, uint64_t now_ms)
 static int
 holders_dir(struct mq_spool *sp, int make)
 {
-	if (sp->holders == -1)
-		sp->holders = make ? mq_spool_topdir(sp, HOLDERS) :
-		    mq_opendirat(sp->fd, HOLDERS);
+	if (sp->holders == -1 &&
+	    (sp->holders = mq_opendirat(sp->fd, HOLDERS)) == -1 &&
+	    errno == ENOENT && make)
+		sp->holders = mq_spool_topdir(sp, HOLDERS);
 	return sp->holders;
 }
 
@@ -142,35 +164,48 @@ put(char *buf, size_t size, size_t len, const char *key, const char *v)
 	return len;
 }
 
-/* Writes holders/name whole (by a rename): the pid space's or ours. */
+/*
+ * Writes holders/name whole: in tmp/ first (as "ID,holder", which
+ * mq-sweep removes if a crash leaves it), then renamed.
+ */
 static int
 record(struct mq_spool *sp, const char *name, int space)
 {
-	char tmp[64], text[1024], ns[32];
-	size_t len = 0;
+	char tmp[MQ_ID_LEN + 16], text[1536], v[64 + 21 * JOBS_MAX];
+	size_t len = 0, i, vlen;
 	int fd, r, saved;
 
 	if (space) {
-		len = put(text, sizeof(text), len, "host", self.host);
+		len = put(text, sizeof(text), len, "host", self_host());
 		len = put(text, sizeof(text), len, "boot", self.boot);
-		snprintf(ns, sizeof(ns), "%llu", self.pidns);
-		len = put(text, sizeof(text), len, "pidns", ns);
+		snprintf(v, sizeof(v), "%llu", self.ns[0]);
+		len = put(text, sizeof(text), len, "pidns", v);
+		snprintf(v, sizeof(v), "%llu", self.ns[1]);
+		len = put(text, sizeof(text), len, "timens", v);
 	} else {
 		len = put(text, sizeof(text), len, "tool", self.tool);
 		len = put(text, sizeof(text), len, "command", self.command);
+		v[0] = '\0';
+		for (i = vlen = 0; i < self.njobs; i++)
+			vlen += snprintf(v + vlen, sizeof(v) - vlen, "%s%ld",
+			    i > 0 ? " " : "", self.jobs[i]);
+		len = put(text, sizeof(text), len, "jobs", v);
 	}
-	snprintf(tmp, sizeof(tmp), ".%s.%ld", name, (long)getpid());
-	if ((fd = openat(sp->holders, tmp, O_WRONLY | O_CREAT | O_TRUNC |
+	if (mq_spool_need(sp, 0) == -1)
+		return -1;
+	mq_id_new(tmp);
+	strlcat(tmp, MQ_HOLDER_TMP, sizeof(tmp));
+	if ((fd = openat(sp->tmp, tmp, O_WRONLY | O_CREAT | O_EXCL |
 	    O_NOFOLLOW | O_CLOEXEC, sp->fmode)) == -1)
 		return -1;
 	r = write(fd, text, len) == (ssize_t)len ? 0 : -1;
 	saved = errno;
 	close(fd);
-	if (r == 0 && renameat(sp->holders, tmp, sp->holders, name) == 0)
+	if (r == 0 && renameat(sp->tmp, tmp, sp->holders, name) == 0)
 		return 0;
 	if (r == 0)
 		saved = errno;
-	(void)unlinkat(sp->holders, tmp, 0);
+	(void)unlinkat(sp->tmp, tmp, 0);
 	errno = saved;
 	return -1;
 }
@@ -212,6 +247,25 @@ mq_holder_enter(struct mq_spool *sp)
 		bound_name(name, sizeof(name), &self.h);
 		(void)record(sp, name, 0);
 	}
+}
+
+/*
+ * A bound holder's jobs now (their process groups): its file says them,
+ * so that it is not judged gone while one of them runs on without it.
+ * Written as soon as a job is started.
+ */
+int
+mq_holder_jobs(struct mq_spool *sp, const long *pgids, size_t n)
+{
+	char name[64];
+
+	if (!sp->holder_entered || !self.bound || self.h.space == 0 ||
+	    sp->holders == -1)
+		return 0;
+	self.njobs = n < JOBS_MAX ? n : JOBS_MAX;
+	memcpy(self.jobs, pgids, self.njobs * sizeof(*pgids));
+	bound_name(name, sizeof(name), &self.h);
+	return record(sp, name, 0);
 }
 
 /* At a bound holder's end: it holds nothing any more. */
@@ -263,6 +317,53 @@ lookup(struct mq_spool *sp, const char *name, const char *key, char *buf,
 }
 
 /*
+ * Whether holders/SPACE of our space is ours: its boot and namespaces
+ * ours, not those of another space whose hash is the same.  Known once.
+ */
+static int
+space_ours(struct mq_spool *sp)
+{
+	char name[16], v[64], ns[32];
+	int ok;
+
+	if (sp->space_ok != 0)
+		return sp->space_ok == 1;
+	space_name(name, sizeof(name), self.h.space);
+	ok = lookup(sp, name, "boot", v, sizeof(v)) == 0 &&
+	    strcmp(v, self.boot) == 0;
+	snprintf(ns, sizeof(ns), "%llu", self.ns[0]);
+	ok = ok && lookup(sp, name, "pidns", v, sizeof(v)) == 0 &&
+	    strcmp(v, ns) == 0;
+	snprintf(ns, sizeof(ns), "%llu", self.ns[1]);
+	ok = ok && lookup(sp, name, "timens", v, sizeof(v)) == 0 &&
+	    strcmp(v, ns) == 0;
+	sp->space_ok = ok ? 1 : -1;
+	return ok;
+}
+
+/* Whether a job of the bound holder h runs on: a process group of it. */
+static int
+jobs_live(struct mq_spool *sp, const struct mq_holder *h)
+{
+	char name[64], v[64 + 21 * JOBS_MAX], *p, *end;
+	long pgid;
+
+	bound_name(name, sizeof(name), h);
+	if (lookup(sp, name, "jobs", v, sizeof(v)) == -1)
+		return 0;
+	for (p = v; *p != '\0'; p = end) {
+		pgid = strtol(p, &end, 10);
+		if (end == p || pgid <= 1)
+			break;
+		if (kill(-pgid, 0) == 0 || errno != ESRCH)
+			return 1;
+		while (*end == ' ')
+			end++;
+	}
+	return 0;
+}
+
+/*
  * Whether the process h names is gone, as this process can prove: 1 gone,
  * 0 alive or not known.
  */
@@ -270,31 +371,25 @@ static int
 judge(struct mq_spool *sp, const struct mq_holder *h)
 {
 	unsigned long long start;
-	char name[64], host[256], boot[64];
 	int zombie;
 
 	if (h->kind != MQ_HOLDER_BOUND || h->space == 0)
 		return 0;
 	self_init();
-	if (self.h.space == 0)
+	if (self.h.space == 0 || h->space != self.h.space)
 		return 0;
-	if (h->space == self.h.space) {
-		if (h->pid == self.h.pid)
-			return h->start != self.h.start;
-		if (kill(h->pid, 0) == -1 && errno == ESRCH)
-			return 1;
+	if (h->pid == self.h.pid && h->start == self.h.start)
+		return 0;
+	if (!space_ours(sp))
+		return 0;
+	if (kill(h->pid, 0) == 0 || errno != ESRCH) {
 		/* Alive, or ours to know nothing of (hidepid): not proven. */
 		if (mq_proc_start(h->pid, &start, &zombie) == -1)
 			return 0;
-		return zombie || start != h->start;
+		if (!zombie && start == h->start)
+			return 0;
 	}
-	/* This host in an earlier boot: every process of it is gone. */
-	space_name(name, sizeof(name), h->space);
-	if (lookup(sp, name, "host", host, sizeof(host)) == -1 ||
-	    lookup(sp, name, "boot", boot, sizeof(boot)) == -1)
-		return 0;
-	return host[0] != '\0' && boot[0] != '\0' &&
-	    strcmp(host, self.host) == 0 && strcmp(boot, self.boot) != 0;
+	return !jobs_live(sp, h);
 }
 
 /* Whether h is gone (1) or not known to be (0); verdicts kept in j. */
@@ -323,36 +418,37 @@ mq_holder_gone(struct mq_judge *j, struct mq_spool *sp,
 /*
  * What is known of h besides its name: the host (ours when it is of our
  * pid space), the process' start, and a bound holder's tool and command.
- * Empty when unknown.  The last holder described is kept: a listing
- * meets each many times in a row.
+ * Empty when unknown.  The holders described last are kept: a listing
+ * meets each many times.
  */
 void
 mq_holder_describe(struct mq_spool *sp, const struct mq_holder *h,
     struct mq_holder_info *info)
 {
-	static struct mq_holder last;
-	static dev_t last_dev;
-	static ino_t last_ino;
-	static struct mq_holder_info known;
-	static unsigned long long boot_ms;
-	static long hz;
+	static struct {
+		struct mq_holder h;
+		dev_t	 dev;
+		ino_t	 ino;
+		struct mq_holder_info info;
+	} kept[DESCRIBED_MAX];
+	static size_t nkept, next;
+	unsigned long long ms;
 	char name[64];
+	size_t i;
 
-	if (last.kind != 0 && last.kind == h->kind && last_dev == sp->dev &&
-	    last_ino == sp->ino &&
-	    last.space == h->space && last.pid == h->pid &&
-	    last.start == h->start) {
-		*info = known;
-		return;
-	}
+	for (i = 0; i < nkept; i++)
+		if (kept[i].h.kind == h->kind && kept[i].h.space == h->space &&
+		    kept[i].h.pid == h->pid && kept[i].h.start == h->start &&
+		    kept[i].dev == sp->dev && kept[i].ino == sp->ino) {
+			*info = kept[i].info;
+			return;
+		}
 	memset(info, 0, sizeof(*info));
 	self_init();
 	if (h->space != 0 && h->space == self.h.space) {
-		strlcpy(info->host, self.host, sizeof(info->host));
-		if (boot_ms == 0 && mq_boot_ms(&boot_ms) == 0)
-			hz = sysconf(_SC_CLK_TCK);
-		if (boot_ms != 0 && hz > 0)
-			info->started_ms = boot_ms + h->start * 1000 / hz;
+		strlcpy(info->host, self_host(), sizeof(info->host));
+		if (mq_proc_started_ms(h->start, &ms) == 0)
+			info->started_ms = ms;
 	} else if (h->space != 0) {
 		space_name(name, sizeof(name), h->space);
 		(void)lookup(sp, name, "host", info->host, sizeof(info->host));
@@ -363,10 +459,11 @@ mq_holder_describe(struct mq_spool *sp, const struct mq_holder *h,
 		(void)lookup(sp, name, "command", info->command,
 		    sizeof(info->command));
 	}
-	last = *h;
-	last_dev = sp->dev;
-	last_ino = sp->ino;
-	known = *info;
+	i = nkept < DESCRIBED_MAX ? nkept++ : next++ % DESCRIBED_MAX;
+	kept[i].h = *h;
+	kept[i].dev = sp->dev;
+	kept[i].ino = sp->ino;
+	kept[i].info = *info;
 }
 
 /* A bound holder's file name, parsed. */
@@ -485,7 +582,11 @@ bucket_one(void *arg, int curfd, const char *name)
 	return 0;
 }
 
-/* Reads holders/: the gone among the bound; live ones counted in sp. */
+/*
+ * Reads holders/: the gone among the bound; those alive of our pid space,
+ * which may go at any moment, counted in sp (a waiting claimer looks
+ * again for them).
+ */
 static int
 find_gone(struct orphans *o)
 {
@@ -500,8 +601,8 @@ find_gone(struct orphans *o)
 		return -1;
 	for (i = 0; i < names.n; i++) {
 		bound_parse(names.v[i], &h);
-		if (h.space == self.h.space && h.pid == self.h.pid &&
-		    h.start == self.h.start)
+		if (h.space != self.h.space || (h.pid == self.h.pid &&
+		    h.start == self.h.start))
 			continue;
 		if (!mq_holder_gone(o->judge, o->sp, &h))
 			o->sp->holders_live++;
@@ -515,7 +616,7 @@ find_gone(struct orphans *o)
 /*
  * Ends at once every lease whose bound holder is gone (its deadline made
  * now: the next claim takes it as a lease run out, its attempt counted as
- * for one), and forgets those holders.  A claim looks (every) only at
+ * for one), and forgets those holders.  A claim looks (every 0) only at
  * those holders/ lists, and at most once a second unless force; mq-sweep
  * judges every lease.  Returns the leases ended, or -1.
  */

@@ -40,6 +40,8 @@
 /* The settings file in the spool root, and its name while written in tmp/. */
 #define MQ_CONF		"conf"
 #define MQ_CONF_TMP	",conf"
+/* A holder's file while written in tmp/ (holder.c). */
+#define MQ_HOLDER_TMP	",holder"
 #define MQ_CONF_MAX	4096
 
 /*
@@ -233,18 +235,20 @@ struct mq_spool {
 	int	 holder_entered;	/* mq_holder_enter done */
 	uint64_t orphans_looked;	/* when mq_orphans last looked */
 	unsigned holders_live;	/* other bound holders it found alive */
+	int	 space_ok;	/* holders/ names our space: 1, not: -1 */
 };
 
 /*
  * Who holds a lease (cur/ names only, ",hKSPACE.PID.START.UID.SINCE"
  * between the deadline and the attempt, which stays the last field of a
- * plain message's name; the numbers in lower-case hex; holder.c): a process that holds what it
- * claims while it lives (kind MQ_HOLDER_BOUND: a worker, mq-relay push)
- * or one that printed receipts for others to settle (MQ_HOLDER_RECEIPT:
- * mq-recv); where its pid means something (space: a hash of the boot and
- * the pid namespace; 0: not known), its pid and start (clock ticks after
- * boot), its user, and when this attempt was claimed (seconds after the
- * epoch).  kind 0: none recorded (a claim of an older release).
+ * plain message's name; the numbers in lower-case hex; holder.c): a
+ * process that holds what it claims while it lives (kind
+ * MQ_HOLDER_BOUND: a worker, mq-relay push) or one that printed receipts
+ * for others to settle (MQ_HOLDER_RECEIPT: mq-recv); where its pid means
+ * something (space: a hash of the boot and the pid and time namespaces;
+ * 0: not known), its pid and start (clock ticks after boot), its user,
+ * and when this attempt was claimed (seconds after the epoch).  kind 0:
+ * none recorded (a claim of an older release).
  */
 #define MQ_HOLDER_BOUND		'w'
 #define MQ_HOLDER_RECEIPT	'r'
@@ -598,6 +602,7 @@ void	 mq_holder_bind(const char *, const char *);
 void	 mq_holder_self(struct mq_holder *, uint64_t);
 void	 mq_holder_enter(struct mq_spool *);
 void	 mq_holder_leave(struct mq_spool *);
+int	 mq_holder_jobs(struct mq_spool *, const long *, size_t);
 int	 mq_holder_gone(struct mq_judge *, struct mq_spool *,
 	    const struct mq_holder *);
 void	 mq_holder_describe(struct mq_spool *, const struct mq_holder *,

@@ -9,7 +9,8 @@
  *
  *	new/.../ID,ATTEMPTS[,SENT,TTL][,pN][,gGROUP][,kHASH][,dN]
  *		claims so far
- *	cur/SECS/ID,DEADLINE,ATTEMPT[,SENT,TTL][,pN][,gGROUP][,kHASH][,dN]
+ *	cur/SECS/ID,DEADLINE[,hHOLDER],ATTEMPT[,SENT,TTL][,pN][,gGROUP]
+ *	    [,kHASH][,dN]
  *		DEADLINE is epoch seconds with ms
  *	dead/ID,DIED,ATTEMPTS[,TTL][,pN][,gGROUP][,kHASH][,dN]
  *		DIED is epoch seconds

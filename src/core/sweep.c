@@ -327,7 +327,8 @@ is_ours(const char *s)
 
 	if (len > MQ_ID_LEN || (comma != NULL &&
 	    strcmp(comma, ",reason") != 0 && strcmp(comma, MQ_CONF_TMP) != 0 &&
-	    strcmp(comma, MQ_DEPTH_TMP) != 0))
+	    strcmp(comma, MQ_DEPTH_TMP) != 0 &&
+	    strcmp(comma, MQ_HOLDER_TMP) != 0))
 		return 0;
 	memcpy(id, s, len);
 	id[len] = '\0';

@@ -79,7 +79,8 @@
 
 /* The states a delivery's ID is looked for in (not dead/: it can be huge). */
 #define HERE_STATES	(1u << MQ_LOOK_EXPIRED | 1u << MQ_LOOK_READY | \
-	1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED | 1u << MQ_LOOK_INFLIGHT)
+	1u << MQ_LOOK_DELAYED | 1u << MQ_LOOK_BLOCKED | 1u << MQ_LOOK_INFLIGHT | \
+	1u << MQ_LOOK_ORPHANED)
 
 /* The largest sent time a name holds: 15 digits. */
 #define SENT_MAX	999999999999999ULL

@@ -7,8 +7,9 @@
  * operator names, read and looked for (a prefix for the one it begins);
  * and what a listing writes: text escaped for a terminal, JSON strings,
  * a message's deaths as JSON; ages and rates for people (mq-stat,
- * mq-top), a change of the settings logged (mq-conf, mq-top).  Linked into every program (src/tools,
- * src/relay), never into libmq.a.
+ * mq-top), a change of the settings logged (mq-conf, mq-top); a lease's
+ * holder for people and as JSON.  Linked into every program
+ * (src/tools, src/relay), never into libmq.a.
  */
 #include <sys/stat.h>
 

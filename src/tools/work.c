@@ -433,6 +433,24 @@ kept_open(struct worker *wk, struct job *j, int body)
 	j->p.keep_arg = &j->out;
 }
 
+/*
+ * The process groups of the jobs running (each its own), for the file
+ * that names this worker as a holder: it is not judged gone while a job
+ * of it runs on (holder.c).
+ */
+static void
+holder_jobs(struct worker *wk)
+{
+	long pgids[64];
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < wk->opt->slots && n < 64; i++)
+		if (wk->jobs[i].p.pid > 0)
+			pgids[n++] = wk->jobs[i].p.pid;
+	(void)mq_holder_jobs(wk->sp, pgids, n);
+}
+
 /* Hands a claimed message to a free slot; called by mq_claim. */
 static int
 start(void *arg, const char *rcpt, const char *id)
@@ -507,6 +525,7 @@ start(void *arg, const char *rcpt, const char *id)
 	wk->now = mq_now_ms();
 	j->started = wk->now;
 	j->pid = j->p.pid;
+	holder_jobs(wk);
 	j->beat = wk->now + beat_ms(wk);
 	j->deadline = wk->opt->timeout_ms ? wk->now + wk->opt->timeout_ms :
 	    NEVER;
@@ -900,12 +919,6 @@ rung(struct worker *wk)
 }
 
 /*
- * Everything a worker needs before its first claim.  A command that
- * cannot run is known before anything is claimed: each start of a worker
- * restarted on failure would otherwise spend an attempt of the messages
- * at the head of the queue.
- */
-/*
  * A worker holds its leases while it lives: once it is gone, the next
  * claim or sweep takes them back (holder.c).  Its command, for whoever
  * looks at them.
@@ -923,6 +936,12 @@ holder_bind(char *const *argv)
 	mq_holder_bind(getprogname(), command);
 }
 
+/*
+ * Everything a worker needs before its first claim.  A command that
+ * cannot run is known before anything is claimed: each start of a worker
+ * restarted on failure would otherwise spend an attempt of the messages
+ * at the head of the queue.
+ */
 static void
 worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 {
