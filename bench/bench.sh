@@ -6,7 +6,7 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio ls show history top relay),
+# expired maxdepth overshoot group prio ls show history holders top relay),
 # BENCH_TOP_FRAMES (frames of each mq-top run, 10), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
@@ -15,7 +15,10 @@
 # for a relay push row of its own in the same runs), BENCH_HISTORY_BASE (a
 # git revision, or the bin/ of a build, without counters and log: the
 # history rows' baseline; by default the parent of the commit that added
-# src/core/count.c), BENCH_LOG_N (records of mq-log's log, 1000000).
+# src/core/count.c), BENCH_LOG_N (records of mq-log's log, 1000000),
+# BENCH_HOLDER_BASE (the same for the holders rows: a build without lease
+# holders; by default the parent of the commit that added
+# src/core/holder.c).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,11 +60,56 @@ relay_stop() {
 		node=
 	fi
 }
+# The workers holding leases in the holders rows, and their jobs' pids,
+# stopped on the way out whatever happens (cleanup).
+HOLD_PIDS='' HOLD_JOBS=''
+# The holders part's directory, removed on the way out too: its spools of
+# a million links take a third of tmpfs's inodes.
+HOLD_W=''
+# The state of a process (R, S, Z...), or nothing when there is none.
+pstate() { sed -n 's/.*) \([A-Z]\).*/\1/p' "/proc/$1/stat" 2>/dev/null || true; }
+holders_stop() {
+	[ -n "$HOLD_PIDS" ] || return 0
+	# The jobs are known first: a worker killed would leave them to init.
+	for _p in $HOLD_PIDS; do
+		HOLD_JOBS="$HOLD_JOBS $(pgrep -P "$_p" | tr '\n' ' ' || true)"
+	done
+	# A second stop signal: the worker signals its jobs, releases their
+	# messages at once and exits.  Two signals too close may be taken
+	# for one.
+	# shellcheck disable=SC2086 # one word per pid
+	kill -TERM $HOLD_PIDS 2>/dev/null || true
+	sleep 0.3
+	# shellcheck disable=SC2086
+	kill -TERM $HOLD_PIDS 2>/dev/null || true
+	_i=0
+	while [ "$_i" -lt 100 ]; do
+		_left=
+		for _p in $HOLD_PIDS; do
+			case $(pstate "$_p") in '' | Z) ;; *) _left=1 ;; esac
+		done
+		[ -n "$_left" ] || break
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	# Ended by themselves, they took their jobs along: pids of jobs
+	# long gone are not signalled, which another process may have now.
+	if [ -n "$_left" ]; then
+		for _p in $HOLD_PIDS $HOLD_JOBS; do
+			case $(pstate "$_p") in '' | Z) ;; *) kill -KILL "$_p" 2>/dev/null || true ;; esac
+		done
+	fi
+	for _p in $HOLD_PIDS; do wait "$_p" 2>/dev/null || true; done
+	HOLD_PIDS='' HOLD_JOBS=''
+}
 cleanup() {
 	relay_stop
+	holders_stop
+	[ -z "$HOLD_W" ] || rm -rf "$HOLD_W"
 	rm -f "$results" "$notes"
 }
 trap cleanup EXIT
+trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
 # What a process start costs here, which the rows that start processes
@@ -636,60 +684,73 @@ bench_show() { # fs: mq-show of a 1 GiB message against cat of its file
 	rm -rf "$w"
 }
 
-# The spool's history, its counters (count.c) and its log (log.c): what
-# they cost the rates, against a build without them.  BENCH_HISTORY_BASE
-# is that build: a git revision, by default the parent of the commit that
-# added src/core/count.c, built once into bench/tmp/base; or the bin/ of a
-# build made elsewhere (for a tree without git).  HIST_BIN is its bin/,
-# empty when the rows are skipped (one note says why).
-HIST_BIN='' HIST_TRIED='' HIST_WHAT=''
-history_base() {
-	[ -z "$HIST_TRIED" ] || return 0
-	HIST_TRIED=1
-	_b=${BENCH_HISTORY_BASE:-}
+# base_build PART VAR FILE DIR WITHOUT: the baseline build of PART's rows
+# (a build without WITHOUT), into BASE_BIN (its bin/, empty when the rows
+# are skipped: one note says why) and BASE_WHAT.  The variable VAR names
+# it: a git revision, by default the parent of the commit that added FILE,
+# built once into bench/tmp/DIR; or the bin/ of a build made elsewhere (for
+# a tree without git).
+base_build() {
+	BASE_BIN='' BASE_WHAT=''
+	eval "_b=\${$2:-}"
 	if [ -n "$_b" ] && [ -d "$_b" ]; then
 		for _t in mq-send mq-recv mq-ack; do
 			if [ ! -x "$_b/$_t" ]; then
-				note "history: skipped: BENCH_HISTORY_BASE: $_b/$_t is missing"
+				note "$1: skipped: $2: $_b/$_t is missing"
 				return 0
 			fi
 		done
-		HIST_BIN=$(cd "$_b" && pwd)
-		HIST_WHAT=$HIST_BIN
+		BASE_BIN=$(cd "$_b" && pwd)
+		BASE_WHAT=$BASE_BIN
 		return 0
 	fi
 	if ! command -v git >/dev/null 2>&1 ||
 	    ! git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-		note "history: skipped: no git repository to build the baseline from (BENCH_HISTORY_BASE may name the bin/ of a build without counters and log)"
+		note "$1: skipped: no git repository to build the baseline from ($2 may name the bin/ of a build without $5)"
 		return 0
 	fi
 	if [ -z "$_b" ]; then
-		_b=$(git -C "$top" log --diff-filter=A --format=%H -- src/core/count.c | tail -n 1)
+		_b=$(git -C "$top" log --diff-filter=A --format=%H -- "$3" | tail -n 1)
 		if [ -z "$_b" ]; then
-			note "history: skipped: no commit in the repository added src/core/count.c"
+			note "$1: skipped: no commit in the repository added $3"
 			return 0
 		fi
 		_b=$_b^
 	fi
 	if ! _rev=$(git -C "$top" rev-parse -q --verify "$_b^{commit}"); then
-		note "history: skipped: revision $_b is not in the repository (a shallow clone?)"
+		note "$1: skipped: revision $_b is not in the repository (a shallow clone?)"
 		return 0
 	fi
-	_dir=$here/tmp/base
+	_dir=$here/tmp/$4
 	if [ "$(cat "$_dir/.built" 2>/dev/null)" != "$_rev" ]; then
-		say "history: building the baseline $_rev in bench/tmp/base"
+		say "$1: building the baseline $_rev in bench/tmp/$4"
 		rm -rf "$_dir"
 		mkdir -p "$_dir"
 		if ! git -C "$top" archive "$_rev" | tar -x -C "$_dir" ||
 		    ! make -C "$_dir" bin/mq-send bin/mq-recv bin/mq-ack \
 		    >"$_dir/make.log" 2>&1; then
-			note "history: skipped: the baseline $_rev did not build (bench/tmp/base/make.log)"
+			note "$1: skipped: the baseline $_rev did not build (bench/tmp/$4/make.log)"
 			return 0
 		fi
 		echo "$_rev" >"$_dir/.built"
 	fi
-	HIST_BIN=$_dir/bin
-	HIST_WHAT=$(git -C "$top" rev-parse --short "$_rev")
+	BASE_BIN=$_dir/bin
+	BASE_WHAT=$(git -C "$top" rev-parse --short "$_rev")
+}
+
+# The spool's history, its counters (count.c) and its log (log.c): what
+# they cost the rates, against a build without them.  BENCH_HISTORY_BASE
+# is that build: a git revision, by default the parent of the commit that
+# added src/core/count.c, built once into bench/tmp/base; or the bin/ of a
+# build made elsewhere.  HIST_BIN is its bin/, empty when the rows are
+# skipped.
+HIST_BIN='' HIST_TRIED='' HIST_WHAT=''
+history_base() {
+	[ -z "$HIST_TRIED" ] || return 0
+	HIST_TRIED=1
+	base_build history BENCH_HISTORY_BASE src/core/count.c base \
+	    "counters and log"
+	HIST_BIN=$BASE_BIN HIST_WHAT=$BASE_WHAT
 }
 
 # hist_step W SIDE STEP SPOOL: one timed step of the history rows with the
@@ -1119,11 +1180,192 @@ bench_relay() { # fs
 	rm -rf "$w"
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history top relay"}
+# Lease holders (holder.c): a claim writes its holder into the lease's
+# name, the first claim of a process checks holders/ for its pid space (a
+# worker writes its own record there too), and a claim lists holders/ and
+# judges each bound holder listed (at most once a second; a plain mq-recv
+# claims once, so it always looks).  BENCH_HOLDER_BASE is the build
+# without holders, as BENCH_HISTORY_BASE is history's: by default the
+# parent of the commit that added src/core/holder.c, built once into
+# bench/tmp/base-holder.
+HOLD_BIN='' HOLD_TRIED='' HOLD_WHAT=''
+holder_base() {
+	[ -z "$HOLD_TRIED" ] || return 0
+	HOLD_TRIED=1
+	base_build holders BENCH_HOLDER_BASE src/core/holder.c base-holder \
+	    "holders"
+	HOLD_BIN=$BASE_BIN HOLD_WHAT=$BASE_WHAT
+}
+
+# holders_start SPOOL LOG: 8 workers that hold 125 leases each, with a job
+# of an hour each; 0 once the 1000 bound leases are all in cur/ (60 s at
+# most).
+holders_start() {
+	for _i in 1 2 3 4 5 6 7 8; do
+		MQ_DIR=$1 mq-recv -P 125 -t 3600 -- sleep 3600 >/dev/null 2>>"$2" &
+		HOLD_PIDS="$HOLD_PIDS $!"
+	done
+	_i=0
+	while [ "$_i" -lt 600 ]; do
+		[ "$(find "$1/cur" -type f -name '*,hw*' | wc -l)" -lt 1000 ] || return 0
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	return 1
+}
+
+# spool_copy FROM TO: a spool the same as FROM, its messages hard links
+# to FROM's (the same tree, made in a fraction of a send's time); the
+# files of its root (counters, log) copies of their own.
+spool_copy() {
+	cp -al "$1" "$2"
+	find "$2" -maxdepth 1 -type f | while read -r _f; do
+		rm -f "$_f"
+		cp -p "$1/${_f##*/}" "$_f"
+	done
+}
+
+# hold_pair SIDE REF COMMAND...: k claims of COMMAND, each paired with one
+# of REF (a command line, split at blanks) just before it (in even runs,
+# after it: REF is the command then), their receipts onto W/got.SIDE;
+# the medians of COMMAND's, REF's and their ratios onto W/SIDE.us,
+# W/SIDE.ref and W/SIDE.ratio.
+hold_pair() {
+	_side=$1 _ref=$2
+	shift 2
+	sync
+	if [ $((r % 2)) -eq 1 ]; then
+		spawn -o "$w/got.$_side" -r "$_ref" "$k" "$@" |
+		    awk -v f="$w/$_side" '{ print $1 >>(f ".us"); print $3 >>(f ".ref"); print $4 >>(f ".ratio") }'
+	else
+		# shellcheck disable=SC2086 # REF split at blanks, as spawn -r does
+		spawn -o "$w/got.$_side" -r "$*" "$k" $_ref |
+		    awk -v f="$w/$_side" '{ print $3 >>(f ".us"); print $1 >>(f ".ref"); printf "%.4f\n", 1 / $4 >>(f ".ratio") }'
+	fi
+}
+
+# hold_row SIDE WORKLOAD COMPARED TARGET: a row of hold_pair's figures.
+hold_row() {
+	RATIO=$(median <"$w/$1.ratio")
+	row "$name" "$2" "$(median <"$w/$1.us")" us "$3" "$(median <"$w/$1.ref")" "$4"
+}
+
+# hold_skip SPOOL N: the N oldest of SPOOL claimed and acked, so that it
+# is where its pair is.
+hold_skip() {
+	MQ_DIR=$1 mq-recv -n "$2" -t 3600 | MQ_DIR=$1 mq-ack
+}
+
+# hold_modes: one run of the worker mode rows, each build twice, ABBA
+# (BAAB in even runs), each time into a spool of its own sent by its own
+# mq-send; a build's figure for the run is 2 x jobs over its two runs.
+hold_modes() {
+	order="base cur cur base"
+	[ $((r % 2)) -eq 1 ] || order="cur base base cur"
+	for side in $order; do
+		_p=$PATH
+		[ "$side" = cur ] || _p=$HOLD_BIN:$PATH
+		rm -rf "$w/q"
+		PATH=$_p MQ_DIR=$w/q mq-send -l -S <"$w/lines" >/dev/null
+		sync
+		s=$(now); PATH=$_p MQ_DIR=$w/q mq-recv -P 4 -- true; e=$(now)
+		rate "$jobs" "$s" "$e" >>"$w/P4.$side.t"
+	done
+	rm -rf "$w/q"
+	for side in base cur; do
+		awk '{ t += 1 / $1 } END { printf "%.0f\n", NR / t }' \
+		    "$w/P4.$side.t" >>"$w/P4.$side"
+		rm -f "$w/P4.$side.t"
+	done
+}
+
+bench_holders() { # fs: claims and workers with holders named, and without
+	holder_base
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	HOLD_W=$w
+	k=100
+	jobs=${BENCH_JOBS:-2000}
+	seq 1 "$jobs" >"$w/lines"
+	# Two spools alike at a time, claimed in step: a claim lists the
+	# rest of the oldest leaf, whose cost falls as the leaf empties, so
+	# a row and its reference take their messages at the same place in
+	# the same tree.  The row's spool has its 1000 oldest in flight, the
+	# reference (n) has them acked.  Two, not three: every link of a
+	# copy is an inode of tmpfs's, which has about 3 million.
+	say "$name: holders: filling a spool of $DEPTH messages"
+	seq 1 "$DEPTH" | MQ_DIR="$w/n" mq-send -l -S >/dev/null
+	spool_copy "$w/n" "$w/receipt"
+	MQ_DIR="$w/receipt" mq-recv -n 1000 -t 3600 >"$w/held"
+	hold_skip "$w/n" 1000
+	# First, 1000 held by a receipt; the two builds, on n; worker mode.
+	for r in $(seq 1 "$R"); do
+		say "$name: holders, run $r of $R: 1000 held by a receipt"
+		hold_pair receipt "mq-recv -d $w/n -t 3600" \
+		    mq-recv -d "$w/receipt" -t 3600
+		if [ -n "$HOLD_BIN" ]; then
+			hold_pair base "$HOLD_BIN/mq-recv -d $w/n -t 3600" \
+			    mq-recv -d "$w/n" -t 3600
+			hold_skip "$w/receipt" $((2 * k))
+			if [ "$r" -eq 1 ]; then
+				# That the two builds differ where they
+				# should: this one names a receipt's holder,
+				# the baseline none.
+				_named=$(grep -c ',h' "$w/got.base" || true)
+				_r=$(grep -c ',hr' "$w/got.base" || true)
+				if [ "$_named" -ne "$k" ] || [ "$_r" -ne "$k" ]; then
+					note "holders: $name: of $((2 * k)) claims of the two builds, $_named name a holder (not $k, this build's)"
+				fi
+			fi
+			hold_modes
+		fi
+		cat "$w"/got.* | mq-ack
+		rm -f "$w"/got.*
+		say "$name: holders, run $r: claim one, ratio to none in flight: held by a receipt $(tail -n 1 "$w/receipt.ratio"); this build to the baseline: $(tail -n 1 "$w/base.ratio" 2>/dev/null); -P 4: $(tail -n 1 "$w/P4.cur" 2>/dev/null) jobs/s, baseline $(tail -n 1 "$w/P4.base" 2>/dev/null)"
+	done
+	# Then 1000 held by 8 workers living through the runs, in a copy of
+	# n made where n is now.
+	MQ_DIR="$w/receipt" mq-ack <"$w/held"
+	rm -rf "$w/receipt"
+	spool_copy "$w/n" "$w/workers"
+	if ! holders_start "$w/workers" "$w/workers.log"; then
+		note "holders: $name: 8 workers did not hold 1000 leases within 60 s"
+	fi
+	hold_skip "$w/n" 1000
+	[ "$(find "$w/workers/holders" -type f -name '*.*' | wc -l)" -eq 8 ] ||
+	    note "holders: $name: holders/ does not list the 8 workers"
+	for r in $(seq 1 "$R"); do
+		say "$name: holders, run $r of $R: 1000 held by 8 workers"
+		hold_pair workers "mq-recv -d $w/n -t 3600" \
+		    mq-recv -d "$w/workers" -t 3600
+		cat "$w"/got.* | mq-ack
+		rm -f "$w"/got.*
+		say "$name: holders, run $r: claim one, ratio to none in flight: held by 8 workers $(tail -n 1 "$w/workers.ratio")"
+	done
+	# The workers held their leases throughout.
+	_n=$(find "$w/workers/cur" -type f -name '*,hw*' | wc -l)
+	[ "$_n" -eq 1000 ] ||
+	    note "holders: $name: the 8 workers held $_n leases at the end, not 1000"
+	holders_stop
+	hold_row receipt "claim one, $DEPTH ready, 1000 in flight (held by a receipt)" \
+	    "claim one, $DEPTH ready, none in flight (paired runs)" "<= 1.1"
+	hold_row workers "claim one, $DEPTH ready, 1000 in flight held by 8 live workers" \
+	    "claim one, $DEPTH ready, none in flight (paired runs)" "<= 1.1"
+	if [ -n "$HOLD_BIN" ]; then
+		hold_row base "claim one (mq-recv), $DEPTH ready, holder named" \
+		    "the same, built without holders (at $HOLD_WHAT, paired runs)" "<= 1.1"
+		paired "$name" "worker mode -P 4, $jobs jobs of true, holders" \
+		    "$w/P4.cur" jobs/s "the same, built without holders (at $HOLD_WHAT)" \
+		    "$w/P4.base" "-"
+	fi
+	rm -rf "$w"
+	HOLD_W=
+}
+
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history holders top relay"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
-	for part in rates startup workers depth maxdepth history; do
+	for part in rates startup workers depth maxdepth history holders; do
 		want $part && bench_$part "$fs"
 	done
 done

@@ -7,9 +7,10 @@
  *
  * -i and -o redirect standard input and output; with -a, run i gets line
  * i of argfile as its last argument.  With -r, each run of the command is
- * paired with a run of the program ref just before it, and two more
- * numbers follow: ref's median and the median of the run-by-run ratios
- * (command / ref), which the machine's drifting speed does not skew.
+ * paired with a run of ref just before it, and two more numbers follow:
+ * ref's median and the median of the run-by-run ratios (command / ref),
+ * which the machine's drifting speed does not skew.  ref is a program and
+ * its arguments, split at blanks (no quoting).
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
@@ -23,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#define REF_MAX	32	/* words of -r's command */
 
 extern char **environ;
 
@@ -69,7 +72,7 @@ int
 main(int argc, char *argv[])
 {
 	const char *in = NULL, *out = NULL, *argfile = NULL;
-	char **args, *line = NULL, *ref[2] = { NULL, NULL };
+	char **args, *line = NULL, *ref[REF_MAX + 1] = { NULL }, *word;
 	size_t cap = 0;
 	ssize_t len;
 	FILE *af = NULL;
@@ -89,7 +92,14 @@ main(int argc, char *argv[])
 			argfile = optarg;
 			break;
 		case 'r':
-			ref[0] = optarg;
+			for (i = 0, word = strtok(optarg, " \t"); word != NULL;
+			    word = strtok(NULL, " \t")) {
+				if (i == REF_MAX)
+					errx(2, "-r: more than %d words", REF_MAX);
+				ref[i++] = word;
+			}
+			if (i == 0)
+				errx(2, "-r: no program");
 			break;
 		default:
 			errx(2, "usage: spawn [-i in] [-o out] [-a argfile] "
