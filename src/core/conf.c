@@ -43,6 +43,7 @@ static const struct {
 	[MQ_CONF_LOG_SIZE] = { "log-size", "16M" },
 	[MQ_CONF_LOG_AGE] = { "log-age", "7d" },
 	[MQ_CONF_KEEP_OUTPUT] = { "keep-output", "0" },
+	[MQ_CONF_ONCE_WINDOW] = { "once-window", "0" },
 };
 
 #define MAX_DEPTH_MAX	1000000000LL
@@ -205,9 +206,13 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		isdef = ms == MQ_LOG_AGE_MS;
 		break;
 	case MQ_CONF_KEEP_OUTPUT:
+	case MQ_CONF_ONCE_WINDOW:
 		if (mq_secs_parse(v, &ms, why) == -1)
 			return -1;
-		c->keep_output_ms = ms;
+		if (key == MQ_CONF_KEEP_OUTPUT)
+			c->keep_output_ms = ms;
+		else
+			c->once_window_ms = ms;
 		isdef = ms == 0;
 		break;
 	case MQ_CONF_LEASE:

@@ -27,10 +27,11 @@ static int zflag;
 	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
 	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
 	"               [--backoff-max secs] [--drain] [--progress] " \
-	"-- command [arg ...]\n"
+	"[--once]\n" \
+	"               -- command [arg ...]\n"
 
 enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN,
-    OPT_PROGRESS };
+    OPT_PROGRESS, OPT_ONCE };
 
 /* What --help prints after the usage. */
 static const char help[] =
@@ -58,6 +59,8 @@ static const char help[] =
     "           for retries and others' leases (not with -w)\n"
     "  --progress  on a terminal, a line of jobs done, failed, running,\n"
     "           waiting, their rate and an ETA, kept up to date\n"
+    "  --once   keep a ledger of finished messages: a job that exits 0\n"
+    "           is recorded before its ack, one recorded is acked unrun\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
     "5: a job failed\n"
     "(--drain: 0 when none of its messages died, else 5).\n"
@@ -168,6 +171,7 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ "drain", no_argument, NULL, OPT_DRAIN },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "once", no_argument, NULL, OPT_ONCE },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_work *wo = &o->wo;
@@ -219,6 +223,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		case OPT_PROGRESS:
 			wo->progress = 1;
 			o->worker_only = "--progress";
+			break;
+		case OPT_ONCE:
+			wo->once = 1;
+			o->worker_only = "--once";
 			break;
 		case 't':
 			o->lease = xsecs("-t", optarg, 1);
