@@ -273,6 +273,7 @@ EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/xargs-pool.sh \
 	share/doc/mq/examples/thumbnail-worker.conf \
 	share/doc/mq/examples/thumbnail-job.sh \
+	share/doc/mq/examples/once-result.sh \
 	share/doc/mq/examples/redrive-runbook.sh \
 	share/doc/mq/examples/shared-spool.sh \
 	share/doc/mq/examples/outbox-relay.sh

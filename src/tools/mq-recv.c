@@ -26,9 +26,8 @@ static int zflag;
 	"[-w [secs]]\n" \
 	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
 	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
-	"               [--backoff-max secs] [--drain] [--progress] " \
-	"[--once]\n" \
-	"               -- command [arg ...]\n"
+	"               [--backoff-max secs] [--drain] [--progress]\n" \
+	"               [--once] -- command [arg ...]\n"
 
 enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN,
     OPT_PROGRESS, OPT_ONCE };
@@ -159,6 +158,30 @@ struct recv_opts {
 	struct mq_work	 wo;
 };
 
+/*
+ * After the options: the index of the command, argc if none.  A command
+ * needs "--" before it (not an option's argument, lastarg), so that a
+ * stray word (a typo in a number for -w, bare: wbare) is a usage error
+ * and is never run.
+ */
+static int
+command_at(int argc, char *argv[], const char *lastarg, int wbare)
+{
+	int dashdash;
+
+	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
+	    argv[optind - 1] != lastarg;
+	if (optind < argc && !dashdash) {
+		if (wbare)
+			errx(MQ_EX_USAGE, "-w %s: invalid (seconds, or none "
+			    "to wait forever)", argv[optind]);
+		warnx("%s: unexpected operand (a command to run follows --)",
+		    argv[optind]);
+		mq_usage(USAGE);
+	}
+	return optind;
+}
+
 /* Parses the options; returns the index of the command, argc if none. */
 static int
 parse(int argc, char *argv[], struct recv_opts *o)
@@ -176,7 +199,7 @@ parse(int argc, char *argv[], struct recv_opts *o)
 	};
 	struct mq_work *wo = &o->wo;
 	char *lastarg = NULL;
-	int ch, dashdash, wbare = 0;
+	int ch, wbare = 0;
 
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::P:hV"),
 	    longopts, NULL)) != -1) {
@@ -246,24 +269,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
-	/*
-	 * A command needs "--" before it, so that a stray word (a typo in a
-	 * number for -w, say) is a usage error and is never run.
-	 */
 	if (wo->drain && o->wflag)
 		errx(MQ_EX_USAGE, "--drain and -w: one ends once the spool is "
 		    "drained, the other waits for more");
-	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
-	    argv[optind - 1] != lastarg;
-	if (optind < argc && !dashdash) {
-		if (wbare)
-			errx(MQ_EX_USAGE, "-w %s: invalid (seconds, or none "
-			    "to wait forever)", argv[optind]);
-		warnx("%s: unexpected operand (a command to run follows --)",
-		    argv[optind]);
-		mq_usage(USAGE);
-	}
-	return optind;
+	return command_at(argc, argv, lastarg, wbare);
 }
 
 /*
