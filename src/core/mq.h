@@ -357,9 +357,7 @@ int	 mq_log_trim(struct mq_spool *, uint64_t);
 int	 mq_log_open(struct mq_spool *, int);
 
 /* once.c: the ledger of finished messages (mq-recv --once) */
-#define MQ_ONCE_NAME_MAX	(1 + MQ_ID_LEN + 1)	/* k HASH or i ID */
 #define MQ_ONCE_WINDOW_MS	(7ULL * 86400 * 1000)	/* with no ttl */
-void	 mq_once_name(char *, size_t, const struct mq_name *);
 int	 mq_once_done(struct mq_spool *, const struct mq_name *);
 int	 mq_once_record(struct mq_spool *, const struct mq_name *);
 int	 mq_once_sync(struct mq_spool *);

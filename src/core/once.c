@@ -41,12 +41,13 @@
 #include "compat.h"
 #include "mq.h"
 
-/* "once/" 'k' HASH or 'i' ID, and a NUL. */
-#define ENTRY_MAX	(sizeof(MQ_DIR_ONCE) + 1 + MQ_ID_LEN + 1)
+/* 'k' HASH or 'i' ID, and a NUL; and with "once/" before it. */
+#define ENTRY_NAME_MAX	(1 + MQ_ID_LEN + 1)
+#define ENTRY_PATH_MAX	(sizeof(MQ_DIR_ONCE) + ENTRY_NAME_MAX)
 
-/* The entry's name for nm, into buf (MQ_ONCE_NAME_MAX). */
-void
-mq_once_name(char *buf, size_t size, const struct mq_name *nm)
+/* The entry's name for nm, into buf. */
+static void
+entry_name(char *buf, size_t size, const struct mq_name *nm)
 {
 	if (nm->keyhash[0] != '\0')
 		snprintf(buf, size, "k%s", nm->keyhash);
@@ -54,7 +55,7 @@ mq_once_name(char *buf, size_t size, const struct mq_name *nm)
 		snprintf(buf, size, "i%s", nm->id);
 }
 
-/* 1 when name is an entry's, as mq_once_name makes them. */
+/* 1 when name is an entry's, as entry_name makes them. */
 static int
 entry_valid(const char *name)
 {
@@ -80,10 +81,10 @@ entry_valid(const char *name)
 int
 mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 {
-	char path[ENTRY_MAX + 1], name[MQ_ONCE_NAME_MAX];
+	char path[ENTRY_PATH_MAX + 1], name[ENTRY_NAME_MAX];
 	struct stat st;
 
-	mq_once_name(name, sizeof(name), nm);
+	entry_name(name, sizeof(name), nm);
 	snprintf(path, sizeof(path), "%s/%s", MQ_DIR_ONCE, name);
 	if (fstatat(sp->fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		return 1;
@@ -97,13 +98,13 @@ mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 int
 mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
 {
-	char name[MQ_ONCE_NAME_MAX];
+	char name[ENTRY_NAME_MAX];
 	int fd;
 
 	if (sp->once == -1 &&
 	    (sp->once = mq_spool_topdir(sp, MQ_DIR_ONCE)) == -1)
 		return -1;
-	mq_once_name(name, sizeof(name), nm);
+	entry_name(name, sizeof(name), nm);
 	/* O_NONBLOCK: a FIFO put there is an error, not a hang. */
 	if ((fd = openat(sp->once, name, O_CREAT | O_WRONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, sp->fmode)) == -1)
@@ -157,7 +158,7 @@ static int
 old_entry(void *arg, int dirfd, const char *name)
 {
 	struct trim *t = arg;
-	char shown[ENTRY_MAX + 1];
+	char shown[ENTRY_PATH_MAX + 1];
 	struct stat st;
 
 	/* What is no entry is someone else's: left alone. */
