@@ -43,8 +43,8 @@ LIBMQ = $(CORE)/libmq.a
 LIBOBJ = $(CORE)/claim.o $(CORE)/conf.o $(CORE)/count.o $(CORE)/dead.o $(CORE)/depth.o \
 	$(CORE)/enqueue.o $(CORE)/find.o $(CORE)/group.o $(CORE)/history.o $(CORE)/holder.o \
 	$(CORE)/key.o $(CORE)/land.o $(CORE)/leave.o $(CORE)/log.o $(CORE)/look.o \
-	$(CORE)/name.o $(CORE)/output.o $(CORE)/place.o $(CORE)/reap.o $(CORE)/receipt.o \
-	$(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \
+	$(CORE)/name.o $(CORE)/once.o $(CORE)/output.o $(CORE)/place.o $(CORE)/reap.o \
+	$(CORE)/receipt.o $(CORE)/send.o $(CORE)/spool.o $(CORE)/stat.o $(CORE)/sweep.o \
 	$(CORE)/util.o $(CORE)/wait.o
 # mq, the front command, runs the others (mq send ... is mq-send ...).
 PROGS = mq mq-send mq-recv mq-ack mq-sweep mq-dlq mq-stat mq-conf mq-ls \
@@ -273,6 +273,7 @@ EXAMPLES = share/doc/mq/examples/cron-producer.sh \
 	share/doc/mq/examples/xargs-pool.sh \
 	share/doc/mq/examples/thumbnail-worker.conf \
 	share/doc/mq/examples/thumbnail-job.sh \
+	share/doc/mq/examples/once-result.sh \
 	share/doc/mq/examples/redrive-runbook.sh \
 	share/doc/mq/examples/shared-spool.sh \
 	share/doc/mq/examples/outbox-relay.sh

@@ -147,10 +147,11 @@ purge"
 	run complete_bash mq-conf max-d
 	assert_output "max-depth="
 	run complete_bash mq-conf ""
-	assert_equal "$(echo "$output" | wc -l)" 10
+	assert_equal "$(echo "$output" | wc -l)" 11
 	assert_line "log-size="
 	assert_line "log-age="
 	assert_line "keep-output="
+	assert_line "once-window="
 	assert_line "dedup-window="
 	# As bash splits it at "=" ...
 	run complete_bash mq-conf overflow = d

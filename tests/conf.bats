@@ -10,7 +10,8 @@ paused=no
 dedup-window=0
 log-size=16M
 log-age=7d
-keep-output=0"
+keep-output=0
+once-window=0"
 
 # The conf file and its inode, to see that a refused change left it alone.
 conf_state() {
@@ -27,7 +28,7 @@ conf_state() {
 @test "mq-conf: every key is set, read back alone and in the listing, as it was given" {
 	mq-conf max-attempts=3 lease=2.50 max-depth=100 overflow=drop-oldest \
 	    ttl=3600 paused=yes dedup-window=0.5 log-size=512K log-age=1d \
-	    keep-output=3d
+	    keep-output=3d once-window=14d
 	run mq-conf
 	assert_output "max-attempts=3
 lease=2.50
@@ -38,7 +39,8 @@ paused=yes
 dedup-window=0.5
 log-size=512K
 log-age=1d
-keep-output=3d"
+keep-output=3d
+once-window=14d"
 	run mq-conf lease paused max-depth
 	assert_output "2.50
 yes
@@ -73,7 +75,8 @@ yes
 	    paused=YES paused=y paused=-2 paused=2x paused=truth \
 	    dedup-window=-1 dedup-window=x \
 	    log-size=-1 log-size=1.5M log-size=16MB log-size=16m log-size=2G \
-	    log-size=K log-age=x log-age=-1 keep-output=x keep-output=-2; do
+	    log-size=K log-age=x log-age=-1 keep-output=x keep-output=-2 \
+	    once-window=x once-window=-1 once-window=1.5ms; do
 		run -2 --separate-stderr mq-conf "$bad"
 		[[ $stderr == "mq-conf: $bad: "*"; nothing changed" ]] ||
 		    { echo "$bad: $stderr"; false; }
@@ -94,7 +97,7 @@ yes
 @test "mq-conf: an unknown key, or showing and setting at once, is a usage error" {
 	mq-conf max-depth=7
 	run -2 --separate-stderr mq-conf colour
-	assert_equal "$stderr" "mq-conf: colour: unknown key (one of max-attempts, lease, max-depth, overflow, ttl, paused, dedup-window, log-size, log-age, keep-output)"
+	assert_equal "$stderr" "mq-conf: colour: unknown key (one of max-attempts, lease, max-depth, overflow, ttl, paused, dedup-window, log-size, log-age, keep-output, once-window)"
 	run -2 mq-conf ttl paused=yes
 	assert_output --partial "showing and setting do not mix"
 	assert_equal "$(mq-conf paused)" no

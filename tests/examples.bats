@@ -197,6 +197,29 @@ fake_convert() {
 	assert_equal "$(count cur)" 0
 }
 
+@test "README: the --once job that calls a service passes the key, else the ID, as its idempotency key" {
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	# curl, as the service sees it: the header and the body.
+	printf '#!/bin/sh\nfor a; do case $a in Idempotency-Key:*) k=$a ;; esac; done\necho "$k|$(cat)" >>"%s"\n' \
+	    "$BATS_TEST_TMPDIR/calls" >"$BATS_TEST_TMPDIR/bin/curl"
+	chmod +x "$BATS_TEST_TMPDIR/bin/curl"
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+	id=$(echo one | mq-send)
+	echo two | mq-send -k charge-7 >/dev/null
+	code=$(readme_sh 3)
+	[[ $code == 'mq-recv -w -P 4 --once '* ]]
+	# The same, but it stops when idle for a second; the same key sent
+	# again is not sent to the service again.
+	run timeout 30 sh -c "${code/mq-recv -w /mq-recv -w 1 }"
+	assert_success
+	echo two | mq-send -k charge-7 >/dev/null
+	run timeout 30 sh -c "${code/mq-recv -w /mq-recv -w 1 }"
+	assert_success
+	assert_equal "$(sort "$BATS_TEST_TMPDIR/calls")" "$(printf '%s\n' "Idempotency-Key: $id|one" "Idempotency-Key: charge-7|two" | sort)"
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+}
+
 @test "README: its crontab works under cron's environment" {
 	install_root
 	mq-send -d "$root/var/spool/thumbs" </dev/null >/dev/null
@@ -316,6 +339,57 @@ JOB
 	run mq-dlq ls
 	[[ $output == *$'\t1\t'*$'\texit 65: no such image: '"$BATS_TEST_TMPDIR/missing.jpg"$'\t'* ]]
 	assert_equal "$(count new)" 0
+}
+
+# once-result.sh's worker, in the background (its pid in worker.pid),
+# with mv in PATH a wrapper that kills the worker at its first call: before
+# the rename ($1 before) or after it (after).
+once_worker_killed() {
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	cat >"$BATS_TEST_TMPDIR/bin/mv" <<EOF
+#!/bin/sh
+if [ ! -e "$BATS_TEST_TMPDIR/killed" ]; then
+	touch "$BATS_TEST_TMPDIR/killed"
+	[ "$1" = before ] || /bin/mv "\$@"
+	kill -9 "\$(cat "$BATS_TEST_TMPDIR/worker.pid")"
+	exit 0
+fi
+exec /bin/mv "\$@"
+EOF
+	chmod +x "$BATS_TEST_TMPDIR/bin/mv"
+	PATH="$BATS_TEST_TMPDIR/bin:$PATH" mq-recv --once -- sh "$ex/once-result.sh" "$out" &
+	echo $! >"$BATS_TEST_TMPDIR/worker.pid"
+	st=0
+	wait "$(cat "$BATS_TEST_TMPDIR/worker.pid")" || st=$?
+	assert_equal "$st" 137
+}
+
+@test "example once-result.sh: a worker killed in mid-job, before or after the rename, leaves one result per message" {
+	out=$BATS_TEST_TMPDIR/results
+	mkdir -p "$out"
+	a=$(echo alpha | mq-send)
+	echo beta | mq-send -k 'order/7' >/dev/null
+	k=k$(printf '%s' 'order/7' | sha256sum | cut -c1-32)
+	for when in before after; do
+		rm -f "$BATS_TEST_TMPDIR/killed"
+		once_worker_killed "$when"
+		[ -e "$BATS_TEST_TMPDIR/killed" ]
+	done
+	# The first message's result renamed into place, then the kill: not
+	# recorded, so its job runs again, finds it and writes nothing.
+	ino=$(stat -c %i "$out/i$a")
+	run -0 timeout 20 mq-recv --once -- sh "$ex/once-result.sh" "$out"
+	assert_equal "$(stat -c %i "$out/i$a")" "$ino"
+	run -0 ls "$out"
+	assert_output "$(printf '%s\n' "$k" "i$a" | sort)"
+	assert_equal "$(cat "$out/i$a")" ALPHA
+	assert_equal "$(cat "$out/$k")" BETA
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	# Sent again with its key: acked, not run.
+	echo gamma | mq-send -k 'order/7' >/dev/null
+	run -0 timeout 20 mq-recv --once -- sh "$ex/once-result.sh" "$out"
+	assert_equal "$(cat "$out/$k")" BETA
 }
 
 @test "example thumbnail-job.sh: a redelivered message does its work once" {

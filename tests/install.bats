@@ -21,8 +21,8 @@ installed_tree() { # root
 		for u in mq-sweep@.service mq-sweep@.timer mq-worker@.service; do
 			echo "./usr/local/lib/systemd/system/$u"
 		done
-		for e in cron-producer.sh outbox-relay.sh redrive-runbook.sh shared-spool.sh thumbnail-job.sh \
-		    thumbnail-worker.conf xargs-pool.sh; do
+		for e in cron-producer.sh once-result.sh outbox-relay.sh redrive-runbook.sh shared-spool.sh \
+		    thumbnail-job.sh thumbnail-worker.conf xargs-pool.sh; do
 			echo "./usr/local/share/doc/mq/examples/$e"
 		done
 		echo ./usr/local/share/doc/mq/prometheus/mq-alerts.yml

@@ -190,7 +190,7 @@ json_field() { # field: from $output, one JSON object
 	run mq-stat --json
 	assert_equal "$(python3 -c 'import json, sys; print(json.dumps(json.loads(sys.argv[1])["settings"]))' "$output")" "{}"
 	mq-conf max-attempts=3 lease=1.50 max-depth=10 overflow=drop-oldest ttl=60 paused=yes dedup-window=5 \
-	    log-size=1M log-age=2d keep-output=1h
+	    log-size=1M log-age=2d keep-output=1h once-window=3d
 	run --separate-stderr mq-stat --json
 	assert_success
 	got=$(python3 -c 'import json, sys

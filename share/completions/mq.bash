@@ -10,7 +10,7 @@
 _mq_options() {
 	case $1 in
 	mq-send) echo "-0 -l -S -v -d -D -g -k -p -w --ttl -h --help -V --version" ;;
-	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max --drain --progress -h --help -V --version" ;;
+	mq-recv) echo "-0 -v -d -n -t -m -w -P --tag --timeout --backoff --backoff-max --drain --progress --once -h --help -V --version" ;;
 	mq-ack) echo "-0 -v -d -r -x -e --reason -h --help -V --version" ;;
 	mq-sweep) echo "-v -d -m -i -h --help -V --version" ;;
 	mq-dlq) echo "-0 -v -d -w --to --all --json --raw --reason --older-than --newer-than --rate -h --help -V --version" ;;
@@ -39,7 +39,7 @@ _mq_conf() {
 	fi
 	case $key in
 	"")
-		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window= log-size= log-age= keep-output=" -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "max-attempts= lease= max-depth= overflow= ttl= paused= dedup-window= log-size= log-age= keep-output= once-window=" -- "$cur")
 		compopt -o nospace 2>/dev/null
 		return ;;
 	overflow) w="reject drop-oldest" ;;

@@ -43,6 +43,7 @@ static const struct {
 	[MQ_CONF_LOG_SIZE] = { "log-size", "16M" },
 	[MQ_CONF_LOG_AGE] = { "log-age", "7d" },
 	[MQ_CONF_KEEP_OUTPUT] = { "keep-output", "0" },
+	[MQ_CONF_ONCE_WINDOW] = { "once-window", "0" },
 };
 
 #define MAX_DEPTH_MAX	1000000000LL
@@ -199,16 +200,14 @@ mq_conf_set(struct mq_conf *c, int key, const char *value, const char **why)
 		isdef = ms == MQ_LOG_SIZE;
 		break;
 	case MQ_CONF_LOG_AGE:
-		if (mq_secs_parse(v, &ms, why) == -1)
-			return -1;
-		c->log_age_ms = ms;
-		isdef = ms == MQ_LOG_AGE_MS;
-		break;
 	case MQ_CONF_KEEP_OUTPUT:
+	case MQ_CONF_ONCE_WINDOW:
 		if (mq_secs_parse(v, &ms, why) == -1)
 			return -1;
-		c->keep_output_ms = ms;
-		isdef = ms == 0;
+		*(key == MQ_CONF_LOG_AGE ? &c->log_age_ms :
+		    key == MQ_CONF_KEEP_OUTPUT ? &c->keep_output_ms :
+		    &c->once_window_ms) = ms;
+		isdef = ms == (key == MQ_CONF_LOG_AGE ? MQ_LOG_AGE_MS : 0);
 		break;
 	case MQ_CONF_LEASE:
 	case MQ_CONF_TTL:

@@ -35,6 +35,7 @@
 #define MQ_DIR_KEYS	"keys"		/* dedup keys: made by a keyed send */
 #define MQ_DIR_GROUPS	"groups"	/* ordered groups' turns and queues */
 #define MQ_DIR_OUTPUT	"output"	/* jobs' kept output (keep-output) */
+#define MQ_DIR_ONCE	"once"		/* the ledger of finished messages */
 #define MQ_OUTPUT_MAX	(1024 * 1024)	/* kept of a job: the last MiB, or two */
 
 /* The settings file in the spool root, and its name while written in tmp/. */
@@ -178,6 +179,7 @@ enum {
 	MQ_CONF_LOG_SIZE,
 	MQ_CONF_LOG_AGE,
 	MQ_CONF_KEEP_OUTPUT,
+	MQ_CONF_ONCE_WINDOW,
 	MQ_CONF_NKEYS
 };
 struct mq_conf {
@@ -192,6 +194,7 @@ struct mq_conf {
 	uint64_t log_size;	/* bytes of log and log.1; 0: no log */
 	uint64_t log_age_ms;	/* 0: no bound but the size */
 	uint64_t keep_output_ms;	/* 0: jobs' output not kept */
+	uint64_t once_window_ms;	/* 0: derived (mq_once_window) */
 	char	 value[MQ_CONF_NKEYS][32];	/* as set; "": the default */
 	char	 other[1024];	/* lines of keys this version does not know */
 };
@@ -236,6 +239,8 @@ struct mq_spool {
 	uint64_t orphans_looked;	/* when mq_orphans last looked */
 	unsigned holders_live;	/* other bound holders it found alive */
 	int	 space_ok;	/* holders/ names our space: 1, not: -1 */
+	int	 once;		/* once/, opened by the first record */
+	int	 once_dirty;	/* records made since its last sync */
 };
 
 /*
@@ -354,6 +359,15 @@ void	 mq_log_end(void);
 void	 mq_log_flush(void);
 int	 mq_log_trim(struct mq_spool *, uint64_t);
 int	 mq_log_open(struct mq_spool *, int);
+
+/* once.c: the ledger of finished messages (mq-recv --once) */
+#define MQ_ONCE_WINDOW_MS	(7ULL * 86400 * 1000)	/* with no ttl */
+int	 mq_once_done(struct mq_spool *, const struct mq_name *);
+int	 mq_once_record(struct mq_spool *, const struct mq_name *);
+int	 mq_once_sync(struct mq_spool *);
+uint64_t mq_once_window(const struct mq_conf *);
+int	 mq_once_trim(struct mq_spool *, uint64_t, uint64_t,
+	    void (*)(const char *, const char *));
 
 /* output.c */
 struct mq_output {

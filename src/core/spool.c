@@ -158,7 +158,7 @@ mq_spool_open(struct mq_spool *sp, const char *path, int create)
 
 	memset(sp, 0, sizeof(*sp));
 	sp->fd = sp->tmp = sp->new = sp->cur = sp->dead = sp->reason = -1;
-	sp->groups = sp->last = sp->holders = -1;
+	sp->groups = sp->last = sp->holders = sp->once = -1;
 	sp->path = path;
 	if (*path == '\0') {
 		errno = ENOENT;
@@ -394,7 +394,7 @@ void
 mq_spool_close(struct mq_spool *sp)
 {
 	int *fds[] = { &sp->tmp, &sp->new, &sp->cur, &sp->dead, &sp->reason,
-	    &sp->last, &sp->groups, &sp->holders, &sp->fd };
+	    &sp->last, &sp->groups, &sp->holders, &sp->once, &sp->fd };
 	size_t i;
 	int saved = errno;
 

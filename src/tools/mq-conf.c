@@ -36,6 +36,9 @@ static const char help[] =
     "  log-age secs       mq-sweep drops older records (default 7d)\n"
     "  keep-output secs   keep each job's output that long (mq-log -o);\n"
     "                     0: not kept (default)\n"
+    "  once-window secs   mq-recv --once remembers a finished\n"
+    "                     message that long (default 0: the ttl,\n"
+    "                     else 7d, at least lease x max-attempts)\n"
     "  -f       set a ttl that expires waiting messages without asking\n"
     "  -v       say what changed, on standard error\n"
     "  -d dir   spool (default $MQ_DIR, else $XDG_STATE_HOME/mq,\n"
@@ -51,7 +54,7 @@ key_of(const char *name, size_t len)
 		return k;
 	warnx("%.*s: unknown key (one of max-attempts, lease, max-depth, "
 	    "overflow, ttl, paused, dedup-window, log-size, log-age, "
-	    "keep-output)",
+	    "keep-output, once-window)",
 	    (int)len, name);
 	exit(MQ_EX_USAGE);
 }

@@ -26,11 +26,11 @@ static int zflag;
 	"[-w [secs]]\n" \
 	"       mq-recv [-v] [-d dir] [-n n] [-t secs] [-m max] [-w [secs]]\n" \
 	"               [-P n] [--tag] [--timeout secs] [--backoff secs]\n" \
-	"               [--backoff-max secs] [--drain] [--progress] " \
-	"-- command [arg ...]\n"
+	"               [--backoff-max secs] [--drain] [--progress]\n" \
+	"               [--once] -- command [arg ...]\n"
 
 enum { OPT_TAG = 256, OPT_TIMEOUT, OPT_BACKOFF, OPT_BACKOFF_MAX, OPT_DRAIN,
-    OPT_PROGRESS };
+    OPT_PROGRESS, OPT_ONCE };
 
 /* What --help prints after the usage. */
 static const char help[] =
@@ -58,6 +58,8 @@ static const char help[] =
     "           for retries and others' leases (not with -w)\n"
     "  --progress  on a terminal, a line of jobs done, failed, running,\n"
     "           waiting, their rate and an ETA, kept up to date\n"
+    "  --once   keep a ledger of finished messages: a job that exits 0\n"
+    "           is recorded before its ack, one recorded is acked unrun\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
     "5: a job failed\n"
     "(--drain: 0 when none of its messages died, else 5).\n"
@@ -156,6 +158,30 @@ struct recv_opts {
 	struct mq_work	 wo;
 };
 
+/*
+ * After the options: the index of the command, argc if none.  A command
+ * needs "--" before it (not an option's argument, lastarg), so that a
+ * stray word (a typo in a number for -w, bare: wbare) is a usage error
+ * and is never run.
+ */
+static int
+command_at(int argc, char *argv[], const char *lastarg, int wbare)
+{
+	int dashdash;
+
+	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
+	    argv[optind - 1] != lastarg;
+	if (optind < argc && !dashdash) {
+		if (wbare)
+			errx(MQ_EX_USAGE, "-w %s: invalid (seconds, or none "
+			    "to wait forever)", argv[optind]);
+		warnx("%s: unexpected operand (a command to run follows --)",
+		    argv[optind]);
+		mq_usage(USAGE);
+	}
+	return optind;
+}
+
 /* Parses the options; returns the index of the command, argc if none. */
 static int
 parse(int argc, char *argv[], struct recv_opts *o)
@@ -168,11 +194,12 @@ parse(int argc, char *argv[], struct recv_opts *o)
 		{ "backoff-max", required_argument, NULL, OPT_BACKOFF_MAX },
 		{ "drain", no_argument, NULL, OPT_DRAIN },
 		{ "progress", no_argument, NULL, OPT_PROGRESS },
+		{ "once", no_argument, NULL, OPT_ONCE },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct mq_work *wo = &o->wo;
 	char *lastarg = NULL;
-	int ch, dashdash, wbare = 0;
+	int ch, wbare = 0;
 
 	while ((ch = getopt_long(argc, argv, MQ_OPTS("0vd:n:t:m:w::P:hV"),
 	    longopts, NULL)) != -1) {
@@ -220,6 +247,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			wo->progress = 1;
 			o->worker_only = "--progress";
 			break;
+		case OPT_ONCE:
+			wo->once = 1;
+			o->worker_only = "--once";
+			break;
 		case 't':
 			o->lease = xsecs("-t", optarg, 1);
 			break;
@@ -238,24 +269,10 @@ parse(int argc, char *argv[], struct recv_opts *o)
 			mq_common_opt(ch, USAGE, help);
 		}
 	}
-	/*
-	 * A command needs "--" before it, so that a stray word (a typo in a
-	 * number for -w, say) is a usage error and is never run.
-	 */
 	if (wo->drain && o->wflag)
 		errx(MQ_EX_USAGE, "--drain and -w: one ends once the spool is "
 		    "drained, the other waits for more");
-	dashdash = optind > 1 && strcmp(argv[optind - 1], "--") == 0 &&
-	    argv[optind - 1] != lastarg;
-	if (optind < argc && !dashdash) {
-		if (wbare)
-			errx(MQ_EX_USAGE, "-w %s: invalid (seconds, or none "
-			    "to wait forever)", argv[optind]);
-		warnx("%s: unexpected operand (a command to run follows --)",
-		    argv[optind]);
-		mq_usage(USAGE);
-	}
-	return optind;
+	return command_at(argc, argv, lastarg, wbare);
 }
 
 /*

@@ -4,8 +4,10 @@
  * tmp/ fragments of crashed senders and reasons of purged dead letters go
  * after 36 hours, empty buckets are removed, spare directories used up on
  * a full file system are made again, dedup keys whose window is over (and
- * records that crashed senders left) are forgotten.  Receivers do
- * the lease part themselves; sweeping only keeps the spool tidy.
+ * records that crashed senders left) are forgotten, and entries of the
+ * ledger of finished messages (mq-recv --once) past once-window go.
+ * Receivers do the lease part themselves; sweeping only keeps the spool
+ * tidy.
  */
 #include <err.h>
 #include <errno.h>
@@ -28,7 +30,7 @@ static const char help[] =
     "bury messages past their time to live (reason ttl),\n"
     "remove tmp/ fragments older than 36 hours, forget dedup keys\n"
     "whose dedup-window is over, mend ordered groups and remove\n"
-    "those left empty.\n"
+    "those left empty, drop --once ledger entries past once-window.\n"
     "  -m max     attempts before a message is dead (default: the\n"
     "             spool's max-attempts, 5 unless set with mq-conf)\n"
     "  -i secs    sweep again every secs until killed\n"
@@ -119,6 +121,11 @@ main(int argc, char *argv[])
 		}
 		if (mq_output_sweep(&sp, sp.conf.keep_output_ms, report) == -1) {
 			warn("%s/%s", sp.path, MQ_DIR_OUTPUT);
+			status = MQ_EX_SYS;
+		}
+		if (mq_once_trim(&sp, mq_now_ms(), mq_once_window(&sp.conf),
+		    report) == -1) {
+			warn("%s/%s", sp.path, MQ_DIR_ONCE);
 			status = MQ_EX_SYS;
 		}
 		if (every == 0)

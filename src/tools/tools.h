@@ -148,6 +148,7 @@ struct mq_work {
 	int	 tag;		/* prefix each line of output with the ID */
 	int	 drain;		/* until nothing is left but dead letters */
 	int	 progress;	/* a line of progress on a terminal's stderr */
+	int	 once;		/* keep the ledger of finished messages (once.c) */
 	int	 verbose;
 };
 int	 mq_work(struct mq_spool *, const struct mq_work *);

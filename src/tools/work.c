@@ -19,6 +19,14 @@
  * receipt of its current lease; once a heartbeat finds the lease gone, the
  * message belongs to someone else and is left alone.
  *
+ * --once keeps the spool's ledger of finished messages (once.c): a claim
+ * whose message is in it is acked without a job; a job that exits 0 is
+ * recorded, and its ack waits until the record is durable.  The jobs
+ * reaped in one pass share that sync: each is recorded as it is reaped,
+ * once/ is synced once at the end of the pass, then each is acked
+ * (settle_once).  A record or sync that fails acks nothing: the message
+ * is released, and the worker stops claiming.
+ *
  * It ends, with no job running, when nothing is visible, with -w once
  * idle long enough, and with --drain once the spool holds nothing but
  * dead letters (drained): a retry it scheduled, another's lease or a
@@ -122,7 +130,10 @@ struct job {
 	int	 timed_out;
 	int	 stopped;	/* killed by a second stop signal */
 	int	 lost;
-	uint64_t started;	/* ms, for the log's job record */
+	int	 recorded;	/* --once: in the ledger, its ack to come */
+	int	 ws;		/* then: its wait status */
+	struct mq_name n;	/* its message's name, as claimed */
+	uint64_t started;	/* ms, for the log's job record; 0: not run */
 	pid_t	 pid;
 	struct mq_output out;	/* its kept output (keep-output), or fd -1 */
 };
@@ -180,7 +191,8 @@ struct worker {
 	int		 claimed_any;
 	uint64_t	 drain_due;	/* --drain: count the spool again then */
 	/* The jobs' outcomes, for the summary at exit. */
-	long long	 n_done, n_retried, n_dead, n_lost, n_jobs;
+	long long	 n_done, n_retried, n_dead, n_lost, n_skipped, n_jobs;
+	int		 recorded;	/* --once: jobs whose ack waits for a sync */
 	uint64_t	 began;
 };
 
@@ -451,6 +463,41 @@ holder_jobs(struct worker *wk)
 	(void)mq_holder_jobs(wk->sp, pgids, n);
 }
 
+static void job_logged(struct worker *, const struct job *, int, int,
+    const char *);
+
+/*
+ * --once, before j's job is started: 1 when its message is in the ledger,
+ * then acked with no job (said with -v, logged as a job skipped); 0 when
+ * its job is to run; -1 when the ledger cannot be read: then the message
+ * goes back as it came and the worker claims no more, as a job run
+ * without the look could run twice.
+ */
+static int
+finished_before(struct worker *wk, struct job *j)
+{
+	struct how h = { OP_ACK, 0, NULL, NULL, 0, 0 };
+	const char *why;
+	int r, st;
+
+	if ((r = mq_once_done(wk->sp, &wk->rc.n)) == 0)
+		return 0;
+	if (r == -1) {
+		warn("%s/%s", wk->sp->path, MQ_DIR_ONCE);
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+		unclaim(wk, j, NULL);
+		return -1;
+	}
+	st = settle(wk, j, &h, &why);
+	if (settled(wk, j, st, why) != MQ_EX_OK)
+		wk->failed = 1;
+	else if (wk->opt->verbose)
+		warnx("%s: finished before (--once): acked, not run", j->id);
+	job_logged(wk, j, 0, st, "skipped");
+	return 1;
+}
+
 /* Hands a claimed message to a free slot; called by mq_claim. */
 static int
 start(void *arg, const char *rcpt, const char *id)
@@ -484,6 +531,9 @@ start(void *arg, const char *rcpt, const char *id)
 		settled(wk, j, st, why);
 		return 0;
 	}
+	j->attempt = wk->rc.n.attempts;
+	if (wk->opt->once && (got = finished_before(wk, j)) != 0)
+		return got == 1 ? 0 : -1;
 	if ((body = mq_receipt_body(&wk->rc)) == -1 && errno == ENOENT) {
 		if ((st = mq_receipt_open(wk->sp, j->receipt, &wk->rc,
 		    &why)) != MQ_EX_OK) {
@@ -493,6 +543,7 @@ start(void *arg, const char *rcpt, const char *id)
 		body = mq_receipt_body(&wk->rc);
 	}
 	j->attempt = wk->rc.n.attempts;
+	j->n = wk->rc.n;
 	j->prio = wk->rc.n.prio;
 	j->deaths = wk->rc.n.deaths;
 	memcpy(j->group, wk->rc.n.group, sizeof(j->group));
@@ -628,8 +679,9 @@ ack(struct worker *wk, struct job *j)
 /*
  * The job's record in the spool's log (mq-log): where and when it ran,
  * how it ended, what became of its message (outcome: acked, released,
- * dead; lost when its lease was, error when settling it failed), and its
- * last line on stderr.
+ * dead; skipped, acked with no job run as the ledger had it (--once);
+ * lost when its lease was, error when settling it failed), and its last
+ * line on stderr.  A job skipped has no pid, start, runtime or exit.
  */
 static void
 job_logged(struct worker *wk, const struct job *j, int ws, int st,
@@ -655,9 +707,16 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 		wk->n_dead++;
 	else if (strcmp(outcome, "lost") == 0)
 		wk->n_lost++;
+	else if (strcmp(outcome, "skipped") == 0)
+		wk->n_skipped++;
 	mq_log_begin(wk->sp, "job", j->id);
 	mq_log_num("attempt", j->attempt);
 	mq_log_str("host", host, strlen(host));
+	if (j->started == 0) {
+		mq_log_str("outcome", outcome, strlen(outcome));
+		mq_log_end();
+		return;
+	}
 	mq_log_num("job_pid", (uint64_t)j->pid);
 	mq_time_iso(t, sizeof(t), j->started);
 	/* To the ms, as the log's own times are. */
@@ -679,6 +738,80 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 	mq_log_end();
 }
 
+/*
+ * --once: j's job succeeded; its message goes into the ledger, and its
+ * ack (or, its lease lost, its record "lost") waits for the sync of the
+ * pass (settle_once).  A record that cannot be made acks nothing: the
+ * message is released as it is, to be run again.
+ */
+static void
+record(struct worker *wk, struct job *j, int ws)
+{
+	char reason[128];
+	int e;
+
+	if (mq_once_record(wk->sp, &j->n) == 0) {
+		j->recorded = 1;
+		j->ws = ws;
+		wk->recorded++;
+		return;
+	}
+	e = errno;
+	warnx("%s: %s/%s: %s; not recorded (--once), released", j->id,
+	    wk->sp->path, MQ_DIR_ONCE, strerror(e));
+	wk->status = MQ_EX_SYS;
+	wk->halt = 1;
+	wk->failed = 1;
+	if (j->lost) {
+		job_logged(wk, j, ws, MQ_EX_LOST, "lost");
+		return;
+	}
+	snprintf(reason, sizeof(reason), "not recorded (--once): %s",
+	    strerror(e));
+	job_logged(wk, j, ws, release(wk, j, wk->now, reason), "released");
+}
+
+/*
+ * --once, at the end of a pass of reap: one sync of the ledger for the
+ * jobs it recorded, then each acked.  A sync that failed acks none: each
+ * is released as it is (a job whose entry lasted after all is skipped
+ * when delivered again; else it runs again).
+ */
+static void
+settle_once(struct worker *wk)
+{
+	char reason[128];
+	struct job *j;
+	int i, e, synced;
+
+	synced = mq_once_sync(wk->sp) == 0;
+	e = errno;
+	if (!synced) {
+		warnx("%s/%s: %s; %d recorded message%s not acked (--once), "
+		    "released", wk->sp->path, MQ_DIR_ONCE, strerror(e),
+		    wk->recorded, wk->recorded == 1 ? "" : "s");
+		snprintf(reason, sizeof(reason), "not recorded (--once): %s",
+		    strerror(e));
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
+		wk->failed = 1;
+	}
+	for (i = 0; i < wk->opt->slots; i++) {
+		j = &wk->jobs[i];
+		if (!j->recorded)
+			continue;
+		j->recorded = 0;
+		if (j->lost)
+			job_logged(wk, j, j->ws, MQ_EX_LOST, "lost");
+		else if (synced)
+			job_logged(wk, j, j->ws, ack(wk, j), "acked");
+		else
+			job_logged(wk, j, j->ws, release(wk, j, wk->now,
+			    reason), "released");
+	}
+	wk->recorded = 0;
+}
+
 /* The job has ended with wait status ws: settle its message. */
 static void
 finish(struct worker *wk, struct job *j, int ws)
@@ -687,18 +820,27 @@ finish(struct worker *wk, struct job *j, int ws)
 	char *reason, *shown;
 	size_t len;
 	uint64_t delay;
+	int ok;
 
 	mq_job_end(&j->p);
 	mq_output_close(&j->out);
 	wk->running--;
 	wk->now = mq_now_ms();
+	/* Even after a stop signal, a job that says it succeeded did. */
+	ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out;
+	/* Its lease lost, a job that succeeded is still done: recorded. */
+	if (ok && wk->opt->once) {
+		if (j->lost)
+			wk->failed = 1;
+		record(wk, j, ws);
+		return;
+	}
 	if (j->lost) {
 		wk->failed = 1;
 		job_logged(wk, j, ws, MQ_EX_LOST, "lost");
 		return;
 	}
-	/* Even after a stop signal, a job that says it succeeded did. */
-	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out) {
+	if (ok) {
 		job_logged(wk, j, ws, ack(wk, j), "acked");
 		return;
 	}
@@ -757,6 +899,8 @@ reap(struct worker *wk)
 			}
 		}
 	}
+	if (wk->recorded > 0)
+		settle_once(wk);
 }
 
 /* Keeps the lease of a running job ahead of its deadline. */
@@ -1013,6 +1157,17 @@ settings_due(struct worker *wk)
 	}
 }
 
+/* 1 when a claim is to be made now: a free slot, within the limit. */
+static int
+claiming(const struct worker *wk)
+{
+	const struct mq_work *opt = wk->opt;
+
+	return wk->look && !wk->paused && !wk->stop && !wk->halt &&
+	    wk->running < opt->slots &&
+	    (opt->limit == 0 || wk->claimed < opt->limit);
+}
+
 /* A claim for each free slot, within the limit; each job started. */
 static void
 claim_some(struct worker *wk)
@@ -1020,9 +1175,7 @@ claim_some(struct worker *wk)
 	const struct mq_work *opt = wk->opt;
 	int n, got;
 
-	if (!wk->look || wk->paused || wk->stop || wk->halt ||
-	    wk->running >= opt->slots ||
-	    (opt->limit != 0 && wk->claimed >= opt->limit))
+	if (!claiming(wk))
 		return;
 	n = opt->slots - wk->running;
 	if (opt->limit > 0 && opt->limit - wk->claimed < n)
@@ -1106,6 +1259,12 @@ next_wake(struct worker *wk)
 {
 	uint64_t next = timers(wk);
 
+	/*
+	 * Slots left free by claims that ran no job (--once: acked as
+	 * finished before) are filled at once, not at the next wake.
+	 */
+	if (claiming(wk))
+		return wk->now;
 	if (wk->empty && wk->wake < next)
 		next = wk->wake;
 	if (wk->conf_due < next)
@@ -1268,6 +1427,10 @@ bar_draw(struct worker *wk)
 		snprintf(part, sizeof(part), ", %lld lost", wk->n_lost);
 		strlcat(line, part, sizeof(line));
 	}
+	if (wk->n_skipped > 0) {
+		snprintf(part, sizeof(part), ", %lld skipped", wk->n_skipped);
+		strlcat(line, part, sizeof(line));
+	}
 	snprintf(part, sizeof(part), ", %d running", wk->running);
 	strlcat(line, part, sizeof(line));
 	if (bar.counted) {
@@ -1311,16 +1474,20 @@ bar_draw(struct worker *wk)
 static void
 summary(struct worker *wk)
 {
-	char t[32], lost[40] = "";
+	char t[32], lost[40] = "", skipped[40] = "";
 
 	if (wk->n_jobs == 0 || (!wk->opt->verbose && !isatty(STDERR_FILENO)))
 		return;
 	if (wk->n_lost > 0)
 		snprintf(lost, sizeof(lost), ", %lld lost", wk->n_lost);
+	/* --once: acked with no job run, as finished before. */
+	if (wk->n_skipped > 0)
+		snprintf(skipped, sizeof(skipped), ", %lld skipped",
+		    wk->n_skipped);
 	wk->now = mq_now_ms();
 	/* To the tenth of a second, enough for a run's length. */
-	warnx("%lld done, %lld retried, %lld dead%s in %s s", wk->n_done,
-	    wk->n_retried, wk->n_dead, lost, secs(t, sizeof(t),
+	warnx("%lld done, %lld retried, %lld dead%s%s in %s s", wk->n_done,
+	    wk->n_retried, wk->n_dead, lost, skipped, secs(t, sizeof(t),
 	    (wk->now - wk->began) / 100 * 100));
 }
 

@@ -1,0 +1,206 @@
+/*
+ * once.c: the ledger of finished messages (mq-recv --once), once/ in the
+ * spool root, made on first use.  An entry is an empty file whose name is
+ * the message's identity:
+ *
+ *	once/kHASH	a keyed message (mq-send -k): its key's hash, the
+ *			,kHASH of its name, so that every message sent with
+ *			that key is the same work
+ *	once/iID	any other: its ID
+ *
+ * A worker records a message whose job exited 0 (mq_once_record), makes
+ * the records of a run of them durable with one fsync(2) of once/
+ * (mq_once_sync: the files are empty, only their names must last), and
+ * only then acks them.  A claim that finds its message's entry
+ * (mq_once_done) acks it without running its job.  So a job runs twice
+ * only when its worker dies (or the power goes) after the job's effect and
+ * before that fsync returned; once it has, never.
+ *
+ *	record	openat(once/NAME, O_CREAT), no O_EXCL: a second holder of
+ *		the message (a lease that ran out and was claimed again)
+ *		records the same name, which is no error and no second entry
+ *	sync	fsync(once/), then the acks; only one of two holders' acks
+ *		finds its lease
+ *	trim	entries whose mtime (the first record) is older than
+ *		once-window go (mq-sweep)
+ *
+ * The entries are kept for once-window (mq_once_window): past it, a
+ * message delivered again runs its job again.  Its default covers the
+ * time a message can still be delivered: its ttl, else 7 days, and never
+ * less than its lease times its attempts.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "mq.h"
+
+/* 'k' HASH or 'i' ID, and a NUL; and with "once/" before it. */
+#define ENTRY_NAME_MAX	(1 + MQ_ID_LEN + 1)
+#define ENTRY_PATH_MAX	(sizeof(MQ_DIR_ONCE) + ENTRY_NAME_MAX)
+
+/* The entry's name for nm, into buf. */
+static void
+entry_name(char *buf, size_t size, const struct mq_name *nm)
+{
+	if (nm->keyhash[0] != '\0')
+		snprintf(buf, size, "k%s", nm->keyhash);
+	else
+		snprintf(buf, size, "i%s", nm->id);
+}
+
+/* 1 when name is an entry's, as entry_name makes them. */
+static int
+entry_valid(const char *name)
+{
+	size_t i;
+
+	if (name[0] == 'k') {
+		/* A key's hash, as in names: lower-case hex (key.c). */
+		for (i = 1; i <= MQ_KEYHASH_LEN; i++)
+			if (!((name[i] >= '0' && name[i] <= '9') ||
+			    (name[i] >= 'a' && name[i] <= 'f')))
+				return 0;
+		return name[i] == '\0';
+	}
+	if (name[0] == 'i')
+		return mq_id_valid(name + 1);
+	return 0;
+}
+
+/*
+ * 1 when nm's message was recorded as finished, 0 when not, -1 with errno
+ * (a ledger that cannot be read).  One fstatat (once/ opened first, once
+ * a process): no ledger is no entry.
+ */
+int
+mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
+{
+	char name[ENTRY_NAME_MAX];
+	struct stat st;
+
+	/* Through once/'s own descriptor: a link put in its place is none. */
+	if (sp->once == -1 && (sp->once = mq_opendirat(sp->fd,
+	    MQ_DIR_ONCE)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	entry_name(name, sizeof(name), nm);
+	if (fstatat(sp->once, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+/*
+ * Records nm's message as finished; durable once mq_once_sync has
+ * returned 0.  Recording it again is no error.  0, or -1 with errno.
+ */
+int
+mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
+{
+	char name[ENTRY_NAME_MAX];
+	int fd;
+
+	if (sp->once == -1 &&
+	    (sp->once = mq_spool_topdir(sp, MQ_DIR_ONCE)) == -1)
+		return -1;
+	entry_name(name, sizeof(name), nm);
+	/* O_NONBLOCK: a FIFO put there is an error, not a hang. */
+	if ((fd = openat(sp->once, name, O_CREAT | O_WRONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC, sp->fmode)) == -1)
+		return -1;
+	/* Nothing was written: close can report no lost data. */
+	close(fd);
+	sp->once_dirty = 1;
+	return 0;
+}
+
+/*
+ * Makes the entries recorded since the last sync durable: one fsync of
+ * once/ for all of them.  0, or -1 with errno (they are not: the messages
+ * must not be acked).
+ */
+int
+mq_once_sync(struct mq_spool *sp)
+{
+	if (!sp->once_dirty)
+		return 0;
+	if (mq_fsync_dir(sp->once) == -1)
+		return -1;
+	sp->once_dirty = 0;
+	return 0;
+}
+
+/*
+ * How long entries are kept: once-window, or (0) the spool's ttl, else 7
+ * days, and no less than a message can live in flight, lease times
+ * max-attempts.
+ */
+uint64_t
+mq_once_window(const struct mq_conf *c)
+{
+	uint64_t w, least;
+
+	if (c->once_window_ms != 0)
+		return c->once_window_ms;
+	w = c->ttl_ms != 0 ? c->ttl_ms : MQ_ONCE_WINDOW_MS;
+	least = c->lease_ms * c->max_attempts;
+	return w > least ? w : least;
+}
+
+struct trim {
+	uint64_t	 before;	/* ms: older is removed */
+	void		(*report)(const char *, const char *);
+	int		 failed;
+};
+
+static int
+old_entry(void *arg, int dirfd, const char *name)
+{
+	struct trim *t = arg;
+	char shown[ENTRY_PATH_MAX + 1];
+	struct stat st;
+
+	/* What is no entry is someone else's: left alone. */
+	if (!entry_valid(name) ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    (uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
+	    1000000 >= t->before)
+		return 0;
+	if (unlinkat(dirfd, name, 0) == -1) {
+		if (errno != ENOENT)
+			t->failed = errno;
+	} else if (t->report != NULL) {
+		snprintf(shown, sizeof(shown), "%s/%s", MQ_DIR_ONCE, name);
+		t->report(shown, "past once-window: removed");
+	}
+	return 0;
+}
+
+/*
+ * mq-sweep's part: the entries recorded more than window_ms before now
+ * go.  Not synced: an entry that comes back after a crash goes at the
+ * next sweep.  0, or -1 with errno.
+ */
+int
+mq_once_trim(struct mq_spool *sp, uint64_t now, uint64_t window_ms,
+    void (*report)(const char *, const char *))
+{
+	struct trim t = { 0, report, 0 };
+	int dir, r;
+
+	if ((dir = mq_opendirat(sp->fd, MQ_DIR_ONCE)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	t.before = now > window_ms ? now - window_ms : 0;
+	r = mq_dir_each(dir, DT_REG, old_entry, &t);
+	close(dir);
+	if (r == 0 && t.failed != 0) {
+		errno = t.failed;
+		r = -1;
+	}
+	return r;
+}
