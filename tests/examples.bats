@@ -374,6 +374,11 @@ EOF
 		rm -f "$BATS_TEST_TMPDIR/killed"
 		once_worker_killed "$when"
 		[ -e "$BATS_TEST_TMPDIR/killed" ]
+		# The killed worker's lease orphaned once its job is reaped.
+		for ((i = 0; i < 200; i++)); do
+			mq-ls -s inflight | grep -q . || break
+			sleep 0.05
+		done
 	done
 	# The first message's result renamed into place, then the kill: not
 	# recorded, so its job runs again, finds it and writes nothing.

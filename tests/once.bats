@@ -29,6 +29,12 @@ within() {
 	return 1
 }
 
+# Once the killed worker's job is gone too (reaped: it died with the
+# worker), its lease is orphaned and the next claim takes it at once.
+none_held() {
+	within 10 eval '! mq-ls -s inflight | grep -q .'
+}
+
 lines_of() {
 	[ -e "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ]
 }
@@ -151,6 +157,7 @@ killed_at_ack() {
 	assert_equal "$(runs)" 0
 	assert_not_exist "$MQ_DIR/once"
 	# Its lease orphaned, the next claim takes it at once.
+	none_held
 	run -0 mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 1
 	assert_equal "$(entries)" 1
@@ -163,6 +170,7 @@ killed_at_ack() {
 	run -137 mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 1
 	assert_not_exist "$MQ_DIR/once"
+	none_held
 	run -0 mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 2
 	assert_equal "$(entries)" 1
