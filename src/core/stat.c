@@ -172,6 +172,8 @@ kept(const struct counter *c, unsigned prio, uint64_t key,
 	const struct mq_stat_leaf *e;
 	struct mq_stat_leaf k;
 
+	if (c->cache->n == 0)
+		return NULL;
 	k.prio = prio;
 	k.key = key;
 	e = bsearch(&k, c->cache->v, c->cache->n, sizeof(k), leaf_cmp);
@@ -501,8 +503,9 @@ mq_stat_kept(struct mq_spool *sp, struct mq_stat_cache *cache, uint64_t now,
 	    count_groups(sp, &c) == -1 ? -1 : 0;
 	if (cache != NULL && r == 0) {
 		/* The next count looks leaves up by priority and key. */
-		qsort(cache->next, cache->nnext, sizeof(*cache->next),
-		    leaf_cmp);
+		if (cache->nnext > 0)
+			qsort(cache->next, cache->nnext, sizeof(*cache->next),
+			    leaf_cmp);
 		free(cache->v);
 		cache->v = cache->next;
 		cache->n = cache->nnext;

@@ -288,7 +288,9 @@ gather(void *arg, const struct mq_look *m)
 	f.m.dir = NULL;
 	f.m.name = NULL;
 	holder_text(g->sp, m, f.holder, sizeof(f.holder));
-	seen = bsearch(&f, g->prev, g->nprev, sizeof(f), flight_cmp_id);
+	/* (bsearch and qsort take no NULL, even for none.) */
+	seen = g->nprev == 0 ? NULL :
+	    bsearch(&f, g->prev, g->nprev, sizeof(f), flight_cmp_id);
 	if (m->n.holder.kind != 0)
 		f.since = m->n.holder.since * 1000;
 	else if (seen != NULL)
@@ -347,7 +349,8 @@ flights(struct spool *s, struct mq_spool *sp, uint64_t now)
 		return -1;
 	}
 	free(g.prev);
-	qsort(s->fl, s->nfl, sizeof(*s->fl), flight_cmp_id);
+	if (s->nfl > 0)
+		qsort(s->fl, s->nfl, sizeof(*s->fl), flight_cmp_id);
 	if (g.failed) {
 		errno = g.err;
 		return -1;
