@@ -6,7 +6,8 @@
 # Environment: BENCH_N (batch size, 20000), BENCH_RUNS (5), BENCH_DEPTH
 # (1000000), BENCH_FS (file systems to use, "/dev/shm $PWD/bench/tmp"),
 # BENCH_ONLY (some of: rates startup workers depth delayed worker memory
-# expired maxdepth overshoot group prio ls show history holders top relay),
+# expired maxdepth overshoot group prio ls show history holders once top
+# relay),
 # BENCH_TOP_FRAMES (frames of each mq-top run, 10), BENCH_GROUP_N (messages parked
 # behind a blocked group, 100000), BENCH_JOBS (jobs per worker-mode run, 2000),
 # BENCH_BASE (the bin/ of another build, for maxdepth's row without a
@@ -1361,11 +1362,55 @@ bench_holders() { # fs: claims and workers with holders named, and without
 	HOLD_W=
 }
 
-ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history holders top relay"}
+# mq-recv --once: worker mode with the ledger of finished messages (an
+# entry a job, one fsync of once/ for the jobs a pass of the loop reaps,
+# then their acks) against the same worker without it, -P 4 over
+# BENCH_JOBS jobs of true, each way twice a run in ABBA order (BAAB in
+# even runs), each into a spool of its own; a way's figure for a run is
+# 2N over its two runs' time.
+once_modes() {
+	order="plain once once plain"
+	[ $((r % 2)) -eq 1 ] || order="once plain plain once"
+	for side in $order; do
+		_o=
+		[ "$side" = plain ] || _o=--once
+		rm -rf "$w/q"
+		MQ_DIR=$w/q mq-send -l -S <"$w/lines" >/dev/null
+		sync
+		# shellcheck disable=SC2086 # _o: the option, or nothing
+		s=$(now); MQ_DIR=$w/q mq-recv -P 4 $_o -- true; e=$(now)
+		[ "$side" = plain ] || [ "$(find "$w/q/once" -type f | wc -l)" -eq "$jobs" ] ||
+		    note "once: $name: the ledger does not hold $jobs entries"
+		rate "$jobs" "$s" "$e" >>"$w/once.$side.t"
+	done
+	rm -rf "$w/q"
+	for side in plain once; do
+		awk '{ t += 1 / $1 } END { printf "%.0f\n", NR / t }' \
+		    "$w/once.$side.t" >>"$w/once.$side"
+		rm -f "$w/once.$side.t"
+	done
+}
+
+bench_once() { # fs: worker mode with --once against without
+	fs=$1 name=$(fsname "$1") w=$(mktemp -d "$1/mq-bench.XXXXXX")
+	jobs=${BENCH_JOBS:-2000}
+	seq 1 "$jobs" >"$w/lines"
+	for r in $(seq 1 "$R"); do
+		say "$name: once, run $r of $R"
+		once_modes
+		say "$name: once, run $r: -P 4: $(tail -n 1 "$w/once.once") jobs/s with --once, $(tail -n 1 "$w/once.plain") without"
+	done
+	paired "$name" "worker mode -P 4 --once, $jobs jobs of true" \
+	    "$w/once.once" jobs/s "the same worker without --once" \
+	    "$w/once.plain" ">= 0.8"
+	rm -rf "$w"
+}
+
+ONLY=${BENCH_ONLY:-"rates startup workers depth delayed worker memory expired maxdepth overshoot group prio ls show history holders once top relay"}
 want() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
 for fs in $FSLIST; do
 	mkdir -p "$fs"
-	for part in rates startup workers depth maxdepth history holders; do
+	for part in rates startup workers depth maxdepth history holders once; do
 		want $part && bench_$part "$fs"
 	done
 done
