@@ -205,16 +205,18 @@ fake_convert() {
 	chmod +x "$BATS_TEST_TMPDIR/bin/curl"
 	PATH="$BATS_TEST_TMPDIR/bin:$PATH"
 	id=$(echo one | mq-send)
-	echo two | mq-send -k charge-7 >/dev/null
+	kid=$(echo two | mq-send -k charge-7)
 	code=$(readme_sh 3)
 	[[ $code == 'mq-recv -w -P 4 --once '* ]]
 	# The same, but it stops when idle for a second; the same key sent
-	# again is not sent to the service again.
+	# again adds nothing (it is held in the ledger), and nothing more is
+	# sent to the service.
 	run timeout 30 sh -c "${code/mq-recv -w /mq-recv -w 1 }"
 	assert_success
-	echo two | mq-send -k charge-7 >/dev/null
+	run -0 mq-send -k charge-7 <<<two
+	assert_output "$kid"
 	run timeout 30 sh -c "${code/mq-recv -w /mq-recv -w 1 }"
-	assert_success
+	assert_failure 1
 	assert_equal "$(sort "$BATS_TEST_TMPDIR/calls")" "$(printf '%s\n' "Idempotency-Key: $id|one" "Idempotency-Key: charge-7|two" | sort)"
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
@@ -391,9 +393,9 @@ EOF
 	assert_equal "$(cat "$out/$k")" BETA
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
-	# Sent again with its key: acked, not run.
+	# Sent again with its key: held in the ledger, nothing added.
 	echo gamma | mq-send -k 'order/7' >/dev/null
-	run -0 timeout 20 mq-recv --once -- sh "$ex/once-result.sh" "$out"
+	run -1 timeout 20 mq-recv --once -- sh "$ex/once-result.sh" "$out"
 	assert_equal "$(cat "$out/$k")" BETA
 }
 

@@ -1,4 +1,5 @@
 load helper
+load once-round
 
 # mq-recv --once: the ledger of finished messages (once/).  Jobs count
 # their runs into $W/count, a line each, outside the spool.
@@ -75,39 +76,49 @@ EOF
 }
 
 # A worker of the job, as mq-recv --once -- job, stopped by gdb at its
-# first call of mq_receipt_ack (with $1 "after": once that call returned),
-# where the shell command $2 runs; then gdb kills it (SIGKILL).
-killed_at_ack() {
+# first call of $1 (mq_receipt_done: about to rename the message into the
+# ledger; mq_once_sync: renamed, not synced yet; with $2 "after": once
+# that call returned), where the shell command $3 runs; then gdb kills it
+# (SIGKILL).
+killed_at() {
 	local -a fin=()
 	command -v gdb >/dev/null || fail "gdb is not installed"
-	[ "$1" != after ] || fin=(-ex finish)
+	[ "$2" != after ] || fin=(-ex finish)
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	    run timeout -k 5 60 gdb -q -batch -ex 'set breakpoint pending on' \
-	    -ex 'break mq_receipt_ack' -ex "run --once -- $W/job </dev/null" \
-	    "${fin[@]}" -ex "shell $2" -ex kill --args "$(bin_of mq-recv)" </dev/null
+	    -ex "break $1" -ex "run --once -- $W/job </dev/null" \
+	    "${fin[@]}" -ex "shell $3" -ex kill --args "$(bin_of mq-recv)" </dev/null
 	assert_output --partial "Breakpoint 1"
 }
 
-@test "once: a job that exits 0 is in the ledger before its message is gone; then acked" {
+# Message $1, finished, in cur/ again as well, under a lease run out, as
+# a file system without a journal may keep both names after a crash.
+kept_again() {
+	mkdir -p "$MQ_DIR/cur/1"
+	cp -p "$MQ_DIR/once/i$1" "$MQ_DIR/cur/1/$1,1.000,1"
+}
+
+@test "once: a finished message is renamed into the ledger, its ack and its record in one rename; then once/ is synced" {
 	job none
-	id=$(echo a | mq-send)
-	# Stopped where the ack is made: the entry is there, and durable
-	# (synced before), while the message still is in flight.
-	killed_at_ack before "ls $MQ_DIR/once >$W/once.at; find $MQ_DIR/cur -type f | wc -l >$W/cur.at"
-	assert_equal "$(cat "$W/once.at")" "i$id"
-	assert_equal "$(cat "$W/cur.at")" 1
-	# Run to its end, the worker syncs once/ and then acks.
-	rm -rf "${MQ_DIR:?}/once"
-	echo b | mq-send >/dev/null
+	id=$(printf 'the body' | mq-send)
 	# LeakSanitizer (a sanitized build) cannot work under ptrace.
 	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-	    run timeout 20 strace -e trace=openat,fsync,unlinkat -o "$W/trace" mq-recv -n 1 --once -- "$W/job"
+	    run timeout 20 strace -e trace=renameat,renameat2,fsync,unlinkat -o "$W/trace" mq-recv -n 1 --once -- "$W/job"
 	assert_success
-	rec=$(grep -n 'openat([0-9]*, "i' "$W/trace" | cut -d: -f1)
-	ack=$(grep -nE 'unlinkat\([0-9]+, "[0-9a-f]{16}\.[^"]*,[0-9]+"' "$W/trace" | cut -d: -f1 | tail -n 1)
-	sync=$(awk -v r="$rec" 'NR > r && /fsync/ { print NR; exit }' "$W/trace")
-	[ -n "$rec" ] && [ -n "$sync" ] && [ -n "$ack" ] || fail "no record, sync or ack: $output"
-	[ "$rec" -lt "$sync" ] && [ "$sync" -lt "$ack" ] || fail "record $rec, sync $sync, ack $ack"
+	done=$(grep -nE "rename.*\"$id,[^\"]*\", [0-9]+, \"i$id\"" "$W/trace" | cut -d: -f1)
+	[ -n "$done" ] || fail "no rename into once/: $(cat "$W/trace")"
+	sync=$(awk -v r="$done" 'NR > r && /fsync/ { print NR; exit }' "$W/trace")
+	[ -n "$sync" ] || fail "no sync after the rename: $(cat "$W/trace")"
+	# Not unlinked: the message is its own record.
+	run grep -E "unlinkat\([0-9]+, \"$id" "$W/trace"
+	assert_failure
+	run -0 cat "$MQ_DIR/once/i$id"
+	assert_output "the body"
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 0
+	run -0 mq-log --kind ack,job "$id"
+	assert_line --regexp "ack +$id "
+	assert_line --regexp "job +$id .*outcome=acked"
 }
 
 @test "once: entries are named k and the key's hash for a keyed message, i and the ID for any other" {
@@ -120,28 +131,49 @@ killed_at_ack() {
 	assert_equal "$(runs)" 2
 }
 
-@test "once: a message sent again with a recorded key is acked without running, said with -v and logged as skipped" {
+@test "once: a message delivered again once its entry was made (a crash kept both names) is acked without running, said with -v and logged as skipped" {
 	job none
-	echo a | mq-send -k k1 >/dev/null
+	id=$(echo a | mq-send)
+	# What a file system without a journal may keep after a crash: the
+	# message in cur/ under its lease, and its entry in once/.
 	run -0 mq-recv --once -- "$W/job"
-	id=$(echo a | mq-send -k k1)
+	assert_equal "$(runs)" 1
+	kept_again "$id"
 	run -0 --separate-stderr mq-recv -v --once -- "$W/job"
 	assert_equal "$(runs)" 1
 	[[ $stderr == *"mq-recv: $id: finished before (--once): acked, not run"* ]]
 	[[ $stderr == *"0 done, 0 retried, 0 dead, 1 skipped in "* ]]
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
-	run -0 mq-log --kind job,ack "$id"
-	assert_line --regexp "ack +$id "
-	assert_line --regexp "job +$id .*attempt=1 host=[^ ]+ outcome=skipped\$"
-	refute_output --partial job_pid
+	run -0 mq-log --kind job "$id"
+	assert_line --regexp "job +$id .*attempt=2 host=[^ ]+ outcome=skipped\$"
+	refute_line --regexp "attempt=2 .*job_pid"
+}
+
+@test "once: a keyed message finished stays in the ledger with its key: a send of that key adds nothing and prints its ID" {
+	job none
+	id=$(echo a | mq-send -k k1)
+	run -0 mq-recv --once -- "$W/job"
+	assert_equal "$(entries)" 1
+	run -0 mq-send -k k1 <<<a
+	assert_output "$id"
+	assert_equal "$(count new)" 0
+	# Gone from the ledger, the key is held for dedup-window, then free.
+	mq-conf once-window=1h dedup-window=60
+	ahead 7200 mq-sweep
+	assert_equal "$(entries)" 0
+	run -0 mq-send -k k1 <<<a
+	assert_output "$id"
+	ahead 7300 mq-sweep
+	run -0 ahead 7300 mq-send -k k1 <<<a
+	refute_output "$id"
 }
 
 @test "once: without --once, a worker neither looks at nor keeps a ledger" {
 	job none
-	echo a | mq-send -k k1 >/dev/null
+	id=$(echo a | mq-send)
 	run -0 mq-recv --once -- "$W/job"
-	echo a | mq-send -k k1 >/dev/null
+	kept_again "$id"
 	echo b | mq-send >/dev/null
 	run -0 mq-recv -- "$W/job"
 	assert_equal "$(runs)" 3
@@ -178,23 +210,35 @@ killed_at_ack() {
 	assert_equal "$(entries)" 1
 }
 
-@test "once: worker killed after the record, before the ack: not run again, acked" {
-	job none
-	id=$(echo a | mq-send)
-	killed_at_ack before true
-	assert_equal "$(runs)" 1
-	assert_equal "$(count cur)" 1
-	run -0 --separate-stderr mq-recv -v --once -- "$W/job"
-	assert_equal "$(runs)" 1
-	[[ $stderr == *"$id: finished before (--once): acked, not run"* ]]
-	assert_equal "$(count cur)" 0
-	assert_equal "$(count new)" 0
-}
-
-@test "once: worker killed after the ack: nothing left to run" {
+@test "once: worker killed after the job's end, before its message is renamed into the ledger: run twice, the one window" {
 	job none
 	echo a | mq-send >/dev/null
-	killed_at_ack after true
+	killed_at mq_receipt_done before true
+	assert_equal "$(runs)" 1
+	assert_equal "$(count cur)" 1
+	assert_equal "$(entries)" 0
+	none_held
+	run -0 mq-recv --once -- "$W/job"
+	assert_equal "$(runs)" 2
+	assert_equal "$(entries)" 1
+}
+
+@test "once: worker killed after the rename into the ledger, before its sync: not run again, nothing left in flight" {
+	job none
+	id=$(echo a | mq-send)
+	killed_at mq_once_sync before "find $MQ_DIR/cur -type f | wc -l >$W/cur.at"
+	assert_equal "$(cat "$W/cur.at")" 0
+	assert_equal "$(runs)" 1
+	run -0 ls "$MQ_DIR/once"
+	assert_output "i$id"
+	run -1 mq-recv --once -- "$W/job"
+	assert_equal "$(runs)" 1
+}
+
+@test "once: worker killed after the sync: not run again" {
+	job none
+	echo a | mq-send >/dev/null
+	killed_at mq_once_sync after true
 	assert_equal "$(runs)" 1
 	assert_equal "$(count cur)" 0
 	run -1 mq-recv --once -- "$W/job"
@@ -202,13 +246,59 @@ killed_at_ack() {
 	assert_equal "$(entries)" 1
 }
 
-@test "once: -P 8 over 200 messages: each run once, 200 entries" {
+@test "once: an ordered group's messages each go into the ledger as its turn passes on, in send order" {
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >>"$W/count"
+EOF
+	chmod +x "$W/job"
+	for i in 1 2 3; do echo "$i" | mq-send -g g1 >/dev/null; done
+	echo x | mq-send -k kx -g g1 >/dev/null
+	run -0 timeout 60 mq-recv -P 4 --once -- "$W/job"
+	assert_equal "$(cat "$W/count")" "1
+2
+3
+x"
+	assert_equal "$(entries)" 4
+	[ -e "$MQ_DIR/once/$(key_entry kx)" ]
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	run -0 find "$MQ_DIR/groups" -name 'leaving.*'
+	assert_output ""
+}
+
+@test "once: kill -9 at each point of a job's end: a counting job runs again only when killed after its effect, before its record; once-result.sh's results always equal the messages" {
+	local kind point want
+	for kind in plain result; do
+		for point in before after record synced; do
+			export MQ_DIR=$BATS_TEST_TMPDIR/$kind.$point/spool
+			RESULTS=$BATS_TEST_TMPDIR/$kind.$point/results
+			once_round "$point" "$kind" true true
+			want=3
+			[ "$kind.$point" != plain.after ] || want=4
+			echo "# kill -9, $kind job, $point: $runs runs of 3 messages" >&3
+			[ "$runs" -eq "$want" ] || fail "$kind, killed $point: $runs runs, not $want"
+		done
+	done
+}
+
+@test "once: two workers -P 8 at once over 400 messages: each run once, 400 entries" {
 	job none
-	seq 1 200 | mq-send -l >/dev/null
-	run -0 timeout 120 mq-recv -P 8 --once -- "$W/job"
-	assert_equal "$(runs)" 200
-	assert_equal "$(sort -u "$W/count" | wc -l | tr -d ' ')" 200
-	assert_equal "$(entries)" 200
+	seq 1 400 | mq-send -l >/dev/null
+	timeout 120 mq-recv -P 8 --once -- "$W/job" 2>"$W/a.err" &
+	a=$!
+	timeout 120 mq-recv -P 8 --once -- "$W/job" 2>"$W/b.err" &
+	b=$!
+	st=0
+	wait "$a" || st=$?
+	[ "$st" -le 1 ] || fail "worker a: $st: $(cat "$W/a.err")"
+	st=0
+	wait "$b" || st=$?
+	[ "$st" -le 1 ] || fail "worker b: $st: $(cat "$W/b.err")"
+	assert_equal "$(cat "$W/a.err" "$W/b.err")" ""
+	assert_equal "$(runs)" 400
+	assert_equal "$(sort -u "$W/count" | wc -l | tr -d ' ')" 400
+	assert_equal "$(entries)" 400
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count dead)" 0
@@ -259,34 +349,79 @@ EOF
 	assert_equal "$(count new)" 0
 }
 
-@test "once: a record that cannot be made acks nothing: released, said, the worker claims no more (exit 4)" {
+@test "once: a stale holder finishing first records an empty entry; the holder of the lease then renames the message over it: one entry, one ack" {
+	# Each job says it started, then waits for its go (go.ATTEMPT).
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ATTEMPT" >>"$W/started"
+i=0
+while [ ! -e "$W/go.\$MQ_ATTEMPT" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+echo "\$MQ_ID" >>"$W/count"
+EOF
+	chmod +x "$W/job"
+	id=$(printf 'the body' | mq-send)
+	mq-recv -t 1 -n 1 --once -- "$W/job" 2>"$W/stale.err" &
+	echo $! >"$BATS_TEST_TMPDIR/stale.pid"
+	within 10 lines_of "$W/started" 1
+	kill -STOP "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
+	mq-recv -w 20 -n 1 --once -- "$W/job" 2>"$W/new.err" &
+	echo $! >"$BATS_TEST_TMPDIR/new.pid"
+	within 20 lines_of "$W/started" 2
+	# The stale one ends first: its lease is lost, its record empty.
+	kill -CONT "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
+	touch "$W/go.1"
+	st=0
+	wait "$(cat "$BATS_TEST_TMPDIR/stale.pid")" || st=$?
+	assert_equal "$st" 5
+	grep -q "lease lost" "$W/stale.err"
+	[ -e "$MQ_DIR/once/i$id" ] && [ ! -s "$MQ_DIR/once/i$id" ]
+	assert_equal "$(count cur)" 1
+	touch "$W/go.2"
+	st=0
+	wait "$(cat "$BATS_TEST_TMPDIR/new.pid")" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/new.err")" ""
+	run -0 ls "$MQ_DIR/once"
+	assert_output "i$id"
+	run -0 cat "$MQ_DIR/once/i$id"
+	assert_output "the body"
+	run -0 mq-log --kind ack "$id"
+	assert_equal "$(grep -c "ack  *$id" <<<"$output")" 1
+	assert_equal "$(count cur)" 0
+	assert_equal "$(count new)" 0
+}
+
+@test "once: a message that cannot be renamed into the ledger is released, said, and the worker claims no more (exit 4)" {
 	job none
 	id=$(echo a | mq-send)
 	echo b | mq-send >/dev/null
-	run -4 --separate-stderr faulty 'openat:errno=ENOSPC:at=spool/once/i' mq-recv --once -- "$W/job"
+	# The first rename out of cur/ is that one; the release is the next.
+	run -4 --separate-stderr faulty 'renameat:errno=ENOSPC:at=/cur/:times=1' mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 1
 	assert_equal "$stderr" "mq-recv: $id: $MQ_DIR/once: No space left on device; not recorded (--once), released"
 	assert_equal "$(count new)" 2
 	assert_equal "$(count cur)" 0
+	assert_equal "$(entries)" 0
 	run -0 mq-log --kind job "$id"
 	assert_output --regexp "outcome=released"
-	# Recorded this time: run again, as no entry landed.
+	# Not recorded: run again.
 	run -0 mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 3
 	assert_equal "$(entries)" 2
 }
 
-@test "once: a sync of the ledger that fails acks nothing: released; an entry that landed all the same skips it next time" {
+@test "once: a sync of the ledger that fails is said, and the worker claims no more (exit 4); the rename stands" {
 	job none
 	id=$(echo a | mq-send)
+	echo b | mq-send >/dev/null
 	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=spool/once' mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 1
-	assert_equal "$stderr" "mq-recv: $MQ_DIR/once: Input/output error; 1 recorded message not acked (--once), released"
+	assert_equal "$stderr" "mq-recv: $MQ_DIR/once: Input/output error; 1 finished message may run again after a power cut (--once)"
+	run -0 ls "$MQ_DIR/once"
+	assert_output "i$id"
 	assert_equal "$(count new)" 1
-	run -0 --separate-stderr mq-recv -v --once -- "$W/job"
-	assert_equal "$(runs)" 1
-	[[ $stderr == *"$id: finished before (--once): acked, not run"* ]]
-	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
 }
 
 @test "once: a ledger that cannot be read runs no job: the message goes back as it came, the worker stops (exit 4)" {

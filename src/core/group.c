@@ -546,8 +546,9 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
 
 /*
  * A message of a group (from/name, named as nm) leaves new/ or cur/:
- * acked (deadname NULL: unlinked) or buried (renamed to dead/deadname;
- * its reason is linked already).  When it is the group's head, the whole
+ * acked (deadname and donename NULL: unlinked), finished (renamed to
+ * once/donename: the ledger's entry, once.c) or buried (renamed to
+ * dead/deadname; its reason is linked already).  When it is the group's head, the whole
  * leave is made here, under the group's lock, in this order:
  *
  *	from/name -> groups/G/leaving.NAME.ack (or .dead)
@@ -556,10 +557,12 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
  *		it can no longer take it and find it holding the turn
  *		(ENOENT: one did first; the lease is lost, nothing moves)
  *	promote the next parked message (or unlink the turn: none)
- *	leaving.NAME.ack -> (unlinked), leaving.NAME.dead -> dead/deadname
+ *	leaving.NAME.ack -> (unlinked) or once/donename,
+ *	leaving.NAME.dead -> dead/deadname
  *
  * and 1 is returned.  A crash in between leaves leaving.* for
- * mq_group_sweep to finish.  A promote that fails puts the head back
+ * mq_group_sweep to finish (an ack's, finished or not, is unlinked there:
+ * a finished message's record is then lost, its job not run again).  A promote that fails puts the head back
  * where it was (and -1 is returned).  A message that does not hold the
  * turn (parked meanwhile, or that lost it) leaves the group alone: 0 is
  * returned, and *lock has the group's locked fd (or -1), which the caller
@@ -569,7 +572,8 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
  */
 int
 mq_group_leave(struct mq_spool *sp, int from, const char *name,
-    const struct mq_name *nm, const char *deadname, int *lock)
+    const struct mq_name *nm, const char *deadname, const char *donename,
+    int *lock)
 {
 	struct stat me, turn;
 	char leaving[MQ_NAME_MAX + sizeof(LEAVING) + sizeof(LEAVING_DEAD)];
@@ -619,7 +623,8 @@ mq_group_leave(struct mq_spool *sp, int from, const char *name,
 	 */
 	if (deadname != NULL)
 		(void)renameat(gfd, leaving, sp->dead, deadname);
-	else if (unlinkat(gfd, leaving, 0) == 0 && nm->deaths != 0)
+	else if ((donename != NULL ? renameat(gfd, leaving, sp->once,
+	    donename) : unlinkat(gfd, leaving, 0)) == 0 && nm->deaths != 0)
 		(void)mq_history_forget(sp, nm);	/* after it: history.c */
 	close(gfd);
 	return 1;

@@ -1,9 +1,10 @@
 /*
  * leave.c: a message leaves the spool, one way for every leaver.  A live
- * one (an ack, mq-rm): a group's head hands its turn on as it goes
- * (group.c's mq_group_leave, which takes its history along); any other is
- * unlinked under its group's lock, if it has one, so that no claim gives
- * it the turn meanwhile; then its death history goes, after it (a crash
+ * one (an ack, mq-rm; a job finished with --once, renamed into the ledger
+ * instead of unlinked: once.c): a group's head hands its turn on as it
+ * goes (group.c's mq_group_leave, which takes its history along); any
+ * other is unlinked under its group's lock, if it has one, so that no
+ * claim gives it the turn meanwhile; then its death history goes, after it (a crash
  * between leaves an orphan history, harmless: history.c).  A dead letter
  * (mq-dlq purge, mq-rm): unlinked under the lock of dead/ that redrives
  * take too, its reason, last reason and history gone only once dead/ is
@@ -17,28 +18,59 @@
 #include "mq.h"
 
 /*
- * dirfd/name (named nm: in new/ or cur/) leaves the spool.  0, or -1 with
- * errno (ENOENT: it was gone, or moved).
+ * dirfd/name (named nm: in new/ or cur/) leaves the spool: unlinked, or
+ * with done renamed to once/done.  0, or -1 with errno (ENOENT: it was
+ * gone, or moved).
  */
-int
-mq_leave(struct mq_spool *sp, int dirfd, const char *name,
-    const struct mq_name *nm)
+static int
+leave(struct mq_spool *sp, int dirfd, const char *name,
+    const struct mq_name *nm, const char *done)
 {
 	int lock, r, saved;
 
-	switch (mq_group_leave(sp, dirfd, name, nm, NULL, &lock)) {
+	switch (mq_group_leave(sp, dirfd, name, nm, NULL, done, &lock)) {
 	case -1:
 		return -1;
 	case 1:
 		return 0;
 	}
-	r = unlinkat(dirfd, name, 0);
+	r = done != NULL ? renameat(dirfd, name, sp->once, done) :
+	    unlinkat(dirfd, name, 0);
 	saved = errno;
 	mq_group_unlock(&lock);
 	if (r == 0 && nm->deaths != 0)
 		(void)mq_history_forget(sp, nm);
 	errno = saved;
 	return r;
+}
+
+int
+mq_leave(struct mq_spool *sp, int dirfd, const char *name,
+    const struct mq_name *nm)
+{
+	return leave(sp, dirfd, name, nm, NULL);
+}
+
+/*
+ * As mq_leave, for a message finished (mq-recv --once): it becomes its own
+ * entry in the ledger (once.c), durable once mq_once_sync has returned 0.
+ */
+int
+mq_leave_done(struct mq_spool *sp, int dirfd, const char *name,
+    const struct mq_name *nm)
+{
+	char entry[MQ_ONCE_NAME_MAX];
+
+	/* ENOENT is a lease lost, which a ledger not made is not. */
+	if (mq_once_entry(sp, nm, entry, sizeof(entry)) == -1) {
+		if (errno == ENOENT)
+			errno = EIO;
+		return -1;
+	}
+	if (leave(sp, dirfd, name, nm, entry) == -1)
+		return -1;
+	sp->once_dirty = 1;
+	return 0;
 }
 
 /*

@@ -362,7 +362,11 @@ int	 mq_log_open(struct mq_spool *, int);
 
 /* once.c: the ledger of finished messages (mq-recv --once) */
 #define MQ_ONCE_WINDOW_MS	(7ULL * 86400 * 1000)	/* with no ttl */
+/* 'k' HASH or 'i' ID, and a NUL. */
+#define MQ_ONCE_NAME_MAX	(1 + MQ_ID_LEN + 1)
 int	 mq_once_done(struct mq_spool *, const struct mq_name *);
+int	 mq_once_entry(struct mq_spool *, const struct mq_name *, char *,
+	    size_t);
 int	 mq_once_record(struct mq_spool *, const struct mq_name *);
 int	 mq_once_sync(struct mq_spool *);
 uint64_t mq_once_window(const struct mq_conf *);
@@ -552,6 +556,7 @@ int	 mq_receipt_again(struct mq_receipt *, const char *, const char *,
 const char *mq_receipt_shown(const struct mq_spool *, const char *);
 int	 mq_receipt_spool(const char *, char *, size_t);
 int	 mq_receipt_ack(struct mq_receipt *);
+int	 mq_receipt_done(struct mq_receipt *);
 int	 mq_receipt_release(struct mq_receipt *, struct mq_placer *, uint64_t,
 	    const char *, size_t);
 int	 mq_receipt_unclaim(struct mq_receipt *, struct mq_placer *,
@@ -650,7 +655,7 @@ int	 mq_group_sync(struct mq_spool *);
 int	 mq_group_claimed(struct mq_spool *, int, const char *,
 	    const struct mq_name *, unsigned);
 int	 mq_group_leave(struct mq_spool *, int, const char *,
-	    const struct mq_name *, const char *, int *);
+	    const struct mq_name *, const char *, const char *, int *);
 void	 mq_group_unlock(int *);
 int	 mq_group_unpark(struct mq_spool *, int, const char *, const char *);
 struct mq_parked_walk {
@@ -971,6 +976,8 @@ void	 mq_stat_cache_free(struct mq_stat_cache *);
 
 /* leave.c */
 int	 mq_leave(struct mq_spool *, int, const char *, const struct mq_name *);
+int	 mq_leave_done(struct mq_spool *, int, const char *,
+	    const struct mq_name *);
 
 /* util.c */
 int	 mq_worse(int, int);

@@ -1,33 +1,40 @@
 /*
  * once.c: the ledger of finished messages (mq-recv --once), once/ in the
- * spool root, made on first use.  An entry is an empty file whose name is
- * the message's identity:
+ * spool root, made on first use.  An entry is named by the message's
+ * identity:
  *
  *	once/kHASH	a keyed message (mq-send -k): its key's hash, the
  *			,kHASH of its name, so that every message sent with
  *			that key is the same work
  *	once/iID	any other: its ID
  *
- * A worker records a message whose job exited 0 (mq_once_record), makes
- * the records of a run of them durable with one fsync(2) of once/
- * (mq_once_sync: the files are empty, only their names must last), and
- * only then acks them.  A claim that finds its message's entry
- * (mq_once_done) acks it without running its job.  So a job runs twice
- * only when its worker dies (or the power goes) after the job's effect and
- * before that fsync returned; once it has, never.
+ * and is the finished message itself: a worker whose job exited 0 moves
+ * the message there from cur/ with one rename(2) (leave.c's
+ * mq_leave_done), which is its ack and its record at once, and makes the
+ * renames of a pass durable with one fsync(2) of once/ (mq_once_sync).
+ * No state has one without the other, before a crash or after it: the
+ * rename is there, or the message is still in cur/ under its lease.  A
+ * claim that finds its message's entry (mq_once_done) acks it without
+ * running its job.  So a job runs twice only when its worker dies (or the
+ * power goes) after the job's effect and before that fsync returned;
+ * once it has, never.
  *
- *	record	openat(once/NAME, O_CREAT), no O_EXCL: a second holder of
- *		the message (a lease that ran out and was claimed again)
- *		records the same name, which is no error and no second entry
- *	sync	fsync(once/), then the acks; only one of two holders' acks
- *		finds its lease
- *	trim	entries whose mtime (the first record) is older than
- *		once-window go (mq-sweep)
+ *	done	rename(cur/S/NAME, once/ENTRY): a lease lost meanwhile (ENOENT:
+ *		the message was claimed again, or swept) moves nothing, so
+ *		of two holders finishing together one moves it; the other,
+ *		whose job succeeded too, records an empty entry of the same
+ *		name (mq_once_record), which the rename replaces or which
+ *		stands for it
+ *	sync	fsync(once/), once for the messages a pass of the worker
+ *		finished
+ *	trim	entries whose ctime (the rename's time; or mtime, the later)
+ *		is older than once-window go (mq-sweep)
  *
  * The entries are kept for once-window (mq_once_window): past it, a
- * message delivered again runs its job again.  Its default covers the
- * time a message can still be delivered: its ttl, else 7 days, and never
- * less than its lease times its attempts.
+ * message delivered again (a key sent again) runs its job again.  Its
+ * default covers the time a message can still be delivered: its ttl,
+ * else 7 days, and never less than its lease times its attempts.  The
+ * bodies stay with them: once/ holds a window of finished messages.
  */
 #include <sys/stat.h>
 
@@ -42,7 +49,7 @@
 #include "mq.h"
 
 /* 'k' HASH or 'i' ID, and a NUL; and with "once/" before it. */
-#define ENTRY_NAME_MAX	(1 + MQ_ID_LEN + 1)
+#define ENTRY_NAME_MAX	MQ_ONCE_NAME_MAX
 #define ENTRY_PATH_MAX	(sizeof(MQ_DIR_ONCE) + ENTRY_NAME_MAX)
 
 /* The entry's name for nm, into buf. */
@@ -96,7 +103,23 @@ mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 }
 
 /*
- * Records nm's message as finished; durable once mq_once_sync has
+ * Opens once/ (making it on first use): its fd, or -1 with errno; and nm's
+ * entry's name into buf (MQ_ONCE_NAME_MAX).
+ */
+int
+mq_once_entry(struct mq_spool *sp, const struct mq_name *nm, char *buf,
+    size_t size)
+{
+	if (sp->once == -1 &&
+	    (sp->once = mq_spool_topdir(sp, MQ_DIR_ONCE)) == -1)
+		return -1;
+	entry_name(buf, size, nm);
+	return sp->once;
+}
+
+/*
+ * Records nm's message as finished with an empty entry (a holder whose
+ * lease was lost: the message is another's now); durable once mq_once_sync has
  * returned 0.  Recording it again is no error.  0, or -1 with errno.
  */
 int
@@ -105,10 +128,9 @@ mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
 	char name[ENTRY_NAME_MAX];
 	int fd;
 
-	if (sp->once == -1 &&
-	    (sp->once = mq_spool_topdir(sp, MQ_DIR_ONCE)) == -1)
+	if (mq_once_entry(sp, nm, name, sizeof(name)) == -1)
 		return -1;
-	entry_name(name, sizeof(name), nm);
+	/* No O_TRUNC: an entry there already is a message's body.  */
 	/* O_NONBLOCK: a FIFO put there is an error, not a hang. */
 	if ((fd = openat(sp->once, name, O_CREAT | O_WRONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, sp->fmode)) == -1)
@@ -120,9 +142,8 @@ mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
 }
 
 /*
- * Makes the entries recorded since the last sync durable: one fsync of
- * once/ for all of them.  0, or -1 with errno (they are not: the messages
- * must not be acked).
+ * Makes the entries made since the last sync durable: one fsync of once/
+ * for all of them.  0, or -1 with errno (they may not be).
  */
 int
 mq_once_sync(struct mq_spool *sp)
@@ -164,12 +185,22 @@ old_entry(void *arg, int dirfd, const char *name)
 	struct trim *t = arg;
 	char shown[ENTRY_PATH_MAX + 1];
 	struct stat st;
+	uint64_t made, changed;
 
 	/* What is no entry is someone else's: left alone. */
 	if (!entry_valid(name) ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    (uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
-	    1000000 >= t->before)
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return 0;
+	/*
+	 * A rename sets the ctime on Linux and the BSDs (POSIX lets it
+	 * not): where it does not, the entry's age counts from its body's
+	 * last write, its sending.
+	 */
+	made = (uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
+	    1000000;
+	changed = (uint64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec /
+	    1000000;
+	if ((changed > made ? changed : made) >= t->before)
 		return 0;
 	if (unlinkat(dirfd, name, 0) == -1) {
 		if (errno != ENOENT)

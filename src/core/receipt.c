@@ -297,13 +297,13 @@ moved_on(struct mq_receipt *rc)
 	strlcpy(rc->pruned, rc->bname, sizeof(rc->pruned));
 }
 
-/* Done: the message leaves the spool (leave.c). */
-int
-mq_receipt_ack(struct mq_receipt *rc)
+static int
+ack(struct mq_receipt *rc, int done)
 {
 	int st;
 
-	if ((st = settled(mq_leave(rc->sp, rc->bucket, rc->name, &rc->n))) ==
+	if ((st = settled(done ? mq_leave_done(rc->sp, rc->bucket, rc->name,
+	    &rc->n) : mq_leave(rc->sp, rc->bucket, rc->name, &rc->n))) ==
 	    MQ_EX_OK) {
 		moved_on(rc);
 		mq_count(rc->sp, MQ_COUNT_ACKED, 1);
@@ -312,6 +312,23 @@ mq_receipt_ack(struct mq_receipt *rc)
 		mq_log_end();
 	}
 	return st;
+}
+
+/* Done: the message leaves the spool (leave.c). */
+int
+mq_receipt_ack(struct mq_receipt *rc)
+{
+	return ack(rc, 0);
+}
+
+/*
+ * Done with --once: the message leaves the spool into the ledger, its own
+ * record (once.c); durable once mq_once_sync has returned 0.
+ */
+int
+mq_receipt_done(struct mq_receipt *rc)
+{
+	return ack(rc, 1);
 }
 
 /*

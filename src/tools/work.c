@@ -20,12 +20,11 @@
  * message belongs to someone else and is left alone.
  *
  * --once keeps the spool's ledger of finished messages (once.c): a claim
- * whose message is in it is acked without a job; a job that exits 0 is
- * recorded, and its ack waits until the record is durable.  The jobs
- * reaped in one pass share that sync: each is recorded as it is reaped,
- * once/ is synced once at the end of the pass, then each is acked
- * (settle_once).  A record or sync that fails acks nothing: the message
- * is released, and the worker stops claiming.
+ * whose message is in it is acked without a job; the message of a job
+ * that exits 0 is renamed into it, its ack and its record at once, and
+ * the renames of a pass of reap share one sync of once/ (sync_once).  A
+ * rename that fails releases the message; it, or a sync that fails, stops
+ * the worker claiming.
  *
  * It ends, with no job running, when nothing is visible, with -w once
  * idle long enough, and with --drain once the spool holds nothing but
@@ -130,8 +129,6 @@ struct job {
 	int	 timed_out;
 	int	 stopped;	/* killed by a second stop signal */
 	int	 lost;
-	int	 recorded;	/* --once: in the ledger, its ack to come */
-	int	 ws;		/* then: its wait status */
 	struct mq_name n;	/* its message's name, as claimed */
 	uint64_t started;	/* ms, for the log's job record; 0: not run */
 	pid_t	 pid;
@@ -192,7 +189,7 @@ struct worker {
 	uint64_t	 drain_due;	/* --drain: count the spool again then */
 	/* The jobs' outcomes, for the summary at exit. */
 	long long	 n_done, n_retried, n_dead, n_lost, n_skipped, n_jobs;
-	int		 recorded;	/* --once: jobs whose ack waits for a sync */
+	int		 recorded;	/* --once: entries made since the sync */
 	uint64_t	 began;
 };
 
@@ -287,7 +284,7 @@ free_slot(struct worker *wk)
 	return NULL;
 }
 
-enum op { OP_ACK, OP_RELEASE, OP_UNCLAIM, OP_BURY, OP_EXTEND };
+enum op { OP_ACK, OP_DONE, OP_RELEASE, OP_UNCLAIM, OP_BURY, OP_EXTEND };
 
 /* What settle is to do, with what. */
 struct how {
@@ -308,6 +305,8 @@ apply(struct worker *wk, const struct how *h)
 	switch (h->op) {
 	case OP_ACK:
 		return mq_receipt_ack(&wk->rc);
+	case OP_DONE:
+		return mq_receipt_done(&wk->rc);
 	case OP_RELEASE:
 	case OP_UNCLAIM:
 		len = h->reason != NULL ? strlen(h->reason) : 0;
@@ -739,77 +738,77 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 }
 
 /*
- * --once: j's job succeeded; its message goes into the ledger, and its
- * ack (or, its lease lost, its record "lost") waits for the sync of the
- * pass (settle_once).  A record that cannot be made acks nothing: the
- * message is released as it is, to be run again.
+ * --once: j's job succeeded; its message goes into the ledger, its ack and
+ * its record in one rename (once.c), durable with the others of the pass
+ * (sync_once).  Its lease lost, the message is another's, whose job may
+ * be running: an empty entry of its name says the work is done.  A
+ * message that cannot be moved there is released as it is, to be run
+ * again, and the worker claims no more.
  */
 static void
-record(struct worker *wk, struct job *j, int ws)
+done(struct worker *wk, struct job *j, int ws)
 {
-	char reason[128];
-	int e;
+	struct how h = { OP_DONE, 0, NULL, NULL, 0, 0 };
+	char reason[128], t[32];
+	const char *why;
+	int st, e;
 
-	if (mq_once_record(wk->sp, &j->n) == 0) {
-		j->recorded = 1;
-		j->ws = ws;
-		wk->recorded++;
-		return;
+	if (!j->lost) {
+		st = settle(wk, j, &h, &why);
+		if (st == MQ_EX_OK) {
+			wk->recorded++;
+			if (wk->opt->verbose)
+				warnx("%s: done in %s s", j->id,
+				    ran(t, sizeof(t), wk, j));
+			job_logged(wk, j, ws, st, "acked");
+			return;
+		}
+		if (st != MQ_EX_LOST) {
+			e = errno;
+			warnx("%s: %s/%s: %s; not recorded (--once), released",
+			    j->id, wk->sp->path, MQ_DIR_ONCE, strerror(e));
+			wk->status = MQ_EX_SYS;
+			wk->halt = 1;
+			wk->failed = 1;
+			snprintf(reason, sizeof(reason),
+			    "not recorded (--once): %s", strerror(e));
+			job_logged(wk, j, ws, release(wk, j, wk->now, reason),
+			    "released");
+			return;
+		}
+		settled(wk, j, st, why);
 	}
-	e = errno;
-	warnx("%s: %s/%s: %s; not recorded (--once), released", j->id,
-	    wk->sp->path, MQ_DIR_ONCE, strerror(e));
-	wk->status = MQ_EX_SYS;
-	wk->halt = 1;
 	wk->failed = 1;
-	if (j->lost) {
-		job_logged(wk, j, ws, MQ_EX_LOST, "lost");
-		return;
+	if (mq_once_record(wk->sp, &j->n) == 0)
+		wk->recorded++;
+	else {
+		warnx("%s: %s/%s: %s; not recorded (--once)", j->id,
+		    wk->sp->path, MQ_DIR_ONCE, strerror(errno));
+		wk->status = MQ_EX_SYS;
+		wk->halt = 1;
 	}
-	snprintf(reason, sizeof(reason), "not recorded (--once): %s",
-	    strerror(e));
-	job_logged(wk, j, ws, release(wk, j, wk->now, reason), "released");
+	job_logged(wk, j, ws, MQ_EX_LOST, "lost");
 }
 
 /*
  * --once, at the end of a pass of reap: one sync of the ledger for the
- * jobs it recorded, then each acked.  A sync that failed acks none: each
- * is released as it is (a job whose entry lasted after all is skipped
- * when delivered again; else it runs again).
+ * entries it made.  One that fails cannot undo them: it is said, and the
+ * worker claims no more.
  */
 static void
-settle_once(struct worker *wk)
+sync_once(struct worker *wk)
 {
-	char reason[128];
-	struct job *j;
-	int i, e, synced;
-
-	synced = mq_once_sync(wk->sp) == 0;
-	e = errno;
-	if (!synced) {
-		warnx("%s/%s: %s; %d recorded message%s not acked (--once), "
-		    "released", wk->sp->path, MQ_DIR_ONCE, strerror(e),
-		    wk->recorded, wk->recorded == 1 ? "" : "s");
-		snprintf(reason, sizeof(reason), "not recorded (--once): %s",
-		    strerror(e));
-		wk->status = MQ_EX_SYS;
-		wk->halt = 1;
-		wk->failed = 1;
+	if (mq_once_sync(wk->sp) == 0) {
+		wk->recorded = 0;
+		return;
 	}
-	for (i = 0; i < wk->opt->slots; i++) {
-		j = &wk->jobs[i];
-		if (!j->recorded)
-			continue;
-		j->recorded = 0;
-		if (j->lost)
-			job_logged(wk, j, j->ws, MQ_EX_LOST, "lost");
-		else if (synced)
-			job_logged(wk, j, j->ws, ack(wk, j), "acked");
-		else
-			job_logged(wk, j, j->ws, release(wk, j, wk->now,
-			    reason), "released");
-	}
+	warnx("%s/%s: %s; %d finished message%s may run again after a power "
+	    "cut (--once)", wk->sp->path, MQ_DIR_ONCE, strerror(errno),
+	    wk->recorded, wk->recorded == 1 ? "" : "s");
 	wk->recorded = 0;
+	wk->status = MQ_EX_SYS;
+	wk->halt = 1;
+	wk->failed = 1;
 }
 
 /* The job has ended with wait status ws: settle its message. */
@@ -830,9 +829,7 @@ finish(struct worker *wk, struct job *j, int ws)
 	ok = WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && !j->timed_out;
 	/* Its lease lost, a job that succeeded is still done: recorded. */
 	if (ok && wk->opt->once) {
-		if (j->lost)
-			wk->failed = 1;
-		record(wk, j, ws);
+		done(wk, j, ws);
 		return;
 	}
 	if (j->lost) {
@@ -900,7 +897,7 @@ reap(struct worker *wk)
 		}
 	}
 	if (wk->recorded > 0)
-		settle_once(wk);
+		sync_once(wk);
 }
 
 /* Keeps the lease of a running job ahead of its deadline. */

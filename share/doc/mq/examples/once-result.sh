@@ -4,10 +4,12 @@
 #   mq-recv -w --once -- @DOCDIR@/examples/once-result.sh OUTDIR
 #
 # The result is named by the message's key (MQ_KEY, when it was sent with
-# mq-send -k), else by its ID, and written under a temporary name, then
-# renamed into place: that rename is the job's effect and its record at
-# once.  --once runs a job twice only when its worker dies after the
-# job's effect and before the ledger's record is durable (mq-recv(1)); the
+# mq-send -k), else by its ID, written under a temporary name and synced,
+# then renamed into place and its directory synced: that rename is the
+# job's effect and its record at once, durable before the job exits 0,
+# so before the worker acks its message.  --once runs a job twice only
+# when its worker dies (or the power goes) after the job's effect and
+# before the message's move into the ledger is durable (mq-recv(1)); the
 # job run again then finds its result and does nothing.  A killed job
 # leaves a temporary file, never half a result.
 #
@@ -28,4 +30,7 @@ out=$dir/$name
 tmp=$dir/.$name.$$
 # The work: here, the body in upper case.
 tr '[:lower:]' '[:upper:]' >"$tmp"
+# sync FILE is fsync(2) (GNU coreutils 8.24 and later).
+sync "$tmp"
 mv "$tmp" "$out"
+sync "$dir"
