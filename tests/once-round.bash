@@ -68,9 +68,10 @@ once_round() {
 	$restore
 	run ahead 3600 timeout -k 5 60 mq-recv --once -- "${job[@]}"
 	[ "$status" -eq 0 ] || fail "$point $kind: the drain failed (status $status): $output"
-	[ "$(count new)" -eq 0 ] && [ "$(count cur)" -eq 0 ] &&
-	    [ "$(count dead)" -eq 0 ] ||
-	    fail "$point $kind: left in the spool: $(find "$MQ_DIR/new" "$MQ_DIR/cur" "$MQ_DIR/dead" -type f)"
+	if [ "$(count new)" -ne 0 ] || [ "$(count cur)" -ne 0 ] ||
+	    [ "$(count dead)" -ne 0 ]; then
+		fail "$point $kind: left in the spool: $(find "$MQ_DIR/new" "$MQ_DIR/cur" "$MQ_DIR/dead" -type f)"
+	fi
 	[ "$(find "$MQ_DIR/once" -type f | wc -l)" -eq 3 ] ||
 	    fail "$point $kind: the ledger: $(ls "$MQ_DIR/once")"
 	case $kind in
