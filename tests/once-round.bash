@@ -8,12 +8,13 @@
 #	result	share/doc/mq/examples/once-result.sh, its results in
 #		$RESULTS: the rename that makes one is its effect
 #
-# Its first job's end is cut at POINT:
+# The worker claims one message (-n 1): its job's end is cut at POINT:
 #
 #	before	the job's effect not made (the count, the result's rename)
 #	after	made, the job not ended
 #	record	the job ended and its message renamed into once/, not synced
-#		(gdb stops the worker at mq_once_sync)
+#		(gdb stops the worker at mq_once_sync, which it calls last
+#		before it exits)
 #	synced	once/ synced (gdb, once mq_once_sync has returned)
 #
 # where the shell command CUT runs and the worker is killed (SIGKILL).
@@ -47,7 +48,7 @@ once_round() {
 	case $point in
 	before|after)
 		st=0
-		CUT_AT=$point timeout -k 5 60 mq-recv --once -- "${job[@]}" \
+		CUT_AT=$point timeout -k 5 60 mq-recv -n 1 --once -- "${job[@]}" \
 		    </dev/null >"$dir/worker.out" 2>&1 || st=$?
 		[ "$st" -eq 137 ] ||
 		    fail "$point $kind: the worker was not killed at its job's end (status $st): $(cat "$dir/worker.out")"
@@ -58,7 +59,7 @@ once_round() {
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 		    timeout -k 5 60 gdb -q -batch -ex 'set breakpoint pending on' \
 		    -ex 'break mq_once_sync' \
-		    -ex "run --once -- $(printf '%q ' "${job[@]}") </dev/null" \
+		    -ex "run -n 1 --once -- $(printf '%q ' "${job[@]}") </dev/null" \
 		    "${fin[@]}" -ex "shell $cut" -ex kill \
 		    --args "$(bin_of mq-recv)" </dev/null >"$dir/worker.out" 2>&1
 		grep -q "Breakpoint 1" "$dir/worker.out" ||

@@ -412,14 +412,23 @@ EOF
 }
 
 @test "once: a sync of the ledger that fails is said, and the worker claims no more (exit 4); the rename stands" {
-	job none
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ID" >>"$W/count"
+sleep 0.3
+EOF
+	chmod +x "$W/job"
 	id=$(echo a | mq-send)
-	echo b | mq-send >/dev/null
-	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=spool/once' mq-recv --once -- "$W/job"
-	assert_equal "$(runs)" 1
+	id2=$(echo b | mq-send)
+	echo c | mq-send >/dev/null
+	# The sync fails 10 ms after the first job's end; the second has
+	# started by then (its slot was free), the third is never claimed.
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=spool/once:times=1' mq-recv --once -- "$W/job"
+	assert_equal "$(runs)" 2
 	assert_equal "$stderr" "mq-recv: $MQ_DIR/once: Input/output error; 1 finished message may run again after a power cut (--once)"
 	run -0 ls "$MQ_DIR/once"
-	assert_output "i$id"
+	assert_output "$(printf '%s\n' "i$id" "i$id2" | sort)"
 	assert_equal "$(count new)" 1
 	assert_equal "$(count cur)" 0
 }

@@ -22,7 +22,8 @@
  * --once keeps the spool's ledger of finished messages (once.c): a claim
  * whose message is in it is acked without a job; the message of a job
  * that exits 0 is renamed into it, its ack and its record at once, and
- * the renames of a pass of reap share one sync of once/ (sync_once).  A
+ * the renames made within ONCE_SYNC_MS share one sync of once/
+ * (sync_once).  A
  * rename that fails releases the message; it, or a sync that fails, stops
  * the worker claiming.
  *
@@ -68,6 +69,13 @@
 #define KILL_GRACE_MS	5000	/* from SIGTERM to SIGKILL */
 #define NEVER		UINT64_MAX
 #define CONF_GAP_MS	100	/* the least time between two conf reads */
+/*
+ * --once: how long the renames into the ledger wait for one sync, so that
+ * jobs ending a few ms apart share it (one journal commit on ext4 each);
+ * the window in which a finished job can run again after a power cut is
+ * that much longer.
+ */
+#define ONCE_SYNC_MS	10
 #define DRAIN_GAP_MS	1000	/* --drain: the least time between counts */
 #define BAR_GAP_MS	500	/* --progress: drawn again at least this often */
 #define COUNT_GAP_MS	1000	/* --progress: the least time between counts */
@@ -190,6 +198,7 @@ struct worker {
 	/* The jobs' outcomes, for the summary at exit. */
 	long long	 n_done, n_retried, n_dead, n_lost, n_skipped, n_jobs;
 	int		 recorded;	/* --once: entries made since the sync */
+	uint64_t	 sync_due;	/* then: when they are synced */
 	uint64_t	 began;
 };
 
@@ -737,10 +746,18 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 	mq_log_end();
 }
 
+/* --once: an entry made, to be synced with those of the next few ms. */
+static void
+recorded(struct worker *wk)
+{
+	if (wk->recorded++ == 0)
+		wk->sync_due = wk->now + ONCE_SYNC_MS;
+}
+
 /*
  * --once: j's job succeeded; its message goes into the ledger, its ack and
- * its record in one rename (once.c), durable with the others of the pass
- * (sync_once).  Its lease lost, the message is another's, whose job may
+ * its record in one rename (once.c), durable with the others made within
+ * ONCE_SYNC_MS (sync_once).  Its lease lost, the message is another's, whose job may
  * be running: an empty entry of its name says the work is done.  A
  * message that cannot be moved there is released as it is, to be run
  * again, and the worker claims no more.
@@ -756,7 +773,7 @@ done(struct worker *wk, struct job *j, int ws)
 	if (!j->lost) {
 		st = settle(wk, j, &h, &why);
 		if (st == MQ_EX_OK) {
-			wk->recorded++;
+			recorded(wk);
 			if (wk->opt->verbose)
 				warnx("%s: done in %s s", j->id,
 				    ran(t, sizeof(t), wk, j));
@@ -780,7 +797,7 @@ done(struct worker *wk, struct job *j, int ws)
 	}
 	wk->failed = 1;
 	if (mq_once_record(wk->sp, &j->n) == 0)
-		wk->recorded++;
+		recorded(wk);
 	else {
 		warnx("%s: %s/%s: %s; not recorded (--once)", j->id,
 		    wk->sp->path, MQ_DIR_ONCE, strerror(errno));
@@ -791,13 +808,15 @@ done(struct worker *wk, struct job *j, int ws)
 }
 
 /*
- * --once, at the end of a pass of reap: one sync of the ledger for the
- * entries it made.  One that fails cannot undo them: it is said, and the
- * worker claims no more.
+ * --once: one sync of the ledger for the entries made since the last,
+ * when the first of them is ONCE_SYNC_MS old, and before the worker
+ * exits.  One that fails cannot undo them: it is said, and the worker
+ * claims no more.
  */
 static void
 sync_once(struct worker *wk)
 {
+	wk->sync_due = NEVER;
 	if (mq_once_sync(wk->sp) == 0) {
 		wk->recorded = 0;
 		return;
@@ -896,8 +915,6 @@ reap(struct worker *wk)
 			}
 		}
 	}
-	if (wk->recorded > 0)
-		sync_once(wk);
 }
 
 /* Keeps the lease of a running job ahead of its deadline. */
@@ -935,6 +952,10 @@ timers(struct worker *wk)
 	struct job *j;
 	int i;
 
+	if (wk->recorded > 0 && wk->sync_due <= wk->now)
+		sync_once(wk);
+	if (wk->recorded > 0)
+		next = wk->sync_due;
 	for (i = 0; i < wk->opt->slots; i++) {
 		j = &wk->jobs[i];
 		if (j->p.pid == 0)
@@ -1091,7 +1112,7 @@ worker_open(struct worker *wk, struct mq_spool *sp, const struct mq_work *opt)
 	memset(wk, 0, sizeof(*wk));
 	wk->opt = opt;
 	wk->sp = sp;
-	wk->wake = wk->drain_due = NEVER;
+	wk->wake = wk->drain_due = wk->sync_due = NEVER;
 	wk->look = 1;
 	mq_receipt_init(&wk->rc);
 	mq_placer_release_init(&wk->pl, sp);
@@ -1492,6 +1513,8 @@ summary(struct worker *wk)
 static int
 worker_close(struct worker *wk)
 {
+	if (wk->recorded > 0)
+		sync_once(wk);
 	bar_erase(STDERR_FILENO);
 	summary(wk);
 	mq_holder_leave(wk->sp);
