@@ -272,7 +272,7 @@ x"
 	for kind in plain result; do
 		for point in before after record synced; do
 			export MQ_DIR=$BATS_TEST_TMPDIR/$kind.$point/spool
-			RESULTS=$BATS_TEST_TMPDIR/$kind.$point/results
+			export RESULTS=$BATS_TEST_TMPDIR/$kind.$point/results
 			once_round "$point" "$kind" true true
 			want=3
 			[ "$kind.$point" != plain.after ] || want=4

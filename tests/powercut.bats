@@ -297,7 +297,7 @@ remount() {
 			for point in before after record synced; do
 				fresh "$fs" || fail "cannot make and mount $fs"
 				export MQ_DIR=$MNT/q
-				RESULTS=$MNT/results
+				export RESULTS=$MNT/results
 				once_round "$point" "$kind" "xfs_io -x -c shutdown $MNT" remount
 				detach
 				echo "# $fs, $kind job, cut $point: $runs runs of 3 messages" >&3
