@@ -1364,10 +1364,10 @@ bench_holders() { # fs: claims and workers with holders named, and without
 
 # mq-recv --once: worker mode with the ledger of finished messages (each
 # message acked by its rename into once/, one fsync of once/ for the jobs
-# a pass of the loop reaps) against the same worker without it, -P 4 over
-# BENCH_JOBS jobs of true, each way twice a run in ABBA order (BAAB in
-# even runs), each into a spool of its own; a way's figure for a run is
-# 2N over its two runs' time.
+# ending within 10 ms of the first) against the same worker without it,
+# -P 4 over BENCH_JOBS jobs of true, each way twice a run in ABBA order
+# (BAAB in even runs), each into a spool of its own; a way's figure for a
+# run is 2N over its two runs' time.
 once_modes() {
 	order="plain once once plain"
 	[ $((r % 2)) -eq 1 ] || order="once plain plain once"

@@ -282,6 +282,26 @@ x"
 	done
 }
 
+@test "once: a group's head whose last rename into the ledger fails is recorded all the same (its empty entry made first); mq-sweep finishes its leave" {
+	job none
+	id=$(echo a | mq-send -g g1)
+	run -0 --separate-stderr faulty 'renameat:errno=ENOSPC:at=/leaving.' mq-recv --once -- "$W/job"
+	assert_equal "$(runs)" 1
+	assert_file_exist "$MQ_DIR/once/i$id"
+	assert_file_empty "$MQ_DIR/once/i$id"
+	run -0 find "$MQ_DIR/groups" -name 'leaving.*'
+	assert_output --partial "leaving.$id"
+	run -0 --separate-stderr mq-sweep -v
+	[[ $stderr == *"unfinished ack: acked"* ]]
+	run -0 find "$MQ_DIR/groups" -name 'leaving.*'
+	assert_output ""
+	assert_file_exist "$MQ_DIR/once/i$id"
+	# Delivered again (a crash kept it), it is not run.
+	kept_again "$id"
+	run -0 --separate-stderr mq-recv -v --once -- "$W/job"
+	assert_equal "$(runs)" 1
+}
+
 @test "once: two workers -P 8 at once over 400 messages: each run once, 400 entries" {
 	job none
 	seq 1 400 | mq-send -l >/dev/null
@@ -299,6 +319,8 @@ x"
 	assert_equal "$(runs)" 400
 	assert_equal "$(sort -u "$W/count" | wc -l | tr -d ' ')" 400
 	assert_equal "$(entries)" 400
+	run -0 mq-log --kind ack
+	assert_equal "${#lines[@]}" 400
 	assert_equal "$(count new)" 0
 	assert_equal "$(count cur)" 0
 	assert_equal "$(count dead)" 0
@@ -340,6 +362,9 @@ EOF
 	grep -q "lease lost" "$W/stale.err"
 	run -0 ls "$MQ_DIR/once"
 	assert_output "i$id"
+	# The message itself, which the stale one's empty entry left whole.
+	run -0 cat "$MQ_DIR/once/i$id"
+	assert_output a
 	run -0 mq-log --kind ack "$id"
 	assert_equal "$(grep -c "ack  *$id" <<<"$output")" 1
 	run -0 mq-log --kind job "$id"
@@ -375,7 +400,8 @@ EOF
 	wait "$(cat "$BATS_TEST_TMPDIR/stale.pid")" || st=$?
 	assert_equal "$st" 5
 	grep -q "lease lost" "$W/stale.err"
-	[ -e "$MQ_DIR/once/i$id" ] && [ ! -s "$MQ_DIR/once/i$id" ]
+	assert_file_exist "$MQ_DIR/once/i$id"
+	assert_file_empty "$MQ_DIR/once/i$id"
 	assert_equal "$(count cur)" 1
 	touch "$W/go.2"
 	st=0
@@ -412,21 +438,30 @@ EOF
 }
 
 @test "once: a sync of the ledger that fails is said, and the worker claims no more (exit 4); the rename stands" {
+	id=$(echo a | mq-send)
+	id2=$(echo b | mq-send)
+	echo c | mq-send >/dev/null
+	# The second job waits until the failed sync of the first's rename
+	# has been said: it was started (its slot free) but ends after.
 	cat >"$W/job" <<EOF
 #!/bin/sh
 cat >/dev/null
 echo "\$MQ_ID" >>"$W/count"
-sleep 0.3
+i=0
+while [ "\$MQ_ID" = "$id2" ] && [ ! -e "$W/go" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+exit 0
 EOF
 	chmod +x "$W/job"
-	id=$(echo a | mq-send)
-	id2=$(echo b | mq-send)
-	echo c | mq-send >/dev/null
-	# The sync fails 10 ms after the first job's end; the second has
-	# started by then (its slot was free), the third is never claimed.
-	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=spool/once:times=1' mq-recv --once -- "$W/job"
+	fault_env 'fsync:errno=EIO:at=spool/once:times=1' timeout -k 5 60 mq-recv --once -- "$W/job" 2>"$W/err" &
+	pid=$!
+	echo "$pid" >"$BATS_TEST_TMPDIR/worker.pid"
+	within 20 grep -q "Input/output error" "$W/err"
+	touch "$W/go"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 4
 	assert_equal "$(runs)" 2
-	assert_equal "$stderr" "mq-recv: $MQ_DIR/once: Input/output error; 1 finished message may run again after a power cut (--once)"
+	assert_equal "$(cat "$W/err")" "mq-recv: $MQ_DIR/once: Input/output error; 1 finished message may run again after a power cut (--once)"
 	run -0 ls "$MQ_DIR/once"
 	assert_output "$(printf '%s\n' "i$id" "i$id2" | sort)"
 	assert_equal "$(count new)" 1
@@ -450,6 +485,9 @@ EOF
 	job none
 	mq-conf once-window=1h
 	id=$(echo a | mq-send)
+	# Sent two hours ago: the entry's age counts from its rename, not
+	# from its body's last write.
+	find "$MQ_DIR/new" -type f -exec touch -d '-2 hours' {} +
 	run -0 mq-recv --once -- "$W/job"
 	touch "$MQ_DIR/once/junk"
 	run -0 --separate-stderr ahead 1800 mq-sweep -v

@@ -281,10 +281,10 @@ PY
 remount() {
 	local _
 	for _ in $(seq 40); do
-		timeout 20 umount "$MNT" 2>/dev/null && break
+		timeout 2 umount "$MNT" 2>/dev/null && break
 		sleep 0.25
 	done
-	! mounted || fail "$MNT is still busy 10 s after the cut"
+	! mounted || fail "$MNT is still busy 10 s or more after the cut"
 	timeout 20 mount -o "$OPTS" "$DEV" "$MNT" || fail "it does not mount again after the cut"
 }
 

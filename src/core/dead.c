@@ -537,7 +537,8 @@ mq_burial_bury(struct mq_burial *b, int from, const char *name,
 	 * turn on as it goes (1); another message of a group is buried
 	 * under the group's lock (0: group.c).
 	 */
-	if ((r = mq_group_leave(sp, from, name, nm, deadname, NULL, &lock)) == -1 ||
+	if ((r = mq_group_leave(sp, from, name, nm, deadname, NULL,
+	    &lock)) == -1 ||
 	    (r == 0 && renameat(from, name, sp->dead, deadname) == -1)) {
 		saved = errno;
 		mq_group_unlock(&lock);

@@ -25,7 +25,8 @@
  *					-> new/T/M/L/ID',A', then turn.ID'
  *					-> turn (promote; no parked one:
  *					turn unlinked)
- *		leaving...ack	-> (unlinked);	leaving...dead -> dead/...
+ *		leaving...ack	-> (unlinked), or once/ENTRY (--once);
+ *		leaving...dead	-> dead/...
  *		(once the turn has passed on, the leave is done for its
  *		caller: a last step that fails is mq_group_sweep's)
  *
@@ -548,8 +549,9 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
  * A message of a group (from/name, named as nm) leaves new/ or cur/:
  * acked (deadname and donename NULL: unlinked), finished (renamed to
  * once/donename: the ledger's entry, once.c) or buried (renamed to
- * dead/deadname; its reason is linked already).  When it is the group's head, the whole
- * leave is made here, under the group's lock, in this order:
+ * dead/deadname; its reason is linked already).  When it is the group's
+ * head, the whole leave is made here, under the group's lock, in this
+ * order:
  *
  *	from/name -> groups/G/leaving.NAME.ack (or .dead)
  *		out of every claimer's reach first: a reclaim of its
@@ -562,8 +564,9 @@ unleave(struct mq_spool *sp, int gfd, const char *leaving,
  *
  * and 1 is returned.  A crash in between leaves leaving.* for
  * mq_group_sweep to finish (an ack's, finished or not, is unlinked there:
- * a finished message's record is then lost, its job not run again).  A promote that fails puts the head back
- * where it was (and -1 is returned).  A message that does not hold the
+ * a finished one's empty entry, made before, stands for it: leave.c).  A
+ * promote that fails puts the head back where it was (and -1 is
+ * returned).  A message that does not hold the
  * turn (parked meanwhile, or that lost it) leaves the group alone: 0 is
  * returned, and *lock has the group's locked fd (or -1), which the caller
  * closes (mq_group_unlock) once it has unlinked or renamed the message

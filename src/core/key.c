@@ -10,7 +10,8 @@
  * HASH is the first 128 bits of the key's SHA-256, in hex, which the
  * message's name carries too (",kHASH").  keys/ID's link count says where
  * the message is without looking for it: 2 or more while it is in new/,
- * cur/ or dead/ (renames keep the inode), or in tmp/ while being sent; 1
+ * cur/ or dead/ (renames keep the inode), in tmp/ while being sent, or in
+ * once/ (mq-recv --once: the ledger keeps the message, and so its key); 1
  * once it was acked or purged, and its ctime is then the time of that
  * unlink, the start of the window.  So an ack or a purge needs no step of
  * its own.

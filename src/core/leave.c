@@ -4,12 +4,14 @@
  * instead of unlinked: once.c): a group's head hands its turn on as it
  * goes (group.c's mq_group_leave, which takes its history along); any
  * other is unlinked under its group's lock, if it has one, so that no
- * claim gives it the turn meanwhile; then its death history goes, after it (a crash
- * between leaves an orphan history, harmless: history.c).  A dead letter
+ * claim gives it the turn meanwhile; then its death history goes, after
+ * it (a crash between leaves an orphan history, harmless: history.c).  A dead letter
  * (mq-dlq purge, mq-rm): unlinked under the lock of dead/ that redrives
  * take too, its reason, last reason and history gone only once dead/ is
  * synced.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -60,17 +62,38 @@ mq_leave_done(struct mq_spool *sp, int dirfd, const char *name,
     const struct mq_name *nm)
 {
 	char entry[MQ_ONCE_NAME_MAX];
+	struct stat st;
+	int tries;
 
-	/* ENOENT is a lease lost, which a ledger not made is not. */
-	if (mq_once_entry(sp, nm, entry, sizeof(entry)) == -1) {
-		if (errno == ENOENT)
-			errno = EIO;
-		return -1;
+	for (tries = 0; ; tries++) {
+		/*
+		 * A group's head may leave by half: its turn passed on, the
+		 * last rename failed or cut by a crash, the rest is an
+		 * unlink (mq_group_sweep).  An empty entry first stands for
+		 * it until the rename replaces it.
+		 */
+		if (mq_once_entry(sp, nm, entry, sizeof(entry)) == -1 ||
+		    (nm->group[0] != '\0' && mq_once_record(sp, nm) == -1))
+			break;
+		if (leave(sp, dirfd, name, nm, entry) == 0) {
+			sp->once_dirty = 1;
+			return 0;
+		}
+		/*
+		 * ENOENT with the message still there: once/ was removed
+		 * while open.  Made anew, once.
+		 */
+		if (errno != ENOENT || fstatat(dirfd, name, &st,
+		    AT_SYMLINK_NOFOLLOW) == -1 || tries > 0)
+			break;
+		close(sp->once);
+		sp->once = -1;
 	}
-	if (leave(sp, dirfd, name, nm, entry) == -1)
-		return -1;
-	sp->once_dirty = 1;
-	return 0;
+	/* ENOENT is a lease lost, which a ledger that failed is not. */
+	if (errno == ENOENT && fstatat(dirfd, name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0)
+		errno = EIO;
+	return -1;
 }
 
 /*

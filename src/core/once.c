@@ -11,22 +11,25 @@
  * and is the finished message itself: a worker whose job exited 0 moves
  * the message there from cur/ with one rename(2) (leave.c's
  * mq_leave_done), which is its ack and its record at once, and makes the
- * renames of a pass durable with one fsync(2) of once/ (mq_once_sync).
- * No state has one without the other, before a crash or after it: the
- * rename is there, or the message is still in cur/ under its lease.  A
- * claim that finds its message's entry (mq_once_done) acks it without
- * running its job.  So a job runs twice only when its worker dies (or the
- * power goes) after the job's effect and before that fsync returned;
- * once it has, never.
+ * renames of the next few ms durable with one fsync(2) of once/
+ * (mq_once_sync; work.c says when).  On a file system with a journal no
+ * state, before a crash or after it, has one without the other: the
+ * rename is there, or the message is still in cur/ under its lease (one
+ * without may keep both names, found in the ledger when delivered again,
+ * or neither, the inode in lost+found: not run again).  A claim that
+ * finds its message's entry (mq_once_done) acks it without running its
+ * job.  So a job runs twice only when its worker dies (or the power goes)
+ * after the job's effect and before that fsync returned; once it has,
+ * never.
  *
- *	done	rename(cur/S/NAME, once/ENTRY): a lease lost meanwhile (ENOENT:
- *		the message was claimed again, or swept) moves nothing, so
- *		of two holders finishing together one moves it; the other,
- *		whose job succeeded too, records an empty entry of the same
- *		name (mq_once_record), which the rename replaces or which
- *		stands for it
- *	sync	fsync(once/), once for the messages a pass of the worker
- *		finished
+ *	done	rename(cur/S/NAME, once/ENTRY): a lease lost meanwhile
+ *		(ENOENT: the message was claimed again, or swept) moves
+ *		nothing, so of two holders finishing together one moves it;
+ *		the other, whose job succeeded too, records an empty entry
+ *		of the same name (mq_once_record), which the rename replaces
+ *		or which stands for it.  A group's head is recorded so
+ *		first, as its leave may end in an unlink (leave.c)
+ *	sync	fsync(once/)
  *	trim	entries whose ctime (the rename's time; or mtime, the later)
  *		is older than once-window go (mq-sweep)
  *
@@ -119,8 +122,9 @@ mq_once_entry(struct mq_spool *sp, const struct mq_name *nm, char *buf,
 
 /*
  * Records nm's message as finished with an empty entry (a holder whose
- * lease was lost: the message is another's now); durable once mq_once_sync has
- * returned 0.  Recording it again is no error.  0, or -1 with errno.
+ * lease was lost: the message is another's now); durable once
+ * mq_once_sync has returned 0.  Recording it again is no error.  0, or -1
+ * with errno.
  */
 int
 mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
@@ -130,9 +134,12 @@ mq_once_record(struct mq_spool *sp, const struct mq_name *nm)
 
 	if (mq_once_entry(sp, nm, name, sizeof(name)) == -1)
 		return -1;
-	/* No O_TRUNC: an entry there already is a message's body.  */
-	/* O_NONBLOCK: a FIFO put there is an error, not a hang. */
-	if ((fd = openat(sp->once, name, O_CREAT | O_WRONLY | O_NOFOLLOW |
+	/*
+	 * Read-only, no O_TRUNC: an entry there already is a message, whose
+	 * body is kept and which may be another user's.  O_NONBLOCK: a FIFO
+	 * put there is an error, not a hang.
+	 */
+	if ((fd = openat(sp->once, name, O_CREAT | O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, sp->fmode)) == -1)
 		return -1;
 	/* Nothing was written: close can report no lost data. */

@@ -59,7 +59,7 @@ static const char help[] =
     "  --progress  on a terminal, a line of jobs done, failed, running,\n"
     "           waiting, their rate and an ETA, kept up to date\n"
     "  --once   keep a ledger of finished messages: a job that exits 0\n"
-    "           is recorded before its ack, one recorded is acked unrun\n"
+    "           is acked by a rename into it, one found there acked unrun\n"
     "Exit 0: claimed (all jobs succeeded); 1: nothing visible; "
     "5: a job failed\n"
     "(--drain: 0 when none of its messages died, else 5).\n"

@@ -197,7 +197,7 @@ struct worker {
 	uint64_t	 drain_due;	/* --drain: count the spool again then */
 	/* The jobs' outcomes, for the summary at exit. */
 	long long	 n_done, n_retried, n_dead, n_lost, n_skipped, n_jobs;
-	int		 recorded;	/* --once: entries made since the sync */
+	int		 recorded;	/* --once: entries not synced yet */
 	uint64_t	 sync_due;	/* then: when they are synced */
 	uint64_t	 began;
 };
@@ -471,6 +471,8 @@ holder_jobs(struct worker *wk)
 	(void)mq_holder_jobs(wk->sp, pgids, n);
 }
 
+static void once_due(struct worker *, uint64_t);
+static void sync_once(struct worker *);
 static void job_logged(struct worker *, const struct job *, int, int,
     const char *);
 
@@ -516,6 +518,9 @@ start(void *arg, const char *rcpt, const char *id)
 	const char *why;
 	int body, got, st, e;
 
+	/* Starting many jobs takes a while: not past the ledger's sync. */
+	if (wk->recorded > 0)
+		once_due(wk, mq_now_ms());
 	memset(j, 0, sizeof(*j));
 	j->out.fd = j->out.dir = -1;
 	if (bar.on) {
@@ -757,8 +762,9 @@ recorded(struct worker *wk)
 /*
  * --once: j's job succeeded; its message goes into the ledger, its ack and
  * its record in one rename (once.c), durable with the others made within
- * ONCE_SYNC_MS (sync_once).  Its lease lost, the message is another's, whose job may
- * be running: an empty entry of its name says the work is done.  A
+ * ONCE_SYNC_MS of the first (sync_once).  Its lease lost, the message is
+ * another's, whose job may be running: an empty entry of its name says
+ * the work is done.  A
  * message that cannot be moved there is released as it is, to be run
  * again, and the worker claims no more.
  */
@@ -805,6 +811,14 @@ done(struct worker *wk, struct job *j, int ws)
 		wk->halt = 1;
 	}
 	job_logged(wk, j, ws, MQ_EX_LOST, "lost");
+}
+
+/* --once: the ledger synced if its first entry not synced is due by now. */
+static void
+once_due(struct worker *wk, uint64_t now)
+{
+	if (wk->recorded > 0 && wk->sync_due <= now)
+		sync_once(wk);
 }
 
 /*
@@ -952,8 +966,7 @@ timers(struct worker *wk)
 	struct job *j;
 	int i;
 
-	if (wk->recorded > 0 && wk->sync_due <= wk->now)
-		sync_once(wk);
+	once_due(wk, wk->now);
 	if (wk->recorded > 0)
 		next = wk->sync_due;
 	for (i = 0; i < wk->opt->slots; i++) {
@@ -1346,8 +1359,12 @@ wait_once(struct worker *wk, int64_t timeout)
 	/* What was done so far is in the log before the wait (log.c). */
 	mq_log_flush();
 	if (poll(pfd, n, timeout > INT_MAX ? INT_MAX : (int)timeout) == -1 &&
-	    errno != EINTR)
-		err(MQ_EX_SYS, "poll");
+	    errno != EINTR) {
+		warn("poll");
+		if (wk->recorded > 0)
+			sync_once(wk);
+		exit(MQ_EX_SYS);
+	}
 	wk->now = mq_now_ms();
 
 	if (pfd[0].revents)
@@ -1561,6 +1578,7 @@ mq_work(struct mq_spool *sp, const struct mq_work *opt)
 	for (;;) {
 		wk.now = mq_now_ms();
 		settings_due(&wk);
+		once_due(&wk, wk.now);
 		claim_some(&wk);
 		if (wk.running == 0) {
 			if (worker_done(&wk))
