@@ -64,6 +64,19 @@ load helper
 	assert_equal "$(count new)$(count cur)" 00
 }
 
+# A dead letter's reason is durable before the message moves into dead/.
+@test "mq-ack -x: a reason that cannot be synced buries nothing (4): the lease stands, no reason is left" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=,reason' mq-ack -x poison "$r"
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: Input/output error"
+	assert_file_exist "$r"
+	assert_equal "$(count dead)" 0
+	assert_equal "$(find "$MQ_DIR" -name '*,reason' -o -path '*/reason/*' | wc -l)" 0
+	mq-ack -x poison "$r"
+	assert_equal "$(mq-dlq ls | cut -f 4)" poison
+}
+
 @test "mq-ack: an ID given for a receipt is refused (2) with what a receipt is" {
 	id=$(echo hi | mq-send)
 	r=$(mq-recv)
