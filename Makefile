@@ -199,6 +199,12 @@ check-valgrind: deps
 	$(MAKE) all tests/name-test tests/key-test tests/fault.so
 	MQ_VALGRIND=1 sh tests/run $(VALGRIND_TESTS)
 
+# make mutate: whether the tests catch a broken rule: each mutant of
+# tests/mutate/mutants built in a copy of the tree and run against its
+# tests (a few minutes; MUTATE_ONLY=NAME,... for some).  Not in check.
+mutate: deps
+	python3 tests/mutate/run
+
 TORTURE_SECS = 600
 torture: all
 	sh tests/torture $(TORTURE_SECS)
@@ -333,5 +339,5 @@ clean:
 	    tests/fuzz/fuzz-name tests/fault.so
 	rm -rf bench/tmp
 
-.PHONY: all relay amqp-tools build-deps bench bench-quick check check-valgrind fuzz torture lint demo deps \
+.PHONY: all relay amqp-tools build-deps bench bench-quick check check-valgrind fuzz mutate torture lint demo deps \
 	version dist install uninstall clean

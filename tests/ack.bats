@@ -30,6 +30,53 @@ load helper
 	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: already acked, or lease lost"
 }
 
+# The lease lost between the look at the receipt and its settling (the
+# message claimed again, swept or settled by another meanwhile): the
+# unlink or rename that settles it finds the message gone.
+@test "mq-ack: a lease lost at the ack's unlink is a lost lease (3), not an ack" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	run -3 --separate-stderr faulty 'unlinkat:errno=ENOENT:at=/cur/' mq-ack "$r"
+	assert_output ""
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: already acked, or lease lost"
+	assert_file_exist "$r"
+}
+
+@test "mq-ack -x: a lease lost at the burial's rename is a lost lease (3), nothing buried" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	run -3 --separate-stderr faulty 'renameat:errno=ENOENT:at=/cur/' mq-ack -x poison "$r"
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: already acked, or lease lost"
+	assert_file_exist "$r"
+	assert_equal "$(count dead)" 0
+}
+
+# A rename into new/ that fails with ENOENT while the message is still
+# there is a leaf removed under it (retried): only the message gone for
+# real reaches the lease lost, here acked by another meanwhile.
+@test "mq-ack -r: a lease lost at the release's rename (acked meanwhile) is a lost lease (3)" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	race_at mq-ack mq_place_back "-r $r" "mq-ack $r"
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_place_back was not reached: $output"
+	[[ $output == *"already acked, or lease lost"* ]] || fail "no lease lost said: $output"
+	[[ $output == *"exited with code 03"* ]] || fail "mq-ack -r did not exit 3: $output"
+	assert_equal "$(count new)$(count cur)" 00
+}
+
+# A dead letter's reason is durable before the message moves into dead/.
+@test "mq-ack -x: a reason that cannot be synced buries nothing (4): the lease stands, no reason is left" {
+	echo hi | mq-send >/dev/null
+	r=$(mq-recv)
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=,reason' mq-ack -x poison "$r"
+	assert_equal "$stderr" "mq-ack: cur/${r#*/cur/}: Input/output error"
+	assert_file_exist "$r"
+	assert_equal "$(count dead)" 0
+	assert_equal "$(find "$MQ_DIR" -name '*,reason' -o -path '*/reason/*' | wc -l)" 0
+	mq-ack -x poison "$r"
+	assert_equal "$(mq-dlq ls | cut -f 4)" poison
+}
+
 @test "mq-ack: an ID given for a receipt is refused (2) with what a receipt is" {
 	id=$(echo hi | mq-send)
 	r=$(mq-recv)

@@ -343,3 +343,30 @@ relay_files="broker push pull mq-relay"
 		assert_output --partial librabbitmq
 	fi
 }
+
+# make mutate is not part of make check: a change of the code that leaves
+# a mutant's text behind is caught here instead, when it is made.
+@test "core: the mutants of make mutate still fit the code: each one's text once in its file, its test files there" {
+	run -0 --separate-stderr python3 "$BATS_TEST_DIRNAME/mutate/run" --check
+	assert_equal "$stderr" ""
+	run -0 python3 "$BATS_TEST_DIRNAME/mutate/run" --list
+	[ "${#lines[@]}" -ge 24 ]
+}
+
+@test "core: make mutate's check finds a mutant whose text is gone, or whose test file is" {
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/tests/mutate" "$t/src"
+	cp "$BATS_TEST_DIRNAME/mutate/run" "$t/tests/mutate/"
+	printf 'int a;\nint a;\nint b;\n' >"$t/src/x.c"
+	touch "$t/tests/x.bats"
+	printf '%s\n' 'mutant twice' 'file src/x.c' 'from int a;' 'to int c;' \
+	    'test tests/x.bats' '' 'mutant gone' 'file src/x.c' 'from int z;' \
+	    'to int c;' 'test tests/x.bats' '' 'mutant fine' 'file src/x.c' \
+	    'from int a;\nint b;' 'to int b;' 'test tests/x.bats f' '' \
+	    'mutant untested' 'file src/x.c' 'from int b;' 'to int c;' \
+	    'test tests/y.bats' >"$t/tests/mutate/mutants"
+	run -1 --separate-stderr python3 "$t/tests/mutate/run" --check
+	assert_equal "$stderr" "tests/mutate/mutants:1: twice: STALE: from found 2 times in src/x.c, not once
+tests/mutate/mutants:7: gone: STALE: from found 0 times in src/x.c, not once
+tests/mutate/mutants:19: untested: STALE: tests/y.bats: no such test file"
+}

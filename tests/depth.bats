@@ -613,6 +613,7 @@ as() {
 }
 
 @test "depth: in a shared spool one member's cache is read and written anew by another" {
+	command -v strace >/dev/null || skip "strace is not installed"
 	[ "$(id -u)" -eq 0 ] || skip "switching users needs root"
 	command -v setpriv >/dev/null || skip "setpriv is not installed"
 	top=$(mktemp -d /tmp/mq-depth.XXXXXX)

@@ -22,12 +22,20 @@
  *	short=N		(pread, write) the call made, for N bytes at most: a
  *			short read before the end, as FUSE or NFS may give;
  *			a write taken in part, as by a slow link
+ *	log=FILE	append a line to FILE for each matching call: its
+ *			name, a space and its path as at= sees it; the call
+ *			is made as asked (left alone, without errno=, delay=
+ *			or short=), and what happened to it is not logged.
+ *			So a test can tell which directories were synced
+ *			without strace; the specs of one FILE share it, in
+ *			the order of the calls
  *
  * e.g. MQ_FAULT='fsync:errno=EIO:at=/new/' fails every fsync of a
- * directory under new/, and 'mkdirat:delay=300ms:times=2' stalls the
- * first two mkdirat calls.  Only programs named mq-* are affected, so a
- * shell, timeout or valgrind between a test and the tool is not.  The
- * tools are single-threaded, so the counters need no lock.
+ * directory under new/, 'mkdirat:delay=300ms:times=2' stalls the first
+ * two mkdirat calls, and 'fsync:log=/tmp/l' lists in /tmp/l what each
+ * fsync synced.  Only programs named mq-* are affected, so a shell,
+ * timeout or valgrind between a test and the tool is not.  The tools are
+ * single-threaded, so the counters need no lock.
  *
  * Under AddressSanitizer (make SANITIZE=1) the runtime insists on being
  * loaded first; tests add verify_asan_link_order=0 to ASAN_OPTIONS.  Paths
@@ -36,6 +44,7 @@
 #define _GNU_SOURCE
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -76,6 +85,7 @@ static struct spec {
 	char	 at[256];
 	long	 after, times;	/* times < 0: no limit */
 	long	 shortn;	/* > 0: a read of that many bytes at most */
+	char	 log[256];	/* a file each matching call is noted in */
 	long	 seen, done;
 } specs[NSPECS];
 static int nspecs = -1;
@@ -130,6 +140,10 @@ parse_one(char *s)
 		else if (strcmp(opt, "short") == 0) {
 			if ((sp->shortn = atol(val)) <= 0)
 				die("bad short", val);
+		} else if (strcmp(opt, "log") == 0) {
+			if (val[0] == '\0' || strlen(val) >= sizeof(sp->log))
+				die("bad log", val);
+			snprintf(sp->log, sizeof(sp->log), "%s", val);
 		} else if (strcmp(opt, "times") == 0)
 			sp->times = atol(val);
 		else if (strcmp(opt, "nth") == 0) {
@@ -138,8 +152,9 @@ parse_one(char *s)
 		} else
 			die("unknown option", opt);
 	}
-	if (sp->err == 0 && sp->delay_ms == 0 && sp->shortn == 0)
-		die("neither errno, delay nor short", callnames[c]);
+	if (sp->err == 0 && sp->delay_ms == 0 && sp->shortn == 0 &&
+	    sp->log[0] == '\0')
+		die("neither errno, delay, short nor log", callnames[c]);
 	nspecs++;
 }
 
@@ -192,6 +207,30 @@ path_of(int fd, const char *name, char *buf, size_t size)
 }
 
 /*
+ * Notes call c on path in file: one write(2) of the whole line, appended
+ * (O_APPEND), so that lines of several specs or processes never mix.
+ * The raw system calls: this shim's own wrappers are not to see them.
+ */
+static void
+note(const char *file, enum call c, const char *path)
+{
+	char line[8192 + 32];
+	int fd, n, saved = errno;
+
+	n = snprintf(line, sizeof(line), "%s %s\n", callnames[c], path);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		die("path too long to log", path);
+	fd = (int)syscall(SYS_openat, AT_FDCWD, file,
+	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd == -1)
+		die("cannot open the log", file);
+	if (syscall(SYS_write, fd, line, (size_t)n) != n)
+		die("cannot write the log", file);
+	syscall(SYS_close, fd);
+	errno = saved;
+}
+
+/*
  * Decides the fate of a call: stalls it if asked, then returns -1 with
  * errno set if it is to fail, 0 if it is to be made.
  */
@@ -201,7 +240,7 @@ fault(enum call c, int fd, const char *name)
 	char path[8192];
 	struct timespec ts;
 	struct spec *sp;
-	int i, saved = errno;
+	int i, saved = errno, known = 0;
 
 	if (nspecs == -1)
 		parse();
@@ -210,15 +249,18 @@ fault(enum call c, int fd, const char *name)
 		sp = &specs[i];
 		if (sp->call != c)
 			continue;
-		if (sp->at[0] != '\0') {
+		if ((sp->at[0] != '\0' || sp->log[0] != '\0') && !known) {
 			path_of(fd, name, path, sizeof(path));
-			if (strstr(path, sp->at) == NULL)
-				continue;
+			known = 1;
 		}
+		if (sp->at[0] != '\0' && strstr(path, sp->at) == NULL)
+			continue;
 		if (sp->seen++ < sp->after ||
 		    (sp->times >= 0 && sp->done >= sp->times))
 			continue;
 		sp->done++;
+		if (sp->log[0] != '\0')
+			note(sp->log, c, path);
 		if (sp->shortn > 0)
 			shortn = sp->shortn;
 		if (sp->delay_ms > 0) {

@@ -203,6 +203,7 @@ EOF
 }
 
 @test "mq-ls: no rename, unlink, link, mkdir, lock or write (strace)" {
+	command -v strace >/dev/null || skip "strace is not installed"
 	every_state
 	# keys/ too, as --json reads keys.
 	echo k | mq-send -k somekey >/dev/null

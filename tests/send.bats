@@ -181,6 +181,42 @@ load helper
 	assert_equal "$steps" "WFRFFFFFI"
 }
 
+# The same without strace: fault.so makes the file's sync fail, and logs
+# the syncs and renames of a send that works.
+@test "mq-send: a message whose file cannot be synced is an error (4) and queues nothing" {
+	mq-send -l </dev/null
+	run -4 --separate-stderr faulty 'fsync:errno=EIO:at=/spool/tmp/' mq-send <<<"durable"
+	assert_output ""
+	[[ $stderr == "mq-send: $MQ_DIR/tmp/"*": Input/output error" ]] || fail "$stderr"
+	assert_equal "$(count new)$(count tmp)" 00
+	run -1 mq-recv
+}
+
+@test "mq-send: the file is synced, renamed, then every level of new/ that holds it synced, before it exits" {
+	mq-send -l </dev/null
+	log=$BATS_TEST_TMPDIR/log
+	top=$(cd "$MQ_DIR" && pwd -P)
+	for p in 0 3; do
+		: >"$log"
+		id=$(faulty "fsync:log=$log renameat:log=$log" mq-send -p "$p" <<<"durable")
+		leaf=$(find "$top/new" -type f -name "$id,*" -printf '%h')
+		[ -n "$leaf" ] || fail "$id is not in new/"
+		levels="$leaf ${leaf%/*} ${leaf%/*/*}"
+		[ "$p" -eq 0 ] || levels="$levels $top/new/p$p"
+		# The file, its rename out of tmp/, then the levels up to new/,
+		# each once.
+		run grep -v -e '^fsync .*/tmp/\.depth' "$log"
+		assert_line --index 0 "fsync $top/tmp/$id"
+		assert_line --index 1 "renameat $top/tmp/$id"
+		for d in $levels "$top/new"; do
+			assert_equal "$d: $(grep -c -x "fsync $d" "$log")" "$d: 1"
+			[ "$(grep -n -x "fsync $d" "$log" | cut -d: -f1)" -gt \
+			    "$(grep -n -x "renameat $top/tmp/$id" "$log" | cut -d: -f1)" ] ||
+			    fail "$d synced before the rename"
+		done
+	done
+}
+
 @test "mq-send: a batch is written, synced once (syncfs), renamed, dirs synced, then its IDs" {
 	command -v strace >/dev/null || skip "strace is not installed"
 	mq-send -l </dev/null >/dev/null

@@ -177,6 +177,15 @@ now_ms() {
 	assert_equal "$(cat "$r")" both
 }
 
+@test "ttl: a message's own ttl longer than the spool's does not outlive it: mq-ls calls it dead, mq-sweep buries it at the spool's" {
+	mq-conf -f ttl=60
+	id=$(echo own | mq-send --ttl 3600)
+	assert_equal "$(ahead 120 mq-ls -s dead | cut -f 1)" "$id"
+	ahead 120 mq-sweep
+	assert_equal "$(mq-dlq ls | cut -f 1,4)" "$id	ttl"
+	assert_equal "$(field "$(only_name dead)" 2)" "$(((16#${id%%.*} / 1000000 + 60000) / 1000))"
+}
+
 @test "ttl: a spool's ttl set back to none (ttl=) expires nothing more" {
 	mq-conf -f ttl=0.2
 	mq-conf ttl=

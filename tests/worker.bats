@@ -800,6 +800,15 @@ b2 3"
 	assert_equal "$(count new)$(count cur)$(count dead)" 002
 }
 
+@test "worker: exit 65 is never retried, whatever attempts are left: the job runs once, dead at attempt 1" {
+	mq-conf max-attempts=3
+	id=$(echo bad | mq-send)
+	run -5 timeout -k 5 30 mq-recv --drain --backoff 0 -- sh -c 'echo ran >>"$1"; exit 65' _ "$W/runs"
+	assert_equal "$(wc -l <"$W/runs")" 1
+	run -0 mq-dlq ls
+	[[ $output == "$id	1	"*"	exit 65	"* ]] || fail "$output"
+}
+
 @test "worker --drain: an empty spool, or one of dead letters only, exits 0 at once without running anything" {
 	mq-send -l </dev/null
 	run -0 --separate-stderr timeout -k 5 30 mq-recv --drain -- touch "$W/ran"
