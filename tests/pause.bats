@@ -10,6 +10,13 @@ setup() {
 	export W
 }
 
+# A spool made on /dev/shm, outside the test's directory.
+teardown() {
+	if [ -e "$BATS_TEST_TMPDIR/shm" ]; then
+		rm -rf "$(cat "$BATS_TEST_TMPDIR/shm")"
+	fi
+}
+
 # Waits (at most 20 s) until the command succeeds.
 wait_for() {
 	local i=0
@@ -330,4 +337,82 @@ paused_idle_cpu() {
 	wait "$pid" || true
 	assert_equal "$(grep -c ': paused$' "$W/err")" 1
 	assert_equal "$(grep -c ': resumed$' "$W/err")" 1
+}
+
+# pause_rounds BASE: 50 rounds under BASE, each a worker (-P 1, no -w) of
+# three messages whose first job, the instant it has started, sees the
+# spool paused (mq-conf paused=yes run and returned) and is then let end:
+# not one more job may start, and the worker ends by itself (paused is as
+# empty), its first message acked, the other two waiting.
+pause_rounds() {
+	local base=$1 i n pid st
+	cat >"$W/job" <<'EOF'
+#!/bin/sh
+cat >/dev/null
+echo "$MQ_ID" >>"$1.started"
+i=0
+while [ ! -e "$1.go" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
+EOF
+	chmod +x "$W/job"
+	for ((i = 0; i < 50; i++)); do
+		export MQ_DIR=$base/q$i
+		seq 1 3 | mq-send -l >/dev/null
+		timeout -k 5 60 mq-recv -P 1 -- "$W/job" "$base/r$i" 2>"$base/r$i.err" &
+		pid=$!
+		wait_for test -s "$base/r$i.started" || fail "round $i: no job started"
+		mq-conf paused=yes
+		touch "$base/r$i.go"
+		st=0
+		wait "$pid" || st=$?
+		n=$(wc -l <"$base/r$i.started")
+		[ "$n" -eq 1 ] ||
+		    fail "round $i: $n jobs started; none may start once mq-conf paused=yes has returned"
+		[ "$st" -eq 0 ] || fail "round $i: the worker exited $st: $(cat "$base/r$i.err")"
+		[ "$(count new)" -eq 2 ] && [ "$(count cur)" -eq 0 ] ||
+		    fail "round $i: $(count new) waiting, $(count cur) in flight"
+		grep -q "paused" "$base/r$i.err" || fail "round $i: the pause not said: $(cat "$base/r$i.err")"
+		rm -rf "$MQ_DIR"
+	done
+}
+
+@test "worker: paused the instant a job starts, on tmpfs: no further job starts once mq-conf has returned (50 rounds)" {
+	[ -d /dev/shm ] && [ -w /dev/shm ] || fail "no /dev/shm to make a tmpfs spool in"
+	[ "$(stat -f -c %T /dev/shm)" = tmpfs ] || fail "/dev/shm is not a tmpfs"
+	base=$(mktemp -d /dev/shm/mq-pause.XXXXXX)
+	echo "$base" >"$BATS_TEST_TMPDIR/shm"
+	pause_rounds "$base"
+}
+
+@test "worker: paused the instant a job starts, on disk: no further job starts once mq-conf has returned (50 rounds)" {
+	base=$BATS_TEST_TMPDIR/disk
+	mkdir -p "$base"
+	[ "$(stat -f -c %T "$base")" != tmpfs ] ||
+	    skip "$BATS_TEST_TMPDIR is a tmpfs: the tmpfs test covers it"
+	pause_rounds "$base"
+}
+
+@test "worker: a lease set while a job runs is the next claim's lease" {
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ID" >>"$W/started"
+i=0
+while [ ! -e "$W/go.\$MQ_ID" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+EOF
+	chmod +x "$W/job"
+	seq 1 2 | mq-send -l >"$W/ids"
+	timeout -k 5 60 mq-recv -P 1 -- "$W/job" 2>"$W/err" &
+	pid=$!
+	wait_for test -s "$W/started"
+	mq-conf lease=3600
+	touch "$W/go.$(sed -n 1p "$W/ids")"
+	wait_for eval '[ "$(wc -l <"$W/started")" -ge 2 ]'
+	# The second message's lease: an hour from its claim, not 30 s.
+	left=$(mq-ls -l -s inflight | awk -F'\t' '{ print $4 }')
+	touch "$W/go.$(sed -n 2p "$W/ids")"
+	st=0
+	wait "$pid" || st=$?
+	assert_equal "$st" 0
+	run -0 date -u -d "$left" +%s
+	[ $((output - $(date +%s))) -gt 3000 ] || fail "the lease ends at $left"
 }

@@ -78,6 +78,19 @@ claim_one(struct run *c, int from, const char *name,
 	struct mq_name nm = *old;
 	char newname[MQ_NAME_MAX], receipt[MQ_RECEIPT_MAX];
 
+	/*
+	 * conf changed since the caller read it (mq-conf paused=yes, say):
+	 * no lease more, nor a burial by the old rules; the caller reads it
+	 * again (cl->changed) and claims again.  Asked before each, so that
+	 * nothing is claimed by the old settings once mq-conf has returned.
+	 */
+	if (c->cl->changed)
+		return 0;
+	if (mq_settings_changed(c->sp)) {
+		c->cl->changed = 1;
+		c->want = c->got;
+		return 0;
+	}
 	/* Expired or spent: buried (reap.c); a head's next is due. */
 	switch (mq_reap(&c->reaper, from, name, old)) {
 	case -1:
@@ -444,8 +457,10 @@ expired(struct run *c, int limit)
  * higher priority is claimed first (kept_usable).  With cl->lazy, the
  * bucket of cur/ the last lease went to is kept open for the next call.
  * With cl->ring, a call that claimed or buried anything rings the
- * doorbell.  Returns the number
- * claimed or -1.
+ * doorbell.  A change of the spool's settings since the caller read them
+ * stops it before its next lease, with cl->changed set: the caller reads
+ * them again (a pause, or a new lease or max-attempts) and claims again.
+ * Returns the number claimed or -1.
  */
 int
 mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
@@ -457,6 +472,7 @@ mq_claim(struct mq_spool *sp, struct mq_claimer *cl, int want,
 	int r;
 
 	memset(&c, 0, sizeof(c));
+	cl->changed = 0;
 	c.sp = sp;
 	c.cl = cl;
 	c.now = mq_now_ms();

@@ -376,32 +376,48 @@ mq_conf_read(struct mq_spool *sp, struct mq_conf *c, int *line,
  * parse fails once, not at every call, the settings before it kept until
  * it changes again (the first read must work).
  */
+/* conf's stamp now (one fstatat): 0, or -1 with errno. */
+static int
+stamp_take(struct mq_spool *sp, struct mq_conf_stamp *now)
+{
+	struct stat sb;
+
+	memset(now, 0, sizeof(*now));
+	now->seen = 1;
+	if (fstatat(sp->fd, MQ_CONF, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+		now->dev = sb.st_dev;
+		now->ino = sb.st_ino;
+		now->size = sb.st_size;
+		now->mtime = sb.st_mtim;
+		now->ctime = sb.st_ctim;
+	} else if (errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+static int
+stamp_same(const struct mq_conf_stamp *a, const struct mq_conf_stamp *b)
+{
+	return a->seen && b->seen && a->dev == b->dev && a->ino == b->ino &&
+	    a->size == b->size &&
+	    a->mtime.tv_sec == b->mtime.tv_sec &&
+	    a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	    a->ctime.tv_sec == b->ctime.tv_sec &&
+	    a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
 static int
 conf_refresh(struct mq_spool *sp, struct mq_conf *c,
     struct mq_conf_stamp *st, int *line, const char **why)
 {
 	struct mq_conf got;
 	struct mq_conf_stamp now;
-	struct stat sb;
 
 	*line = 0;
 	*why = NULL;
-	memset(&now, 0, sizeof(now));
-	now.seen = 1;
-	if (fstatat(sp->fd, MQ_CONF, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
-		now.dev = sb.st_dev;
-		now.ino = sb.st_ino;
-		now.size = sb.st_size;
-		now.mtime = sb.st_mtim;
-		now.ctime = sb.st_ctim;
-	} else if (errno != ENOENT)
+	if (stamp_take(sp, &now) == -1)
 		return -1;
-	if (st->seen && now.dev == st->dev && now.ino == st->ino &&
-	    now.size == st->size &&
-	    now.mtime.tv_sec == st->mtime.tv_sec &&
-	    now.mtime.tv_nsec == st->mtime.tv_nsec &&
-	    now.ctime.tv_sec == st->ctime.tv_sec &&
-	    now.ctime.tv_nsec == st->ctime.tv_nsec) {
+	if (stamp_same(&now, st)) {
 		/* A pause for a time ends by itself, conf unchanged. */
 		if (c->paused && c->paused_until_ms != 0 &&
 		    mq_now_ms() >= c->paused_until_ms) {
@@ -435,6 +451,23 @@ mq_settings_read(struct mq_spool *sp, int *line, const char **why)
 		sp->conf_ready = 1;
 	}
 	return conf_refresh(sp, &sp->conf, &sp->conf_stamp, line, why);
+}
+
+/*
+ * 1 when conf changed since the settings were last read into sp->conf (a
+ * pause set, say), 0 when not: one fstatat, no read.  A claim asks before
+ * each lease it makes (claim.c), so that what mq-conf set holds from the
+ * moment it returned.  Settings never read are read first, by the caller.
+ * A stat that fails is no change: the read that follows would fail too.
+ */
+int
+mq_settings_changed(struct mq_spool *sp)
+{
+	struct mq_conf_stamp now;
+
+	if (!sp->conf_stamp.seen)
+		return 0;
+	return stamp_take(sp, &now) == 0 && !stamp_same(&now, &sp->conf_stamp);
 }
 
 /*

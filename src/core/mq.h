@@ -588,6 +588,7 @@ struct mq_claimer {
 	int	 racy;		/* that mtime may hide a later change */
 	struct mq_bucket bucket;	/* of cur/, of the last lease (lazy) */
 	int	 lazy;	/* keeps its bucket of cur/ open (worker mode) */
+	int	 changed;	/* a claim stopped: the settings changed */
 };
 void	 mq_claimer_init(struct mq_claimer *, int);
 void	 mq_claimer_close(struct mq_claimer *);
@@ -811,6 +812,7 @@ int	 mq_conf_lock(struct mq_spool *);
 void	 mq_conf_unlock(struct mq_spool *);
 int	 mq_conf_write(struct mq_spool *, const struct mq_conf *, int *);
 int	 mq_settings_read(struct mq_spool *, int *, const char **);
+int	 mq_settings_changed(struct mq_spool *);
 const struct mq_conf	*mq_settings(struct mq_spool *);
 
 /* enqueue.c: keys, room, landing and sync for what enters a spool */

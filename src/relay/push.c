@@ -1139,8 +1139,18 @@ push_step(struct push *p, int once, uint64_t *wake)
 	/* What is out keeps its lease: not claimed again below. */
 	keep_leases(p, p->nq);
 	p->claimed = mq_now_ms();
-	got = p->sp.conf.paused ? 0 : mq_claim(&p->sp, &p->cl, (int)p->batch,
-	    p->sp.conf.lease_ms, collect, p, wake);
+	do {
+		p->cl.changed = 0;
+		got = p->sp.conf.paused ? 0 : mq_claim(&p->sp, &p->cl,
+		    (int)p->batch, p->sp.conf.lease_ms, collect, p, wake);
+		/*
+		 * conf changed under the claim (a pause, say): read again
+		 * (one that does not parse is said once, kept as was), and
+		 * claimed by it.
+		 */
+		if (p->cl.changed)
+			(void)mq_settings_reread(&p->sp);
+	} while (got == 0 && p->cl.changed);
 	if (got == -1) {
 		warn("%s", p->sp.path);
 		p->status = MQ_EX_SYS;

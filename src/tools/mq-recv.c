@@ -330,10 +330,22 @@ receive(struct recv_opts *o, uint64_t until)
 			/* paused=TIME resumes by itself then, unrung. */
 			if (conf->paused_until_ms != 0)
 				wake = conf->paused_until_ms;
-		} else if ((got = mq_claim(&sp, &cl, o->n, lease,
-		    print_receipt, o->wo.verbose ? &o->wo : NULL, &wake)) == -1)
-			err(MQ_EX_SYS, "%s", ferror(stdout) ? "stdout" :
-			    sp.path);
+		} else {
+			if ((got = mq_claim(&sp, &cl, o->n, lease,
+			    print_receipt, o->wo.verbose ? &o->wo : NULL,
+			    &wake)) == -1)
+				err(MQ_EX_SYS, "%s", ferror(stdout) ?
+				    "stdout" : sp.path);
+			/*
+			 * conf changed under the claim (mq-conf paused=yes,
+			 * say): read again, and claimed by it, or said paused.
+			 */
+			if (cl.changed) {
+				conf = settings(o, &sp, &cl, &lease);
+				if (got == 0)
+					continue;
+			}
+		}
 		if (got > 0 || !o->wflag)
 			break;
 		now = mq_now_ms();

@@ -34,11 +34,14 @@
  * the doorbell does not.
  *
  * Pausing (mq-conf paused=yes) stops the claiming and nothing else: jobs
- * run on and are settled.  mq-conf rings the doorbell after its write, so
- * the doorbell stays in the poll set even while every slot is busy, and
- * the settings are read again when it rings, not once a claim; as a busy
- * spool rings often (sends, and claims under max-depth), reads are spaced
- * by CONF_GAP_MS at least, which bounds their cost and the delay alike.
+ * run on and are settled.  A claim stops before its next lease when conf
+ * changed since it was read (claim.c: one fstatat a lease), and the
+ * worker reads it then, so that a pause holds once mq-conf has returned.
+ * mq-conf also rings the doorbell after its write, which stays in the
+ * poll set even while every slot is busy: a resume, or a pause said while
+ * nothing is claimed, is read when it rings; as a busy spool rings often
+ * (sends, and claims under max-depth), those reads are spaced by
+ * CONF_GAP_MS at least, which bounds their cost.
  *
  * --progress keeps one line at the foot of a terminal's stderr, drawn in
  * place ("\r", the line, "\033[K"); anything else written there, the
@@ -1227,6 +1230,15 @@ claim_some(struct worker *wk)
 	/* A claim whose job could not start leaves its slot free. */
 	wk->look = !wk->empty && wk->running < opt->slots && !wk->halt;
 	wk->now = mq_now_ms();
+	/*
+	 * conf changed under the claim (mq-conf paused=yes, say): read now,
+	 * not at the doorbell's ring, and claimed again by it.
+	 */
+	if (wk->cl.changed && !wk->halt) {
+		reread(wk);
+		if (!wk->paused && !wk->halt)
+			wk->look = wk->running < opt->slots;
+	}
 }
 
 /*
