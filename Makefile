@@ -183,7 +183,7 @@ amqp-tools:
 # The LD_PRELOAD shim with which tests/faults.bats makes calls fail; not
 # sanitized: the tests tell ASan to accept it (see tests/fault.c).
 tests/fault.so: tests/fault.c
-	$(CC) -O2 -g -Wall -Wextra -shared -fPIC -o $@ tests/fault.c -ldl
+	$(CC) -O2 -g -Wall -Wextra -Werror -shared -fPIC -o $@ tests/fault.c -ldl
 
 # make check TESTS="tests/a.bats ...": only those files (all by default).
 TESTS =
