@@ -327,27 +327,34 @@ x"
 	assert_equal "$(count dead)" 0
 }
 
-@test "once: a stale holder and a new one finishing together: one entry, one ack, the stale one's lease lost" {
-	# Each job says it started, then waits for go.
+# Two holders of message $1 (its body): a worker whose lease (1 s) runs
+# out while it is stopped (SIGSTOP: it keeps no lease), and one that then
+# claims the message; both are left running their jobs, each waiting for
+# its go ($W/go.ATTEMPT), the stale one stopped.  Their pids in
+# stale.pid and new.pid, their stderr in $W/stale.err and $W/new.err.
+two_holders() {
 	cat >"$W/job" <<EOF
 #!/bin/sh
 cat >/dev/null
 echo "\$MQ_ATTEMPT" >>"$W/started"
 i=0
-while [ ! -e "$W/go" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+while [ ! -e "$W/go.\$MQ_ATTEMPT" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
 echo "\$MQ_ID" >>"$W/count"
 EOF
 	chmod +x "$W/job"
-	id=$(echo a | mq-send)
+	id=$(printf '%s' "$1" | mq-send)
 	mq-recv -t 1 -n 1 --once -- "$W/job" 2>"$W/stale.err" &
 	echo $! >"$BATS_TEST_TMPDIR/stale.pid"
 	within 10 lines_of "$W/started" 1
-	# Stopped, it keeps no lease: the lease runs out, another claims it.
 	kill -STOP "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
 	mq-recv -w 20 -n 1 --once -- "$W/job" 2>"$W/new.err" &
 	echo $! >"$BATS_TEST_TMPDIR/new.pid"
 	within 20 lines_of "$W/started" 2
-	touch "$W/go"
+}
+
+@test "once: a stale holder and a new one finishing together: one entry, one ack, the stale one's lease lost" {
+	two_holders a
+	touch "$W/go.1" "$W/go.2"
 	within 10 lines_of "$W/count" 2
 	kill -CONT "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
 	st=0
@@ -376,24 +383,7 @@ EOF
 }
 
 @test "once: a stale holder finishing first records an empty entry; the holder of the lease then renames the message over it: one entry, one ack" {
-	# Each job says it started, then waits for its go (go.ATTEMPT).
-	cat >"$W/job" <<EOF
-#!/bin/sh
-cat >/dev/null
-echo "\$MQ_ATTEMPT" >>"$W/started"
-i=0
-while [ ! -e "$W/go.\$MQ_ATTEMPT" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
-echo "\$MQ_ID" >>"$W/count"
-EOF
-	chmod +x "$W/job"
-	id=$(printf 'the body' | mq-send)
-	mq-recv -t 1 -n 1 --once -- "$W/job" 2>"$W/stale.err" &
-	echo $! >"$BATS_TEST_TMPDIR/stale.pid"
-	within 10 lines_of "$W/started" 1
-	kill -STOP "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
-	mq-recv -w 20 -n 1 --once -- "$W/job" 2>"$W/new.err" &
-	echo $! >"$BATS_TEST_TMPDIR/new.pid"
-	within 20 lines_of "$W/started" 2
+	two_holders 'the body'
 	# The stale one ends first: its lease is lost, its record empty.
 	kill -CONT "$(cat "$BATS_TEST_TMPDIR/stale.pid")"
 	touch "$W/go.1"
