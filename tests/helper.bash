@@ -169,3 +169,25 @@ ahead() {
 unheld() {
 	sed -E 's/,h[wr][0-9a-f]{8}\.[0-9a-f]+\.[0-9a-f]+\.[0-9a-f]+\.[0-9a-f]+,/,/'
 }
+
+# within SECS CMD...: runs CMD until it succeeds, for at most SECS
+# seconds: 1 when it never did.
+within() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 20; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# For a teardown: kills (SIGKILL) what a test left running, each process
+# whose pid it wrote in $BATS_TEST_TMPDIR/NAME.pid.
+kill_left() {
+	local p
+	for p in "$BATS_TEST_TMPDIR"/*.pid; do
+		[ -e "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
+	done
+	true
+}

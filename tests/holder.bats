@@ -2,22 +2,7 @@ load helper
 
 # A worker (or a crafted holder) left running when a test failed.
 teardown() {
-	local p
-	for p in "$BATS_TEST_TMPDIR"/*.pid; do
-		[ -e "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
-	done
-	true
-}
-
-# Runs "$@" until it succeeds, for at most $1 seconds: 1 when it never did.
-within() {
-	local secs=$1 i
-	shift
-	for ((i = 0; i < secs * 20; i++)); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
+	kill_left
 }
 
 # Waits (10 s at most) until mq-ls says the one lease is orphaned: a

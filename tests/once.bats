@@ -12,22 +12,7 @@ setup() {
 
 # A worker left running when a test failed.
 teardown() {
-	local p
-	for p in "$BATS_TEST_TMPDIR"/*.pid; do
-		[ -e "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
-	done
-	true
-}
-
-# Runs "$@" until it succeeds, for at most $1 seconds: 1 when it never did.
-within() {
-	local secs=$1 i
-	shift
-	for ((i = 0; i < secs * 20; i++)); do
-		"$@" && return 0
-		sleep 0.05
-	done
-	return 1
+	kill_left
 }
 
 # Once the killed worker's job is gone too (reaped: it died with the
