@@ -368,8 +368,9 @@ EOF
 		[ "$n" -eq 1 ] ||
 		    fail "round $i: $n jobs started; none may start once mq-conf paused=yes has returned"
 		[ "$st" -eq 0 ] || fail "round $i: the worker exited $st: $(cat "$base/r$i.err")"
-		[ "$(count new)" -eq 2 ] && [ "$(count cur)" -eq 0 ] ||
-		    fail "round $i: $(count new) waiting, $(count cur) in flight"
+		if [ "$(count new)" -ne 2 ] || [ "$(count cur)" -ne 0 ]; then
+			fail "round $i: $(count new) waiting, $(count cur) in flight"
+		fi
 		grep -q "paused" "$base/r$i.err" || fail "round $i: the pause not said: $(cat "$base/r$i.err")"
 		rm -rf "$MQ_DIR"
 	done
