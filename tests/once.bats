@@ -136,23 +136,30 @@ kept_again() {
 	refute_line --regexp "attempt=2 .*job_pid"
 }
 
-@test "once: a keyed message finished stays in the ledger with its key: a send of that key adds nothing and prints its ID" {
+@test "once: a message sent again with a finished key (its dedup window over) is acked without running, said with -v and logged as skipped" {
 	job none
-	id=$(echo a | mq-send -k k1)
+	mq-conf dedup-window=60
+	first=$(echo a | mq-send -k k1)
 	run -0 mq-recv --once -- "$W/job"
 	assert_equal "$(entries)" 1
-	run -0 mq-send -k k1 <<<a
-	assert_output "$id"
+	# Within dedup-window the key is held, as after any ack.
+	run -0 ahead 30 mq-send -k k1 <<<a
+	assert_output "$first"
 	assert_equal "$(count new)" 0
-	# Gone from the ledger, the key is held for dedup-window, then free.
-	mq-conf once-window=1h dedup-window=60
-	ahead 7200 mq-sweep
-	assert_equal "$(entries)" 0
-	run -0 mq-send -k k1 <<<a
-	assert_output "$id"
-	ahead 7300 mq-sweep
-	run -0 ahead 7300 mq-send -k k1 <<<a
-	refute_output "$id"
+	# Past it, a send adds a message, which the ledger knows.
+	mq-conf dedup-window=0
+	id=$(echo a | mq-send -k k1)
+	[ "$id" != "$first" ]
+	run -0 --separate-stderr mq-recv -v --once -- "$W/job"
+	assert_equal "$(runs)" 1
+	[[ $stderr == *"mq-recv: $id: finished before (--once): acked, not run"* ]]
+	[[ $stderr == *"0 done, 0 retried, 0 dead, 1 skipped in "* ]]
+	assert_equal "$(count new)" 0
+	assert_equal "$(count cur)" 0
+	run -0 mq-log --kind job,ack "$id"
+	assert_line --regexp "ack +$id "
+	assert_line --regexp "job +$id .*attempt=1 host=[^ ]+ outcome=skipped\$"
+	refute_output --partial job_pid
 }
 
 @test "once: without --once, a worker neither looks at nor keeps a ledger" {

@@ -10,9 +10,9 @@
  * HASH is the first 128 bits of the key's SHA-256, in hex, which the
  * message's name carries too (",kHASH").  keys/ID's link count says where
  * the message is without looking for it: 2 or more while it is in new/,
- * cur/ or dead/ (renames keep the inode), in tmp/ while being sent, or in
- * once/ (mq-recv --once: the ledger keeps the message, and so its key); 1
- * once it was acked or purged, and its ctime is then the time of that
+ * cur/ or dead/ (renames keep the inode), or in tmp/ while being sent; 1
+ * once it was acked or purged (or 2 with its other name its entry in the
+ * ledger of mq-recv --once, once/kHASH: acked by that rename), and its ctime is then the time of that
  * unlink, the start of the window.  So an ack or a purge needs no step of
  * its own.
  *
@@ -238,14 +238,14 @@ bad:
 }
 
 /*
- * Where the holder id of a record is now, as keys/ID tells (enum
- * mq_key_state), given the dedup window (ms) and the time now.  Only
+ * Where the holder id of the record of key hash is now, as keys/ID tells
+ * (enum mq_key_state), given the dedup window (ms) and the time now.  Only
  * whoever holds the lock may take MQ_KEY_STRANDED for a dead sender's.
  * Returns -1 on error (EINVAL: keys/ID is not a regular file).
  */
 int
-mq_key_state(struct mq_keys *ks, const char *id, uint64_t window,
-    uint64_t now)
+mq_key_state(struct mq_keys *ks, const char *hash, const char *id,
+    uint64_t window, uint64_t now)
 {
 	struct stat st, tst;
 	uint64_t ctime_ms;
@@ -261,7 +261,13 @@ mq_key_state(struct mq_keys *ks, const char *id, uint64_t window,
 		    fstatat(ks->sp->tmp, id, &tst, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    tst.st_dev == st.st_dev && tst.st_ino == st.st_ino)
 			return MQ_KEY_STRANDED;
-		return MQ_KEY_LIVE;
+		/*
+		 * Its other name its entry in the ledger (mq-recv --once):
+		 * acknowledged by that rename, which changed its ctime last.
+		 * A ledger that cannot be looked at holds the key.
+		 */
+		if (mq_once_keeps(ks->sp, hash, &st) != 1)
+			return MQ_KEY_LIVE;
 	}
 	/* The unlink that took the message away changed its ctime last. */
 	ctime_ms = (uint64_t)st.st_ctim.tv_sec * 1000 +
@@ -310,7 +316,7 @@ mq_key_look(struct mq_keys *ks, const char *key, size_t len, uint64_t window,
 	}
 	if (olen != len || memcmp(other, key, len) != 0)
 		return MQ_KEY_OTHER;
-	if ((st = mq_key_state(ks, id, window, mq_now_ms())) == -1)
+	if ((st = mq_key_state(ks, hash, id, window, mq_now_ms())) == -1)
 		return errno == EINVAL ? MQ_KEY_BAD : -1;
 	if (st == MQ_KEY_LIVE || st == MQ_KEY_RECENT) {
 		memcpy(holder, id, sizeof(id));

@@ -367,6 +367,8 @@ int	 mq_log_open(struct mq_spool *, int);
 int	 mq_once_done(struct mq_spool *, const struct mq_name *);
 int	 mq_once_entry(struct mq_spool *, const struct mq_name *, char *,
 	    size_t);
+struct stat;
+int	 mq_once_keeps(struct mq_spool *, const char *, const struct stat *);
 int	 mq_once_record(struct mq_spool *, const struct mq_name *);
 int	 mq_once_sync(struct mq_spool *);
 uint64_t mq_once_window(const struct mq_conf *);
@@ -516,7 +518,8 @@ int	 mq_keys_lock(struct mq_keys *);
 void	 mq_keys_unlock(struct mq_keys *);
 void	 mq_keys_close(struct mq_keys *);
 int	 mq_key_read(struct mq_keys *, const char *, char *, char *, size_t *);
-int	 mq_key_state(struct mq_keys *, const char *, uint64_t, uint64_t);
+int	 mq_key_state(struct mq_keys *, const char *, const char *, uint64_t,
+	    uint64_t);
 int	 mq_key_forget(struct mq_keys *, const char *, const char *, int);
 int	 mq_key_look(struct mq_keys *, const char *, size_t, uint64_t, char *);
 int	 mq_key_hold(struct mq_keys *, const char *, size_t, const char *, int);

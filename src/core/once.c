@@ -106,6 +106,26 @@ mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 }
 
 /*
+ * 1 when once/kHASH is the file st describes: a keyed message finished
+ * with --once, which key.c counts as acknowledged (its window from the
+ * rename's time, the inode's ctime); 0 when not, -1 with errno.
+ */
+int
+mq_once_keeps(struct mq_spool *sp, const char *hash, const struct stat *st)
+{
+	char name[ENTRY_NAME_MAX];
+	struct stat e;
+
+	if (sp->once == -1 && (sp->once = mq_opendirat(sp->fd,
+	    MQ_DIR_ONCE)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	snprintf(name, sizeof(name), "k%s", hash);
+	if (fstatat(sp->once, name, &e, AT_SYMLINK_NOFOLLOW) == -1)
+		return errno == ENOENT ? 0 : -1;
+	return e.st_dev == st->st_dev && e.st_ino == st->st_ino;
+}
+
+/*
  * Opens once/ (making it on first use): its fd, or -1 with errno; and nm's
  * entry's name into buf (MQ_ONCE_NAME_MAX).
  */

@@ -617,7 +617,8 @@ mq_keys_sweep(struct mq_spool *sp, void (*report)(const char *, const char *))
 		if (!mq_key_is_hash(names.v[i]) ||
 		    mq_key_read(&ks, names.v[i], id, key, &len) == -1)
 			continue;
-		if ((st = mq_key_state(&ks, id, window, now)) == -1) {
+		if ((st = mq_key_state(&ks, names.v[i], id, window, now)) ==
+		    -1) {
 			failed = errno;
 			continue;
 		}
