@@ -177,30 +177,24 @@ kept_again() {
 	assert_not_exist "$MQ_DIR/once"
 }
 
-@test "once: worker killed before the job's effect: run again, counted once" {
-	job before
-	echo a | mq-send >/dev/null
-	run -137 mq-recv --once -- "$W/job"
-	assert_equal "$(runs)" 0
-	assert_not_exist "$MQ_DIR/once"
-	# Its lease orphaned, the next claim takes it at once.
-	none_held
-	run -0 mq-recv --once -- "$W/job"
-	assert_equal "$(runs)" 1
-	assert_equal "$(entries)" 1
-	assert_equal "$(count cur)" 0
-}
-
-@test "once: worker killed after the job's effect, before its record: run twice, the one window" {
-	job after
-	echo a | mq-send >/dev/null
-	run -137 mq-recv --once -- "$W/job"
-	assert_equal "$(runs)" 1
-	assert_not_exist "$MQ_DIR/once"
-	none_held
-	run -0 mq-recv --once -- "$W/job"
-	assert_equal "$(runs)" 2
-	assert_equal "$(entries)" 1
+@test "once: worker killed before the job's effect runs it again once; killed after it, before its record, twice: the one window" {
+	local when first want
+	for when in before after; do
+		rm -rf "${MQ_DIR:?}" "$W/count" "$W/died"
+		job "$when"
+		echo a | mq-send >/dev/null
+		run -137 mq-recv --once -- "$W/job"
+		first=0 want=1
+		[ "$when" = before ] || first=1 want=2
+		assert_equal "$(runs)" "$first"
+		assert_not_exist "$MQ_DIR/once"
+		# Its lease orphaned, the next claim takes it at once.
+		none_held
+		run -0 mq-recv --once -- "$W/job"
+		assert_equal "$(runs)" "$want"
+		assert_equal "$(entries)" 1
+		assert_equal "$(count cur)" 0
+	done
 }
 
 @test "once: worker killed after the job's end, before its message is renamed into the ledger: run twice, the one window" {

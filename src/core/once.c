@@ -85,6 +85,22 @@ entry_valid(const char *name)
 }
 
 /*
+ * Stats once/name into *st: 1, or 0 when there is no such entry (nor
+ * once/), or -1 with errno.  Through once/'s own descriptor, opened once
+ * a process: a link put in its place is none.
+ */
+static int
+entry_stat(struct mq_spool *sp, const char *name, struct stat *st)
+{
+	if (sp->once == -1 && (sp->once = mq_opendirat(sp->fd,
+	    MQ_DIR_ONCE)) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (fstatat(sp->once, name, st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 1;
+	return errno == ENOENT ? 0 : -1;
+}
+
+/*
  * 1 when nm's message was recorded as finished, 0 when not, -1 with errno
  * (a ledger that cannot be read).  One fstatat (once/ opened first, once
  * a process): no ledger is no entry.
@@ -95,14 +111,8 @@ mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 	char name[ENTRY_NAME_MAX];
 	struct stat st;
 
-	/* Through once/'s own descriptor: a link put in its place is none. */
-	if (sp->once == -1 && (sp->once = mq_opendirat(sp->fd,
-	    MQ_DIR_ONCE)) == -1)
-		return errno == ENOENT ? 0 : -1;
 	entry_name(name, sizeof(name), nm);
-	if (fstatat(sp->once, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return 1;
-	return errno == ENOENT ? 0 : -1;
+	return entry_stat(sp, name, &st);
 }
 
 /*
@@ -115,13 +125,11 @@ mq_once_keeps(struct mq_spool *sp, const char *hash, const struct stat *st)
 {
 	char name[ENTRY_NAME_MAX];
 	struct stat e;
+	int r;
 
-	if (sp->once == -1 && (sp->once = mq_opendirat(sp->fd,
-	    MQ_DIR_ONCE)) == -1)
-		return errno == ENOENT ? 0 : -1;
 	snprintf(name, sizeof(name), "k%s", hash);
-	if (fstatat(sp->once, name, &e, AT_SYMLINK_NOFOLLOW) == -1)
-		return errno == ENOENT ? 0 : -1;
+	if ((r = entry_stat(sp, name, &e)) != 1)
+		return r;
 	return e.st_dev == st->st_dev && e.st_ino == st->st_ino;
 }
 
