@@ -417,3 +417,28 @@ EOF
 	run -0 date -u -d "$left" +%s
 	[ $((output - $(date +%s))) -gt 3000 ] || fail "the lease ends at $left"
 }
+
+@test "worker: a setting changed by its own job does not stop it: the rest of the queue runs, with inotify and with MQ_WAIT=poll" {
+	# Each job changes the lease and ends at once: the next claim is the
+	# first to see the change, and is stopped by it before it leases.
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ID" >>"$W/started.\$MQ_WAIT"
+mq-conf lease=\$((3600 + \$(wc -l <"$W/started.\$MQ_WAIT")))
+EOF
+	chmod +x "$W/job"
+	for wait in inotify poll; do
+		seq 1 5 | mq-send -l >/dev/null
+		st=0
+		MQ_WAIT=$wait timeout -k 5 60 mq-recv -P 1 -- "$W/job" \
+		    2>"$W/err" || st=$?
+		[ "$st" -eq 0 ] || fail "MQ_WAIT=$wait: exit $st: $(cat "$W/err")"
+		run -0 wc -l <"$W/started.$wait"
+		[ "$output" -eq 5 ] ||
+		    fail "MQ_WAIT=$wait: $output of 5 jobs run before the worker stopped"
+		run -0 mq-conf lease
+		assert_output "3605"
+		[ "$(count new)" -eq 0 ] || fail "MQ_WAIT=$wait: $(count new) left"
+	done
+}

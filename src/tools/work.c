@@ -1236,8 +1236,15 @@ claim_some(struct worker *wk)
 	 */
 	if (wk->cl.changed && !wk->halt) {
 		reread(wk);
-		if (!wk->paused && !wk->halt)
+		/*
+		 * A claim stopped by the change found nothing about the
+		 * queue: not empty, or a worker whose job just ended would
+		 * take it for idle and exit with messages waiting.
+		 */
+		if (!wk->paused && !wk->halt) {
+			wk->empty = 0;
 			wk->look = wk->running < opt->slots;
+		}
 	}
 }
 
