@@ -998,6 +998,15 @@ struct mq_names {
 	size_t	 n, cap;
 };
 int	 mq_dir_each(int, int, int (*)(void *, int, const char *), void *);
+struct mq_trim {
+	uint64_t	 before;	/* ms: a file changed earlier goes */
+	int		 by_ctime;	/* the later of ctime and mtime */
+	int		(*valid)(const char *);	/* NULL: every file */
+	const char	*prefix;	/* of the name reported, or NULL */
+	const char	*why;		/* reported after the name */
+	void		(*report)(const char *, const char *);
+};
+int	 mq_dir_trim(int, const struct mq_trim *);
 int	 mq_names_read(int, int, int (*)(const char *), struct mq_names *);
 int	 mq_names_add(struct mq_names *, const char *);
 int	 mq_names_add_max(struct mq_names *, const char *, size_t);

@@ -51,9 +51,8 @@
 #include "compat.h"
 #include "mq.h"
 
-/* 'k' HASH or 'i' ID, and a NUL; and with "once/" before it. */
+/* 'k' HASH or 'i' ID, and a NUL. */
 #define ENTRY_NAME_MAX	MQ_ONCE_NAME_MAX
-#define ENTRY_PATH_MAX	(sizeof(MQ_DIR_ONCE) + ENTRY_NAME_MAX)
 
 /* The entry's name for nm, into buf. */
 static void
@@ -208,45 +207,6 @@ mq_once_window(const struct mq_conf *c)
 	return w > least ? w : least;
 }
 
-struct trim {
-	uint64_t	 before;	/* ms: older is removed */
-	void		(*report)(const char *, const char *);
-	int		 failed;
-};
-
-static int
-old_entry(void *arg, int dirfd, const char *name)
-{
-	struct trim *t = arg;
-	char shown[ENTRY_PATH_MAX + 1];
-	struct stat st;
-	uint64_t made, changed;
-
-	/* What is no entry is someone else's: left alone. */
-	if (!entry_valid(name) ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return 0;
-	/*
-	 * A rename sets the ctime on Linux and the BSDs (POSIX lets it
-	 * not): where it does not, the entry's age counts from its body's
-	 * last write, its sending.
-	 */
-	made = (uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
-	    1000000;
-	changed = (uint64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec /
-	    1000000;
-	if ((changed > made ? changed : made) >= t->before)
-		return 0;
-	if (unlinkat(dirfd, name, 0) == -1) {
-		if (errno != ENOENT)
-			t->failed = errno;
-	} else if (t->report != NULL) {
-		snprintf(shown, sizeof(shown), "%s/%s", MQ_DIR_ONCE, name);
-		t->report(shown, "past once-window: removed");
-	}
-	return 0;
-}
-
 /*
  * mq-sweep's part: the entries recorded more than window_ms before now
  * go.  Not synced: an entry that comes back after a crash goes at the
@@ -256,17 +216,21 @@ int
 mq_once_trim(struct mq_spool *sp, uint64_t now, uint64_t window_ms,
     void (*report)(const char *, const char *))
 {
-	struct trim t = { 0, report, 0 };
-	int dir, r;
+	/*
+	 * A rename sets the ctime on Linux and the BSDs (POSIX lets it
+	 * not): where it does not, an entry's age counts from its body's
+	 * last write, its sending.
+	 */
+	struct mq_trim t = { 0, 1, entry_valid, MQ_DIR_ONCE,
+	    "past once-window: removed", report };
+	int dir, r, saved;
 
 	if ((dir = mq_opendirat(sp->fd, MQ_DIR_ONCE)) == -1)
 		return errno == ENOENT ? 0 : -1;
 	t.before = now > window_ms ? now - window_ms : 0;
-	r = mq_dir_each(dir, DT_REG, old_entry, &t);
+	r = mq_dir_trim(dir, &t);
+	saved = errno;
 	close(dir);
-	if (r == 0 && t.failed != 0) {
-		errno = t.failed;
-		r = -1;
-	}
+	errno = saved;
 	return r;
 }

@@ -191,30 +191,6 @@ mq_output_find(struct mq_spool *sp, const char *prefix, unsigned attempt,
 	return 0;
 }
 
-struct sweep {
-	uint64_t	 before;	/* ms: older is removed */
-	void		(*report)(const char *, const char *);
-	int		 failed;
-};
-
-static int
-old_output(void *arg, int dirfd, const char *name)
-{
-	struct sweep *s = arg;
-	struct stat st;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return 0;
-	if ((uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
-	    1000000 >= s->before)
-		return 0;
-	if (unlinkat(dirfd, name, 0) == -1 && errno != ENOENT)
-		s->failed = errno;
-	else if (s->report != NULL)
-		s->report(name, "kept output removed");
-	return 0;
-}
-
 /*
  * mq-sweep's part: kept output last written more than age ms ago goes
  * (all of it with age 0: none is to be kept).  0, or -1 with errno.
@@ -223,18 +199,16 @@ int
 mq_output_sweep(struct mq_spool *sp, uint64_t age_ms,
     void (*report)(const char *, const char *))
 {
-	struct sweep s = { 0, report, 0 };
+	struct mq_trim t = { 0, 0, NULL, NULL, "kept output removed", report };
 	uint64_t now = mq_now_ms();
-	int dir, r;
+	int dir, r, saved;
 
 	if ((dir = output_dir(sp, 0)) == -1)
 		return errno == ENOENT ? 0 : -1;
-	s.before = age_ms == 0 ? UINT64_MAX : now > age_ms ? now - age_ms : 0;
-	r = mq_dir_each(dir, DT_REG, old_output, &s);
+	t.before = age_ms == 0 ? UINT64_MAX : now > age_ms ? now - age_ms : 0;
+	r = mq_dir_trim(dir, &t);
+	saved = errno;
 	close(dir);
-	if (r == 0 && s.failed != 0) {
-		errno = s.failed;
-		r = -1;
-	}
+	errno = saved;
 	return r;
 }

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -251,6 +252,69 @@ next:
 	}
 	errno = saved;
 	return r;
+}
+
+struct trimming {
+	const struct mq_trim	*t;
+	int			 failed;
+};
+
+static int
+trim_one(void *arg, int dirfd, const char *name)
+{
+	struct trimming *tr = arg;
+	const struct mq_trim *t = tr->t;
+	char shown[MQ_NAME_MAX * 2];
+	struct stat st;
+	uint64_t age, changed;
+
+	/* What is not of the directory's kind is someone else's: left. */
+	if ((t->valid != NULL && !t->valid(name)) ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return 0;
+	age = (uint64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec /
+	    1000000;
+	changed = (uint64_t)st.st_ctim.tv_sec * 1000 + st.st_ctim.tv_nsec /
+	    1000000;
+	if (t->by_ctime && changed > age)
+		age = changed;
+	if (age >= t->before)
+		return 0;
+	if (unlinkat(dirfd, name, 0) == -1) {
+		/* Gone meanwhile (another sweep): not this one's to say. */
+		if (errno != ENOENT && tr->failed == 0)
+			tr->failed = errno;
+		return 0;
+	}
+	if (t->report == NULL)
+		return 0;
+	if (t->prefix != NULL) {
+		snprintf(shown, sizeof(shown), "%s/%s", t->prefix, name);
+		t->report(shown, t->why);
+	} else
+		t->report(name, t->why);
+	return 0;
+}
+
+/*
+ * mq-sweep's removal of what has aged out of a directory: each regular
+ * file valid() takes (every one with NULL) last changed before t->before
+ * (ms): by its mtime, or with by_ctime the later of its ctime and mtime.
+ * Each removed is reported as PREFIX/NAME, or NAME.  0, or -1 with the
+ * errno of the first removal that failed (the others are still made).
+ */
+int
+mq_dir_trim(int dirfd, const struct mq_trim *t)
+{
+	struct trimming tr = { t, 0 };
+
+	if (mq_dir_each(dirfd, DT_REG, trim_one, &tr) == -1)
+		return -1;
+	if (tr.failed != 0) {
+		errno = tr.failed;
+		return -1;
+	}
+	return 0;
 }
 
 struct collect {
