@@ -55,8 +55,13 @@ add_watch(int fd, int dirfd, uint32_t mask)
 	return inotify_add_watch(fd, path, mask | IN_ONLYDIR);
 }
 
+/*
+ * An inotify descriptor watching dirfd for mask, or -1: also with
+ * MQ_WAIT=poll, for file systems whose changes made elsewhere inotify
+ * does not see (NFS); the caller then looks again now and then.
+ */
 static int
-watch(int rootfd, int dirfd)
+watch_open(int dirfd, uint32_t mask)
 {
 	const char *mode = getenv("MQ_WAIT");
 	int fd;
@@ -65,10 +70,20 @@ watch(int rootfd, int dirfd)
 		return -1;
 	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
 		return -1;
-	if (add_watch(fd, dirfd, IN_ATTRIB | IN_MOVED_TO | IN_CREATE) == -1) {
+	if (add_watch(fd, dirfd, mask) == -1) {
 		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+static int
+watch(int rootfd, int dirfd)
+{
+	int fd;
+
+	if ((fd = watch_open(dirfd, IN_ATTRIB | IN_MOVED_TO | IN_CREATE)) == -1)
+		return -1;
 	/* Without it only the removal of the spool goes unnoticed. */
 	(void)add_watch(fd, rootfd, IN_DELETE | IN_DELETE_SELF);
 	return fd;
@@ -83,19 +98,8 @@ watch(int rootfd, int dirfd)
 int
 mq_log_watch(struct mq_spool *sp)
 {
-	const char *mode = getenv("MQ_WAIT");
-	int fd;
-
-	if (mode != NULL && strcmp(mode, "poll") == 0)
-		return -1;
-	if ((fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) == -1)
-		return -1;
-	if (add_watch(fd, sp->fd, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
-	    IN_DELETE_SELF) == -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+	return watch_open(sp->fd, IN_MODIFY | IN_CREATE | IN_MOVED_TO |
+	    IN_DELETE_SELF);
 }
 
 /* Reads what woke the follower, so that the next poll waits again. */
