@@ -191,3 +191,46 @@ kill_left() {
 	done
 	true
 }
+
+# A busy spool: four senders of 500 lines each (their IDs in
+# $BATS_TEST_TMPDIR/ids.N) and two claimers acking batches of up to $1,
+# until the sends are done and nothing is left; busy_end waits for them
+# all.  Bounded: a claimer gives up (1) after 120 s.
+busy_begin() {
+	local i
+	busy_pids=() busy_claimers=()
+	busy_until=$((SECONDS + 120))
+	for i in 1 2 3 4; do
+		seq 1 500 | timeout 60 mq-send -l >"$BATS_TEST_TMPDIR/ids.$i" &
+		busy_pids+=($!)
+	done
+	for i in 1 2; do
+		busy_claimer "$1" &
+		busy_claimers+=($!)
+	done
+}
+
+busy_claimer() {
+	local r
+	while [ $SECONDS -lt "$busy_until" ]; do
+		if r=$(mq-recv -n "$1"); then
+			printf '%s\n' "$r" | mq-ack
+		elif [ -e "$BATS_TEST_TMPDIR/sent" ]; then
+			return 0
+		else
+			sleep 0.01
+		fi
+	done
+	return 1
+}
+
+busy_end() {
+	local p
+	for p in "${busy_pids[@]}"; do
+		wait "$p"
+	done
+	touch "$BATS_TEST_TMPDIR/sent"
+	for p in "${busy_claimers[@]}"; do
+		wait "$p"
+	done
+}

@@ -482,35 +482,8 @@ send c tool=mq-send"
 @test "mq-log: concurrent senders and claimers leave every record whole, a line each" {
 	mq-send -l </dev/null
 	t=$BATS_TEST_TMPDIR
-	end=$((SECONDS + 120))
-	pids=()
-	for i in 1 2 3 4; do
-		seq 1 500 | timeout 60 mq-send -l >"$t/ids.$i" &
-		pids+=($!)
-	done
-	claimer() {
-		local r
-		while [ $SECONDS -lt "$end" ]; do
-			if r=$(mq-recv -n 10); then
-				printf '%s\n' "$r" | mq-ack
-			elif [ -e "$t/sent" ]; then
-				return 0
-			else
-				sleep 0.01
-			fi
-		done
-		return 1
-	}
-	claimer &
-	c1=$!
-	claimer &
-	c2=$!
-	for p in "${pids[@]}"; do
-		wait "$p"
-	done
-	touch "$t/sent"
-	wait "$c1"
-	wait "$c2"
+	busy_begin 10
+	busy_end
 	run -0 mq-stat --json
 	python3 - "$MQ_DIR/log" "$output" <<'EOF'
 import json, re, sys

@@ -443,29 +443,7 @@ assert sum(c["dead"].values()) == s["dead"] + c["redriven"] + purged, s
 	mq-send -l </dev/null
 	t=$BATS_TEST_TMPDIR
 	end=$((SECONDS + 120))
-	pids=()
-	for i in 1 2 3 4; do
-		seq 1 500 | timeout 60 mq-send -l >"$t/ids.$i" &
-		pids+=($!)
-	done
-	# Two claimers, until the sends are done and nothing is left.
-	claimer() {
-		local r
-		while [ $SECONDS -lt "$end" ]; do
-			if r=$(mq-recv -n 20); then
-				printf '%s\n' "$r" | mq-ack
-			elif [ -e "$t/sent" ]; then
-				return 0
-			else
-				sleep 0.01
-			fi
-		done
-		return 1
-	}
-	claimer &
-	c1=$!
-	claimer &
-	c2=$!
+	busy_begin 20
 	# Samples of the counters while they move.
 	(
 		while [ ! -e "$t/claimed" ] && [ $SECONDS -lt "$end" ]; do
@@ -473,12 +451,7 @@ assert sum(c["dead"].values()) == s["dead"] + c["redriven"] + purged, s
 		done
 	) >"$t/samples" &
 	s=$!
-	for p in "${pids[@]}"; do
-		wait "$p"
-	done
-	touch "$t/sent"
-	wait "$c1"
-	wait "$c2"
+	busy_end
 	touch "$t/claimed"
 	wait "$s"
 	assert_equal "$(cat "$t"/ids.* | sort -u | wc -l)" 2000

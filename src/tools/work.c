@@ -167,6 +167,15 @@ struct env {
 	char	*vars[E_NVARS + 1];
 };
 
+/* How a job ended: the log's job records name it (outcome=WORD). */
+enum outcome {
+	JOB_ACKED, JOB_RELEASED, JOB_DEAD, JOB_LOST, JOB_SKIPPED, JOB_ERROR,
+	JOB_OUTCOMES
+};
+static const char *const outcome_word[JOB_OUTCOMES] = {
+	"acked", "released", "dead", "lost", "skipped", "error"
+};
+
 struct worker {
 	const struct mq_work *opt;
 	struct mq_spool	*sp;
@@ -199,7 +208,8 @@ struct worker {
 	int		 claimed_any;
 	uint64_t	 drain_due;	/* --drain: count the spool again then */
 	/* The jobs' outcomes, for the summary at exit. */
-	long long	 n_done, n_retried, n_dead, n_lost, n_skipped, n_jobs;
+	long long	 n[JOB_OUTCOMES];	/* jobs by outcome */
+	long long	 n_jobs;
 	int		 recorded;	/* --once: entries not synced yet */
 	uint64_t	 sync_due;	/* then: when they are synced */
 	uint64_t	 began;
@@ -477,7 +487,7 @@ holder_jobs(struct worker *wk)
 static void once_due(struct worker *, uint64_t);
 static void sync_once(struct worker *);
 static void job_logged(struct worker *, const struct job *, int, int,
-    const char *);
+    enum outcome);
 
 /*
  * --once, before j's job is started: 1 when its message is in the ledger,
@@ -507,7 +517,7 @@ finished_before(struct worker *wk, struct job *j)
 		wk->failed = 1;
 	else if (wk->opt->verbose)
 		warnx("%s: finished before (--once): acked, not run", j->id);
-	job_logged(wk, j, 0, st, "skipped");
+	job_logged(wk, j, 0, st, JOB_SKIPPED);
 	return 1;
 }
 
@@ -701,8 +711,9 @@ ack(struct worker *wk, struct job *j)
  */
 static void
 job_logged(struct worker *wk, const struct job *j, int ws, int st,
-    const char *outcome)
+    enum outcome oc)
 {
+	const char *outcome;
 	static char host[256];
 	char t[40];
 	size_t n;
@@ -710,21 +721,13 @@ job_logged(struct worker *wk, const struct job *j, int ws, int st,
 	if (host[0] == '\0' && gethostname(host, sizeof(host) - 1) == -1)
 		strlcpy(host, "-", sizeof(host));
 	if (st == MQ_EX_LOST)
-		outcome = "lost";
+		oc = JOB_LOST;
 	else if (st != MQ_EX_OK)
-		outcome = "error";
+		oc = JOB_ERROR;
+	outcome = outcome_word[oc];
 	wk->n_jobs++;
+	wk->n[oc]++;
 	bar.dirty = 1;
-	if (strcmp(outcome, "acked") == 0)
-		wk->n_done++;
-	else if (strcmp(outcome, "released") == 0)
-		wk->n_retried++;
-	else if (strcmp(outcome, "dead") == 0)
-		wk->n_dead++;
-	else if (strcmp(outcome, "lost") == 0)
-		wk->n_lost++;
-	else if (strcmp(outcome, "skipped") == 0)
-		wk->n_skipped++;
 	mq_log_begin(wk->sp, "job", j->id);
 	mq_log_num("attempt", j->attempt);
 	mq_log_str("host", host, strlen(host));
@@ -786,7 +789,7 @@ done(struct worker *wk, struct job *j, int ws)
 			if (wk->opt->verbose)
 				warnx("%s: done in %s s", j->id,
 				    ran(t, sizeof(t), wk, j));
-			job_logged(wk, j, ws, st, "acked");
+			job_logged(wk, j, ws, st, JOB_ACKED);
 			return;
 		}
 		if (st != MQ_EX_LOST) {
@@ -799,7 +802,7 @@ done(struct worker *wk, struct job *j, int ws)
 			snprintf(reason, sizeof(reason),
 			    "not recorded (--once): %s", strerror(e));
 			job_logged(wk, j, ws, release(wk, j, wk->now, reason),
-			    "released");
+			    JOB_RELEASED);
 			return;
 		}
 		settled(wk, j, st, why);
@@ -813,7 +816,7 @@ done(struct worker *wk, struct job *j, int ws)
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
 	}
-	job_logged(wk, j, ws, MQ_EX_LOST, "lost");
+	job_logged(wk, j, ws, MQ_EX_LOST, JOB_LOST);
 }
 
 /* --once: the ledger synced if its first entry not synced is due by now. */
@@ -870,11 +873,11 @@ finish(struct worker *wk, struct job *j, int ws)
 	}
 	if (j->lost) {
 		wk->failed = 1;
-		job_logged(wk, j, ws, MQ_EX_LOST, "lost");
+		job_logged(wk, j, ws, MQ_EX_LOST, JOB_LOST);
 		return;
 	}
 	if (ok) {
-		job_logged(wk, j, ws, ack(wk, j), "acked");
+		job_logged(wk, j, ws, ack(wk, j), JOB_ACKED);
 		return;
 	}
 	wk->failed = 1;
@@ -889,11 +892,11 @@ finish(struct worker *wk, struct job *j, int ws)
 		warnx("%s: stopped (%s); released (ran %s s)", j->id, why,
 		    ran(r, sizeof(r), wk, j));
 		job_logged(wk, j, ws, release(wk, j, wk->now, NULL),
-		    "released");
+		    JOB_RELEASED);
 	} else if (WIFEXITED(ws) && WEXITSTATUS(ws) == MQ_JOB_DEAD &&
 	    !j->timed_out)
 		job_logged(wk, j, ws, bury(wk, j, cause, why, MQ_CAUSE_REJECTED),
-		    "dead");
+		    JOB_DEAD);
 	else if (j->attempt >= wk->max) {
 		/* The form of every death for attempts (dead.c). */
 		reason = mq_reason_spent(cause, strlen(cause), &len);
@@ -901,10 +904,10 @@ finish(struct worker *wk, struct job *j, int ws)
 		/* Without them, the claim after its lease buries it. */
 		if (reason == NULL || shown == NULL) {
 			(void)settled(wk, j, MQ_EX_SYS, NULL);
-			job_logged(wk, j, ws, MQ_EX_SYS, "error");
+			job_logged(wk, j, ws, MQ_EX_SYS, JOB_ERROR);
 		} else
 			job_logged(wk, j, ws, bury(wk, j, reason, shown,
-			    MQ_CAUSE_ATTEMPTS), "dead");
+			    MQ_CAUSE_ATTEMPTS), JOB_DEAD);
 		free(reason);
 		free(shown);
 	} else {
@@ -913,7 +916,7 @@ finish(struct worker *wk, struct job *j, int ws)
 		    j->id, why, j->attempt, wk->max, secs(t, sizeof(t), delay),
 		    ran(r, sizeof(r), wk, j));
 		job_logged(wk, j, ws, release(wk, j, wk->now + delay, cause),
-		    "released");
+		    JOB_RELEASED);
 	}
 }
 
@@ -1450,6 +1453,29 @@ eta(char *buf, size_t size, uint64_t s)
 }
 
 /*
+ * What became of the jobs so far, as the progress line and the summary
+ * say it: lost and skipped (--once: acked with no job run, as finished
+ * before) only when there are some.
+ */
+static void
+counted(char *buf, size_t size, const struct worker *wk)
+{
+	char part[40];
+
+	snprintf(buf, size, "%lld done, %lld retried, %lld dead",
+	    wk->n[JOB_ACKED], wk->n[JOB_RELEASED], wk->n[JOB_DEAD]);
+	if (wk->n[JOB_LOST] > 0) {
+		snprintf(part, sizeof(part), ", %lld lost", wk->n[JOB_LOST]);
+		strlcat(buf, part, size);
+	}
+	if (wk->n[JOB_SKIPPED] > 0) {
+		snprintf(part, sizeof(part), ", %lld skipped",
+		    wk->n[JOB_SKIPPED]);
+		strlcat(buf, part, size);
+	}
+}
+
+/*
  * --progress: the line drawn again when a job was settled, when it was
  * erased, and every BAR_GAP_MS for the rate and the count; cut to the
  * terminal's width, asked each time, so that a resized terminal gets
@@ -1475,16 +1501,7 @@ bar_draw(struct worker *wk)
 		    wk->jobs[i].p.err.midline))
 			return;
 	bar_count(wk);
-	snprintf(line, sizeof(line), "%lld done, %lld retried, %lld dead",
-	    wk->n_done, wk->n_retried, wk->n_dead);
-	if (wk->n_lost > 0) {
-		snprintf(part, sizeof(part), ", %lld lost", wk->n_lost);
-		strlcat(line, part, sizeof(line));
-	}
-	if (wk->n_skipped > 0) {
-		snprintf(part, sizeof(part), ", %lld skipped", wk->n_skipped);
-		strlcat(line, part, sizeof(line));
-	}
+	counted(line, sizeof(line), wk);
 	snprintf(part, sizeof(part), ", %d running", wk->running);
 	strlcat(line, part, sizeof(line));
 	if (bar.counted) {
@@ -1493,14 +1510,14 @@ bar_draw(struct worker *wk)
 		strlcat(line, part, sizeof(line));
 	}
 	if (ms > 0) {
-		tenths = (uint64_t)wk->n_done * 10000 / ms;
+		tenths = (uint64_t)wk->n[JOB_ACKED] * 10000 / ms;
 		snprintf(part, sizeof(part), ", %" PRIu64 ".%" PRIu64 "/s",
 		    tenths / 10, tenths % 10);
 		strlcat(line, part, sizeof(line));
 	}
-	if (bar.counted && bar.waiting > 0 && wk->n_done > 0) {
+	if (bar.counted && bar.waiting > 0 && wk->n[JOB_ACKED] > 0) {
 		/* In whole seconds, rounded up: "0 s" would say it is over. */
-		left = (double)bar.waiting * ms / wk->n_done / 1000;
+		left = (double)bar.waiting * ms / wk->n[JOB_ACKED] / 1000;
 		snprintf(part, sizeof(part), ", ETA %s", eta(t, sizeof(t),
 		    (uint64_t)left + (left > (uint64_t)left)));
 		strlcat(line, part, sizeof(line));
@@ -1528,20 +1545,14 @@ bar_draw(struct worker *wk)
 static void
 summary(struct worker *wk)
 {
-	char t[32], lost[40] = "", skipped[40] = "";
+	char t[32], what[BAR_MAX + 1];
 
 	if (wk->n_jobs == 0 || (!wk->opt->verbose && !isatty(STDERR_FILENO)))
 		return;
-	if (wk->n_lost > 0)
-		snprintf(lost, sizeof(lost), ", %lld lost", wk->n_lost);
-	/* --once: acked with no job run, as finished before. */
-	if (wk->n_skipped > 0)
-		snprintf(skipped, sizeof(skipped), ", %lld skipped",
-		    wk->n_skipped);
+	counted(what, sizeof(what), wk);
 	wk->now = mq_now_ms();
 	/* To the tenth of a second, enough for a run's length. */
-	warnx("%lld done, %lld retried, %lld dead%s%s in %s s", wk->n_done,
-	    wk->n_retried, wk->n_dead, lost, skipped, secs(t, sizeof(t),
+	warnx("%s in %s s", what, secs(t, sizeof(t),
 	    (wk->now - wk->began) / 100 * 100));
 }
 
@@ -1582,7 +1593,8 @@ worker_close(struct worker *wk)
 	 * (someone else's now, its end unknown) is.
 	 */
 	if (wk->opt->drain)
-		return wk->n_dead + wk->n_lost > 0 ? MQ_EX_FAILED : MQ_EX_OK;
+		return wk->n[JOB_DEAD] + wk->n[JOB_LOST] > 0 ? MQ_EX_FAILED :
+		    MQ_EX_OK;
 	if (!wk->claimed_any)
 		return MQ_EX_NONE;
 	return wk->failed ? MQ_EX_FAILED : MQ_EX_OK;
