@@ -442,3 +442,22 @@ EOF
 		[ "$(count new)" -eq 0 ] || fail "MQ_WAIT=$wait: $(count new) left"
 	done
 }
+
+@test "worker: paused until a time, a resume before it is seen at once, with inotify and with MQ_WAIT=poll" {
+	for wait in inotify poll; do
+		echo "$wait" | mq-send >/dev/null
+		mq-conf paused=1h
+		st=0
+		# shellcheck disable=SC2016 # expanded by the job's shell
+		MQ_WAIT=$wait timeout -k 5 20 mq-recv -n 1 -w -- \
+		    sh -c 'cat >"$W/done.$MQ_WAIT"' 2>"$W/err.$wait" &
+		pid=$!
+		wait_for said "$MQ_DIR: paused" "$W/err.$wait"
+		mq-conf paused=no
+		wait "$pid" || st=$?
+		[ "$st" -eq 0 ] ||
+		    fail "MQ_WAIT=$wait: exit $st: $(cat "$W/err.$wait")"
+		assert_equal "$(cat "$W/done.$wait")" "$wait"
+		said "$MQ_DIR: resumed" "$W/err.$wait"
+	done
+}
