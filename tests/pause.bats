@@ -461,3 +461,20 @@ EOF
 		said "$MQ_DIR: resumed" "$W/err.$wait"
 	done
 }
+
+@test "mq-recv -n: a setting changed between its claims: the rest of the n are claimed, by the new one" {
+	seq 1 3 | mq-send -l >/dev/null
+	# Stopped at its first receipt while mq-conf sets the lease.
+	race_at mq-recv print_receipt "-n 3 >$W/out" "mq-conf lease=3600" 3
+	[[ $output == *"Breakpoint 1"* ]] || fail "print_receipt was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-recv failed: $output"
+	assert_equal "$(grep -c . "$W/out")" 3
+	assert_equal "$(count new)" 0
+	# The first by the lease before, the others by the new one.
+	now=$(date +%s)
+	n=0
+	while IFS=, read -r _ deadline _; do
+		[ $((${deadline%.*} - now)) -gt 3000 ] && n=$((n + 1))
+	done < <(xargs -n 1 basename <"$W/out" | unheld)
+	assert_equal "$n" 2
+}
