@@ -1147,6 +1147,8 @@ push_step(struct push *p, int once, uint64_t *wake)
 		(void)mq_settings_reread(&p->sp);
 	do {
 		p->cl.changed = 0;
+		/* Claims make room that senders under max-depth wait for. */
+		p->cl.ring = p->sp.conf.max_depth > 0;
 		got = p->sp.conf.paused ? 0 : mq_claim(&p->sp, &p->cl,
 		    (int)p->batch, p->sp.conf.lease_ms, collect, p, wake);
 		/*
@@ -1222,7 +1224,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_holder_bind(getprogname(), "push");
 	p.cl.uncounted = 1;
 	p.cl.max = MQ_REAP_EXPIRY;	/* no attempts: only expiry buries */
-	p.cl.ring = p.sp.conf.max_depth > 0;
 	mq_receipt_init(&p.rc);
 	mq_placer_release_init(&p.pl, &p.sp);
 	mq_keys_init(&p.keys, &p.sp);
