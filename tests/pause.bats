@@ -478,3 +478,26 @@ EOF
 	done < <(xargs -n 1 basename <"$W/out" | unheld)
 	assert_equal "$n" 2
 }
+
+@test "worker: a claim stopped by a setting changed by its own job keeps the order: oldest first" {
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ID" >>"$W/started"
+mq-conf lease=\$((3600 + \$(wc -l <"$W/started")))
+EOF
+	chmod +x "$W/job"
+	seq 1 6 | mq-send -l >"$W/ids"
+	run -0 timeout -k 5 60 mq-recv -P 1 -- "$W/job"
+	assert_equal "$(cat "$W/started")" "$(cat "$W/ids")"
+}
+
+@test "worker: a claim stopped between its leases by a change of conf keeps the order: oldest first" {
+	seq 1 4 | mq-send -l >"$W/ids"
+	# Stopped as its first job starts, while mq-conf sets the lease.
+	race_at mq-recv start "-v -P 2 -- true 2>$W/err" "mq-conf lease=3600" 4
+	[[ $output == *"Breakpoint 1"* ]] || fail "start was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-recv failed: $output"
+	run -0 sed -n 's/^mq-recv: \([^:]*\): attempt 1: started$/\1/p' "$W/err"
+	assert_output "$(cat "$W/ids")"
+}
