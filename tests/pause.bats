@@ -442,3 +442,62 @@ EOF
 		[ "$(count new)" -eq 0 ] || fail "MQ_WAIT=$wait: $(count new) left"
 	done
 }
+
+@test "worker: paused until a time, a resume before it is seen at once, with inotify and with MQ_WAIT=poll" {
+	for wait in inotify poll; do
+		echo "$wait" | mq-send >/dev/null
+		mq-conf paused=1h
+		st=0
+		# shellcheck disable=SC2016 # expanded by the job's shell
+		MQ_WAIT=$wait timeout -k 5 20 mq-recv -n 1 -w -- \
+		    sh -c 'cat >"$W/done.$MQ_WAIT"' 2>"$W/err.$wait" &
+		pid=$!
+		wait_for said "$MQ_DIR: paused" "$W/err.$wait"
+		mq-conf paused=no
+		wait "$pid" || st=$?
+		[ "$st" -eq 0 ] ||
+		    fail "MQ_WAIT=$wait: exit $st: $(cat "$W/err.$wait")"
+		assert_equal "$(cat "$W/done.$wait")" "$wait"
+		said "$MQ_DIR: resumed" "$W/err.$wait"
+	done
+}
+
+@test "mq-recv -n: a setting changed between its claims: the rest of the n are claimed, by the new one" {
+	seq 1 3 | mq-send -l >/dev/null
+	# Stopped at its first receipt while mq-conf sets the lease.
+	race_at mq-recv print_receipt "-n 3 >$W/out" "mq-conf lease=3600" 3
+	[[ $output == *"Breakpoint 1"* ]] || fail "print_receipt was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-recv failed: $output"
+	assert_equal "$(grep -c . "$W/out")" 3
+	assert_equal "$(count new)" 0
+	# The first by the lease before, the others by the new one.
+	now=$(date +%s)
+	n=0
+	while IFS=, read -r _ deadline _; do
+		[ $((${deadline%.*} - now)) -gt 3000 ] && n=$((n + 1))
+	done < <(xargs -n 1 basename <"$W/out" | unheld)
+	assert_equal "$n" 2
+}
+
+@test "worker: a claim stopped by a setting changed by its own job keeps the order: oldest first" {
+	cat >"$W/job" <<EOF
+#!/bin/sh
+cat >/dev/null
+echo "\$MQ_ID" >>"$W/started"
+mq-conf lease=\$((3600 + \$(wc -l <"$W/started")))
+EOF
+	chmod +x "$W/job"
+	seq 1 6 | mq-send -l >"$W/ids"
+	run -0 timeout -k 5 60 mq-recv -P 1 -- "$W/job"
+	assert_equal "$(cat "$W/started")" "$(cat "$W/ids")"
+}
+
+@test "worker: a claim stopped between its leases by a change of conf keeps the order: oldest first" {
+	seq 1 4 | mq-send -l >"$W/ids"
+	# Stopped as its first job starts, while mq-conf sets the lease.
+	race_at mq-recv start "-v -P 2 -- true 2>$W/err" "mq-conf lease=3600" 4
+	[[ $output == *"Breakpoint 1"* ]] || fail "start was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-recv failed: $output"
+	run -0 sed -n 's/^mq-recv: \([^:]*\): attempt 1: started$/\1/p' "$W/err"
+	assert_output "$(cat "$W/ids")"
+}

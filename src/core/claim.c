@@ -343,10 +343,14 @@ claim_kept(struct run *c)
 	const char *name;
 
 	while (cl->next < cl->n && c->got < c->want) {
-		name = cl->names[cl->next++];
+		name = cl->names[cl->next];
 		mq_name_parse(name, MQ_NEW, &nm);
 		if (claim_one(c, cl->leaf, name, &nm) == -1)
 			return -1;
+		/* Stopped by a change of conf: the next claim's first. */
+		if (cl->changed)
+			return 0;
+		cl->next++;
 	}
 	if (cl->next < cl->n)
 		return 0;
@@ -376,6 +380,9 @@ claim_leaf(struct run *c, int leaf, unsigned prio)
 			mq_names_free(&names);
 			return -1;
 		}
+		/* Stopped by a change of conf: kept as the next claim's first. */
+		if (cl->changed)
+			break;
 	}
 	if (i < names.n && cl->keep &&
 	    (cl->leaf = fcntl(leaf, F_DUPFD_CLOEXEC, 0)) != -1) {
@@ -459,7 +466,8 @@ expired(struct run *c, int limit)
  * With cl->ring, a call that claimed or buried anything rings the
  * doorbell.  A change of the spool's settings since the caller read them
  * stops it before its next lease, with cl->changed set: the caller reads
- * them again (a pause, or a new lease or max-attempts) and claims again.
+ * them again (a pause, or a new lease or max-attempts) and claims again,
+ * from the name it stopped at when it keeps names (oldest first still).
  * Returns the number claimed or -1.
  */
 int

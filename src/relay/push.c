@@ -1139,8 +1139,16 @@ push_step(struct push *p, int once, uint64_t *wake)
 	/* What is out keeps its lease: not claimed again below. */
 	keep_leases(p, p->nq);
 	p->claimed = mq_now_ms();
+	/*
+	 * paused=TIME ends by itself, conf unchanged, which no ring says:
+	 * looked at again (one fstatat) while paused, which ends it then.
+	 */
+	if (p->sp.conf.paused)
+		(void)mq_settings_reread(&p->sp);
 	do {
 		p->cl.changed = 0;
+		/* Claims make room that senders under max-depth wait for. */
+		p->cl.ring = p->sp.conf.max_depth > 0;
 		got = p->sp.conf.paused ? 0 : mq_claim(&p->sp, &p->cl,
 		    (int)p->batch, p->sp.conf.lease_ms, collect, p, wake);
 		/*
@@ -1151,6 +1159,10 @@ push_step(struct push *p, int once, uint64_t *wake)
 		if (p->cl.changed)
 			(void)mq_settings_reread(&p->sp);
 	} while (got == 0 && p->cl.changed);
+	/* Paused until a time: the idle ends then. */
+	if (p->sp.conf.paused && p->sp.conf.paused_until_ms != 0 &&
+	    p->sp.conf.paused_until_ms < *wake)
+		*wake = p->sp.conf.paused_until_ms;
 	if (got == -1) {
 		warn("%s", p->sp.path);
 		p->status = MQ_EX_SYS;
@@ -1212,7 +1224,6 @@ mq_push(struct mq_broker *b, const char *dir, unsigned batch, int once)
 	mq_holder_bind(getprogname(), "push");
 	p.cl.uncounted = 1;
 	p.cl.max = MQ_REAP_EXPIRY;	/* no attempts: only expiry buries */
-	p.cl.ring = p.sp.conf.max_depth > 0;
 	mq_receipt_init(&p.rc);
 	mq_placer_release_init(&p.pl, &p.sp);
 	mq_keys_init(&p.keys, &p.sp);

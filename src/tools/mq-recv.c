@@ -308,7 +308,7 @@ receive(struct recv_opts *o, uint64_t until)
 	struct mq_claimer cl;
 	uint64_t wake, now, lease;
 	int64_t timeout;
-	int got, said = 0, r;
+	int got, total = 0, said = 0, r;
 
 	spool_open(&sp, o->dir, o->wflag, until);
 	/* One claim: no leaf to keep for a next one. */
@@ -321,7 +321,6 @@ receive(struct recv_opts *o, uint64_t until)
 	if (o->wflag && conf->paused)
 		conf = settings(o, &sp, &cl, &lease);
 	for (;;) {
-		got = 0;
 		wake = UINT64_MAX;
 		if (conf->paused) {
 			/* Else a paused spool looks like an empty one. */
@@ -331,22 +330,26 @@ receive(struct recv_opts *o, uint64_t until)
 			if (conf->paused_until_ms != 0)
 				wake = conf->paused_until_ms;
 		} else {
-			if ((got = mq_claim(&sp, &cl, o->n, lease,
+			if ((got = mq_claim(&sp, &cl, o->n - total, lease,
 			    print_receipt, o->wo.verbose ? &o->wo : NULL,
 			    &wake)) == -1)
 				err(MQ_EX_SYS, "%s", ferror(stdout) ?
 				    "stdout" : sp.path);
+			total += got;
 			/*
 			 * conf changed under the claim (mq-conf paused=yes,
-			 * say): read again, and claimed by it, or said paused.
+			 * say): read again, and the rest of the n claimed by
+			 * it; paused, a batch begun ends there, and one not
+			 * begun is said paused.
 			 */
 			if (cl.changed) {
 				conf = settings(o, &sp, &cl, &lease);
-				if (got == 0)
+				if (total < o->n && (total == 0 ||
+				    !conf->paused))
 					continue;
 			}
 		}
-		if (got > 0 || !o->wflag)
+		if (total > 0 || !o->wflag)
 			break;
 		now = mq_now_ms();
 		if (now >= until)
@@ -371,7 +374,7 @@ receive(struct recv_opts *o, uint64_t until)
 	mq_claimer_close(&cl);
 	mq_spool_close(&sp);
 	mq_stdout_close();
-	return got > 0 ? MQ_EX_OK : MQ_EX_NONE;
+	return total > 0 ? MQ_EX_OK : MQ_EX_NONE;
 }
 
 /* Worker mode: runs argv for each message claimed (work.c). */

@@ -1089,14 +1089,20 @@ reread(struct worker *wk)
 	wk->cl.ring = c->max_depth > 0;
 }
 
-/* The doorbell rang: read the settings now, or once CONF_GAP_MS is up. */
+/*
+ * The doorbell rang: read the settings now, or once CONF_GAP_MS is up.
+ * Sooner than a read already due: paused=TIME has one due at its end,
+ * and a resume said before it (mq-conf paused=no) must not wait for it.
+ */
 static void
 rung(struct worker *wk)
 {
 	uint64_t at = wk->conf_at + CONF_GAP_MS;
 
-	if (wk->conf_due == NEVER)
-		wk->conf_due = at > wk->now ? at : wk->now;
+	if (at < wk->now)
+		at = wk->now;
+	if (at < wk->conf_due)
+		wk->conf_due = at;
 }
 
 /*
