@@ -561,6 +561,21 @@ dead_port() {
 	assert_equal "$(stat_of ready)" 0
 }
 
+@test "relay push: paused until a time, it pushes nothing before it and then by itself, nothing rung" {
+	echo one | mq-send >/dev/null
+	mq-conf paused=yes
+	relay_bg push -v -q pausedtill "$RELAY_URI"
+	until_in "$BATS_TEST_TMPDIR/err" "connected to"
+	sleep 1
+	assert_equal "$(stat_of ready)" 1
+	# Read at mq-conf's ring; its end rings nothing.
+	mq-conf paused=2s
+	has_count pausedtill 1
+	stop_relay "$pid"
+	assert_equal "$st" 0
+	assert_equal "$(stat_of ready)" 0
+}
+
 @test "relay push: SIGTERM mid-run exits 0, nothing left claimed, nothing lost" {
 	seq 1 3000 | mq-send -l >/dev/null
 	relay_bg push -v -n 10 -q term "$RELAY_URI"
