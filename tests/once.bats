@@ -502,3 +502,17 @@ EOF
 	run -2 --separate-stderr mq-recv --once
 	assert_equal "$stderr" "mq-recv: --once needs a command to run"
 }
+
+@test "once: -w SECS counts idle time from the last message acked as finished before, not from the last job" {
+	job none
+	id=$(echo a | mq-send)
+	run -0 mq-recv --once -- "$W/job"
+	kept_again "$id"
+	# The look-up held 6 s, past -w 5; a message comes 1 s after it
+	# (its look-up the second stop).
+	race_at mq-recv mq_once_done "-w 5 --once -- $W/job" \
+	    "sleep 6; (sleep 1; echo late | MQ_DIR=$MQ_DIR $(bin_of mq-send)) >/dev/null 2>&1 &" 2
+	[[ $output == *"Breakpoint 1"* ]] || fail "mq_once_done was not reached: $output"
+	assert_equal "$(runs)" 2
+	assert_equal "$(count new)" 0
+}

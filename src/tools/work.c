@@ -1240,6 +1240,12 @@ claim_some(struct worker *wk)
 	wk->look = !wk->empty && wk->running < opt->slots && !wk->halt;
 	wk->now = mq_now_ms();
 	/*
+	 * Claims that ran no job (--once: acked as finished before) were
+	 * work all the same: -w's idle time counts from them.
+	 */
+	if (got > 0)
+		wk->idle_since = wk->now;
+	/*
 	 * conf changed under the claim (mq-conf paused=yes, say): read now,
 	 * not at the doorbell's ring, and claimed again by it.
 	 */
