@@ -162,6 +162,36 @@ kept_again() {
 	refute_output --partial job_pid
 }
 
+@test "once: a key looked at as its holder is renamed into the ledger is held dedup-window from the rename, not from the holder's claim" {
+	mq-conf dedup-window=200ms
+	id=$(echo a | mq-send -k k1)
+	cat >"$W/job" <<EOF
+#!/bin/sh
+i=0
+while [ ! -e "$W/go" ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done
+EOF
+	chmod +x "$W/job"
+	mq-recv --once -- "$W/job" 2>"$W/err" &
+	echo $! >"$BATS_TEST_TMPDIR/worker.pid"
+	within 10 eval 'mq-ls -s inflight | grep -q .'
+	# The claim's rename, the file's last change until the rename into
+	# the ledger, is older than dedup-window when the key is looked at.
+	sleep 0.3
+	echo b >"$W/b"
+	# The send has found the holder with two links (in cur/ still) and
+	# looks for its entry: the job ends and the rename is made then.
+	race_at mq-send mq_once_keeps "-k k1 <$W/b" \
+	    "touch $W/go; i=0; while [ ! -e $MQ_DIR/once/$(key_entry k1) ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i + 1)); done"
+	assert_success
+	assert_output --partial "Breakpoint 1"
+	assert_output --partial "$id"
+	assert_equal "$(count new)" 0
+	st=0
+	wait "$(cat "$BATS_TEST_TMPDIR/worker.pid")" || st=$?
+	assert_equal "$st" 0
+	assert_equal "$(cat "$W/err")" ""
+}
+
 @test "once: without --once, a worker neither looks at nor keeps a ledger" {
 	job none
 	id=$(echo a | mq-send)

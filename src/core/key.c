@@ -263,8 +263,9 @@ mq_key_state(struct mq_keys *ks, const char *hash, const char *id,
 			return MQ_KEY_STRANDED;
 		/*
 		 * Its other name its entry in the ledger (mq-recv --once):
-		 * acknowledged by that rename, which changed its ctime last.
-		 * A ledger that cannot be looked at holds the key.
+		 * acknowledged by that rename, which changed its ctime last
+		 * (st is the entry's now, looked at after the rename).  A
+		 * ledger that cannot be looked at holds the key.
 		 */
 		if (mq_once_keeps(ks->sp, hash, &st) != 1)
 			return MQ_KEY_LIVE;

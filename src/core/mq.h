@@ -368,7 +368,7 @@ int	 mq_once_done(struct mq_spool *, const struct mq_name *);
 int	 mq_once_entry(struct mq_spool *, const struct mq_name *, char *,
 	    size_t);
 struct stat;
-int	 mq_once_keeps(struct mq_spool *, const char *, const struct stat *);
+int	 mq_once_keeps(struct mq_spool *, const char *, struct stat *);
 int	 mq_once_record(struct mq_spool *, const struct mq_name *);
 int	 mq_once_sync(struct mq_spool *);
 uint64_t mq_once_window(const struct mq_conf *);

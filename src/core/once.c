@@ -115,12 +115,15 @@ mq_once_done(struct mq_spool *sp, const struct mq_name *nm)
 }
 
 /*
- * 1 when once/kHASH is the file st describes: a keyed message finished
+ * 1 when once/kHASH is the file *st describes: a keyed message finished
  * with --once, which key.c counts as acknowledged (its window from the
- * rename's time, the inode's ctime); 0 when not, -1 with errno.
+ * rename's time, the inode's ctime), and *st is then the entry's: the
+ * rename may have come since *st was taken, its ctime the claim's or an
+ * extension's, which would start the window early.  0 when not, -1 with
+ * errno.
  */
 int
-mq_once_keeps(struct mq_spool *sp, const char *hash, const struct stat *st)
+mq_once_keeps(struct mq_spool *sp, const char *hash, struct stat *st)
 {
 	char name[ENTRY_NAME_MAX];
 	struct stat e;
@@ -129,7 +132,10 @@ mq_once_keeps(struct mq_spool *sp, const char *hash, const struct stat *st)
 	snprintf(name, sizeof(name), "k%s", hash);
 	if ((r = entry_stat(sp, name, &e)) != 1)
 		return r;
-	return e.st_dev == st->st_dev && e.st_ino == st->st_ino;
+	if (e.st_dev != st->st_dev || e.st_ino != st->st_ino)
+		return 0;
+	*st = e;
+	return 1;
 }
 
 /*
