@@ -546,3 +546,25 @@ EOF
 	assert_equal "$(runs)" 2
 	assert_equal "$(count new)" 0
 }
+
+@test "once: an entry whose key is still held outlives once-window, so that its removal does not hold the key anew" {
+	job none
+	mq-conf once-window=1 dedup-window=2
+	first=$(echo a | mq-send -k k1)
+	run -0 mq-recv --once -- "$W/job"
+	sleep 1
+	# Past once-window, within dedup-window: kept (its key record is its
+	# other link, whose time would change with its removal).
+	run -0 ahead 0.5 mq-sweep
+	assert_equal "$(entries)" 1
+	# Past dedup-window from the ack: the key is free, the ledger knows it.
+	run -0 ahead 1.5 mq-send -k k1 <<<a
+	[ "$output" != "$first" ] || fail "the key is held past dedup-window from its ack"
+	# (Sent on the clock ahead, it is visible on that clock only.)
+	run -0 --separate-stderr ahead 1.5 mq-recv -v --once -- "$W/job"
+	assert_equal "$(runs)" 1
+	[[ $stderr == *"finished before (--once): acked, not run"* ]]
+	# Once its key is forgotten, the entry goes.
+	run -0 ahead 3600 mq-sweep
+	assert_equal "$(entries)" 0
+}

@@ -1002,6 +1002,7 @@ struct mq_trim {
 	uint64_t	 before;	/* ms: a file changed earlier goes */
 	int		 by_ctime;	/* the later of ctime and mtime */
 	int		(*valid)(const char *);	/* NULL: every file */
+	int		(*held)(const char *, const struct stat *);
 	const char	*prefix;	/* of the name reported, or NULL */
 	const char	*why;		/* reported after the name */
 	void		(*report)(const char *, const char *);

@@ -214,6 +214,18 @@ mq_once_window(const struct mq_conf *c)
 }
 
 /*
+ * A keyed entry whose key is still held (keys/ID, its other link): its
+ * unlink would change the key's ctime, from which dedup-window counts,
+ * and hold the key anew (a send past the window would get the old ID,
+ * its work then known nowhere).  It goes once the key is forgotten.
+ */
+static int
+key_held(const char *name, const struct stat *st)
+{
+	return name[0] == 'k' && st->st_nlink > 1;
+}
+
+/*
  * mq-sweep's part: the entries recorded more than window_ms before now
  * go.  Not synced: an entry that comes back after a crash goes at the
  * next sweep.  0, or -1 with errno.
@@ -227,7 +239,7 @@ mq_once_trim(struct mq_spool *sp, uint64_t now, uint64_t window_ms,
 	 * not): where it does not, an entry's age counts from its body's
 	 * last write, its sending.
 	 */
-	struct mq_trim t = { 0, 1, entry_valid, MQ_DIR_ONCE,
+	struct mq_trim t = { 0, 1, entry_valid, key_held, MQ_DIR_ONCE,
 	    "past once-window: removed", report };
 	int dir, r, saved;
 

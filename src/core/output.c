@@ -199,7 +199,8 @@ int
 mq_output_sweep(struct mq_spool *sp, uint64_t age_ms,
     void (*report)(const char *, const char *))
 {
-	struct mq_trim t = { 0, 0, NULL, NULL, "kept output removed", report };
+	struct mq_trim t = { 0, 0, NULL, NULL, NULL, "kept output removed",
+	    report };
 	uint64_t now = mq_now_ms();
 	int dir, r, saved;
 

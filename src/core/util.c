@@ -278,7 +278,7 @@ trim_one(void *arg, int dirfd, const char *name)
 	    1000000;
 	if (t->by_ctime && changed > age)
 		age = changed;
-	if (age >= t->before)
+	if (age >= t->before || (t->held != NULL && t->held(name, &st)))
 		return 0;
 	if (unlinkat(dirfd, name, 0) == -1) {
 		/* Gone meanwhile (another sweep): not this one's to say. */
@@ -299,7 +299,8 @@ trim_one(void *arg, int dirfd, const char *name)
 /*
  * mq-sweep's removal of what has aged out of a directory: each regular
  * file valid() takes (every one with NULL) last changed before t->before
- * (ms): by its mtime, or with by_ctime the later of its ctime and mtime.
+ * (ms): by its mtime, or with by_ctime the later of its ctime and mtime;
+ * none that held() says is held yet.
  * Each removed is reported as PREFIX/NAME, or NAME.  0, or -1 with the
  * errno of the first removal that failed (the others are still made).
  */
