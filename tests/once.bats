@@ -475,15 +475,17 @@ EOF
 	assert_equal "$(count cur)" 0
 }
 
-@test "once: a ledger that cannot be read runs no job: the message goes back as it came, the worker stops (exit 4)" {
+@test "once: a ledger that cannot be read runs no job: the message goes back, its attempt given back, said; the worker stops (exit 4)" {
 	job none
-	echo a | mq-send >/dev/null
+	id=$(echo a | mq-send)
 	# once/ a file: no entry can be looked up in it.
 	touch "$MQ_DIR/once"
 	run -4 --separate-stderr mq-recv --once -- "$W/job"
 	assert_equal "$(runs)" 0
-	assert_equal "$stderr" "mq-recv: $MQ_DIR/once: Not a directory"
+	assert_equal "$stderr" "mq-recv: $id: $MQ_DIR/once: Not a directory; not looked up (--once), released"
 	assert_equal "$(count new)" 1
+	run -0 mq-log --kind release "$id"
+	assert_output --partial "reason=not looked up (--once): Not a directory"
 	r=$(mq-recv)
 	[ "${r##*,}" = 1 ]
 }

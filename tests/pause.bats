@@ -479,6 +479,17 @@ EOF
 	assert_equal "$n" 2
 }
 
+@test "mq-recv -n: a batch a pause cuts short says paused, prints what it claimed before, exit 0" {
+	seq 1 3 | mq-send -l >/dev/null
+	# Stopped at its first receipt while mq-conf pauses the spool.
+	race_at mq-recv print_receipt "-n 3 >$W/out 2>$W/err" "mq-conf paused=yes" 3
+	[[ $output == *"Breakpoint 1"* ]] || fail "print_receipt was not reached: $output"
+	[[ $output == *"exited normally"* ]] || fail "mq-recv failed: $output"
+	assert_equal "$(grep -c . "$W/out")" 1
+	assert_equal "$(cat "$W/err")" "mq-recv: $MQ_DIR: paused"
+	assert_equal "$(count new)" 2
+}
+
 @test "worker: a claim stopped by a setting changed by its own job keeps the order: oldest first" {
 	cat >"$W/job" <<EOF
 #!/bin/sh

@@ -347,6 +347,9 @@ receive(struct recv_opts *o, uint64_t until)
 				if (total < o->n && (total == 0 ||
 				    !conf->paused))
 					continue;
+				/* A batch cut short says why. */
+				if (conf->paused && total < o->n && !said++)
+					warnx("%s: paused", sp.path);
 			}
 		}
 		if (total > 0 || !o->wflag)

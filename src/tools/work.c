@@ -500,16 +500,21 @@ static int
 finished_before(struct worker *wk, struct job *j)
 {
 	struct how h = { OP_ACK, 0, NULL, NULL, 0, 0 };
-	const char *why;
+	char reason[128];
+	const char *why, *e;
 	int r, st;
 
 	if ((r = mq_once_done(wk->sp, &wk->rc.n)) == 0)
 		return 0;
 	if (r == -1) {
-		warn("%s/%s", wk->sp->path, MQ_DIR_ONCE);
+		e = strerror(errno);
+		snprintf(reason, sizeof(reason), "not looked up (--once): %s",
+		    e);
+		warnx("%s: %s/%s: %s; not looked up (--once), released", j->id,
+		    wk->sp->path, MQ_DIR_ONCE, e);
 		wk->status = MQ_EX_SYS;
 		wk->halt = 1;
-		unclaim(wk, j, NULL);
+		unclaim(wk, j, reason);
 		return -1;
 	}
 	st = settle(wk, j, &h, &why);
